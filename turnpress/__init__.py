@@ -1,0 +1,38 @@
+"""turnpress: decide what a multi-turn, code-writing LLM agent sees of its own past.
+
+*Compress the code, preserve the learnings.* Turns go in, the messages of the next
+LLM call come out; strategies, namespace sections, type labels, tokenizers and
+templates are pluggy plugins. Importing this package loads no third-party plugin:
+they are found through the ``turnpress`` entry-point group on first use.
+"""
+
+from turnpress.core.clojure import to_clojure
+from turnpress.core.compression import Strategy, get_strategy, normalize, render
+from turnpress.core.hookspecs import hookimpl
+from turnpress.core.labels import type_label
+from turnpress.core.model import Failure, Fn, Keyword, Memory, Message, Tool, ToolCall, Turn
+from turnpress.core.trace import Trace, load_trace, save_trace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Failure",
+    "Fn",
+    "Keyword",
+    "Memory",
+    "Message",
+    "Strategy",
+    "Tool",
+    "ToolCall",
+    "Trace",
+    "Turn",
+    "__version__",
+    "get_strategy",
+    "hookimpl",
+    "load_trace",
+    "normalize",
+    "render",
+    "save_trace",
+    "to_clojure",
+    "type_label",
+]

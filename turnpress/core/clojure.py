@@ -1,0 +1,175 @@
+"""``to_clojure``: render any value the agent can hold as PTC-Lisp (Clojure) syntax.
+
+The formatter is used for every sample and tool-call argument in a prompt, so it
+must be cheap on huge values: it only ever looks at the first ``limit`` items of
+a collection and the first ``printable_limit`` characters of a string.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Mapping
+from itertools import islice
+from typing import Any
+
+from turnpress.core.model import Fn, Keyword
+
+__all__ = ["to_clojure"]
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_*!?<>=][A-Za-z0-9_*!?<>=+.-]*\Z")
+_MIN_BUDGET = 10
+# Sets are sorted (for output that does not depend on hash seeds) up to this size;
+# bigger ones show their first items in iteration order, so sampling stays O(limit).
+_SORTED_SET_MAX = 1024
+
+
+def to_clojure(
+    value: Any, limit: int | None = None, printable_limit: int | None = None
+) -> tuple[str, bool]:
+    """Render ``value`` in Clojure syntax; return ``(text, truncated)``.
+
+    ``limit`` caps the items shown per collection (the rest become `` ...``, and
+    the outermost truncated collection adds `` (N items, showing first M)``);
+    ``printable_limit`` caps string length (cut strings end in ``...``) and is
+    shared out among the items of a collection, never below 10 characters each.
+    ``truncated`` is true exactly when something was left out.
+    """
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0 or None, got {limit}")
+    if printable_limit is not None and printable_limit < 0:
+        raise ValueError(f"printable_limit must be >= 0 or None, got {printable_limit}")
+    fmt = _Formatter(limit)
+    text = fmt.render(value, printable_limit, set())
+    if fmt.outer_total is not None:
+        text += f" ({fmt.outer_total} items, showing first {fmt.outer_shown})"
+    return text, fmt.truncated
+
+
+def _format_float(x: float) -> str:
+    if math.isnan(x):
+        return "##NaN"
+    if math.isinf(x):
+        return "##Inf" if x > 0 else "##-Inf"
+    text = repr(x)
+    if "e" in text or "E" in text or len(text.partition(".")[2]) > 10:
+        text = f"{x:.10f}".rstrip("0")
+        if text.endswith("."):
+            text += "0"
+        if text in ("-0.0",) and x != 0:
+            text = "0.0"
+    return text
+
+
+def _escape(s: str) -> str:
+    return s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _set_sort_key(item: Any) -> tuple[int, Any]:
+    if isinstance(item, bool) or item is None:
+        return (0, int(bool(item)) if item is not None else -1)
+    if isinstance(item, numbers.Real):
+        return (1, float(item))
+    if isinstance(item, str):
+        return (2, item)
+    if isinstance(item, Keyword):
+        return (3, item.name)
+    return (4, to_clojure(item, 3, 40)[0])
+
+
+class _Formatter:
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.truncated = False
+        self.depth = 0
+        self.outer_total: int | None = None
+        self.outer_shown = 0
+
+    def _shown(self, total: int) -> int:
+        if self.limit is None or total <= self.limit:
+            return total
+        self.truncated = True
+        if self.depth == 1 and self.outer_total is None:
+            self.outer_total, self.outer_shown = total, self.limit
+        return self.limit
+
+    @staticmethod
+    def _share(budget: int | None, n: int) -> int | None:
+        if budget is None or n <= 1:
+            return budget
+        return max(_MIN_BUDGET, budget // n)
+
+    def render(self, value: Any, budget: int | None, active: set[int]) -> str:
+        if value is None:
+            return "nil"
+        if value is True:
+            return "true"
+        if value is False:
+            return "false"
+        if isinstance(value, str):
+            if budget is not None and len(value) > budget:
+                self.truncated = True
+                return f'"{_escape(value[:budget])}..."'
+            return f'"{_escape(value)}"'
+        if isinstance(value, Keyword):
+            return f":{value.name}"
+        if isinstance(value, numbers.Integral):
+            try:
+                return str(int(value))
+            except ValueError:  # more digits than Python will print
+                return f"#bigint[{int(value).bit_length()} bits]"
+        if isinstance(value, numbers.Real):
+            return _format_float(float(value))
+        if isinstance(value, Fn):
+            return "#fn[" + " ".join(value.params) + "]"
+        if isinstance(value, (list, tuple, Mapping, set, frozenset)):
+            if id(value) in active:  # a value that contains itself
+                self.truncated = True
+                return "..."
+            active.add(id(value))
+            self.depth += 1
+            try:
+                return self._collection(value, budget, active)
+            finally:
+                self.depth -= 1
+                active.discard(id(value))
+        return self._object(value, budget)
+
+    def _collection(self, value: Any, budget: int | None, active: set[int]) -> str:
+        total = len(value)
+        shown = self._shown(total)
+        share = self._share(budget, shown)
+        more = " ..." if shown < total else ""
+        if isinstance(value, Mapping):
+            parts = []
+            for k, v in islice(value.items(), shown):
+                parts.append(f"{self._key(k, share, active)} {self.render(v, share, active)}")
+            return "{" + " ".join(parts) + more + "}"
+        if isinstance(value, (set, frozenset)):
+            if total <= _SORTED_SET_MAX:
+                items = sorted(value, key=_set_sort_key)[:shown]
+            else:
+                items = list(islice(value, shown))
+            return "#{" + " ".join(self.render(v, share, active) for v in items) + more + "}"
+        items = value[:shown] if shown < total else value
+        return "[" + " ".join(self.render(v, share, active) for v in items) + more + "]"
+
+    def _key(self, key: Any, budget: int | None, active: set[int]) -> str:
+        if isinstance(key, str) and _PLAIN_KEY.match(key):
+            return f":{key}"
+        return self.render(key, budget, active)
+
+    def _object(self, value: Any, budget: int | None) -> str:
+        try:
+            text = str(value)
+        except Exception:
+            text = f"<unprintable {type(value).__name__}>"
+        if budget is not None and len(text) > budget:
+            self.truncated = True
+            text = text[:budget] + "..."
+        return f"#object[{type(value).__qualname__} {_escape_quoted(text)}]"
+
+
+def _escape_quoted(text: str) -> str:
+    return f'"{_escape(text)}"'

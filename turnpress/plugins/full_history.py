@@ -1,0 +1,51 @@
+"""Built-in plugin: ``full-history``, the uncompressed baseline (``compression=False``).
+
+Every turn stays as the agent wrote it: ``[SYSTEM, USER(mission + tool/ + data/ +
+turns left)]``, then per turn ASSISTANT(raw response) and USER(feedback + turns left).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from turnpress.core.compression import RenderContext, Strategy
+from turnpress.core.hookspecs import hookimpl
+from turnpress.core.model import Message, Turn
+
+
+class FullHistory(Strategy):
+    """Nothing is compressed: what an agent without turnpress would send."""
+
+    name = "full-history"
+
+    def first_user(self, ctx: RenderContext, turns_left: int) -> str:
+        """Mission, the stable namespaces (no ``user/``: nothing is defined yet) and
+        the turns left before the first turn."""
+        return ctx.template(
+            "full_history/first_user.j2",
+            mission=ctx.mission.rstrip("\n"),
+            namespaces=ctx.namespaces({}),
+            turns_left=ctx.turns_left_line(turns_left),
+        )
+
+    def turn_pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
+        """The ASSISTANT/USER pair of the ``pos``-th turn (1-based)."""
+        turn = turns[pos - 1]
+        return [ctx.message("assistant", turn.raw_response),
+                ctx.message("user", ctx.feedback(turn, ctx.turns_left_after(turns, pos)))]
+
+    def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                    ctx: RenderContext) -> list[Message]:
+        """The whole conversation as it happened."""
+        messages = [ctx.message("system", ctx.system_prompt),
+                    ctx.message("user", self.first_user(ctx, ctx.turns_left_after(turns, 0)))]
+        for pos in range(1, len(turns) + 1):
+            messages.extend(self.turn_pair(ctx, turns, pos))
+        return messages
+
+
+@hookimpl
+def register_strategies(register: Callable[[type], None]) -> None:
+    """Register ``full-history``."""
+    register(FullHistory)

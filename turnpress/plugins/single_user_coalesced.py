@@ -1,0 +1,78 @@
+"""Built-in plugin: ``single-user-coalesced``, the default strategy.
+
+``[SYSTEM, USER]``: everything the agent learned is coalesced into one USER
+message (mission, namespaces, tool calls, output, the last failed attempt,
+turns left); its old code is dropped (spec 01, MSG-001/MSG-002).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from turnpress.core.compression import RenderContext, Strategy, has_printed
+from turnpress.core.hookspecs import hookimpl
+from turnpress.core.model import Message, Turn
+
+ERROR_MODES = ("last", "pairs")
+
+
+class SingleUserCoalesced(Strategy):
+    """All context in one USER message; code of successful turns is never repeated.
+
+    Options: ``println_limit`` (15) and ``tool_call_limit`` (20) keep the most
+    recent println calls and tool calls; ``errors="last"`` shows only the latest
+    failed attempt while the last turn failed (spec 03), ``errors="pairs"`` keeps
+    every failed turn as an ASSISTANT/USER pair after the USER message (ERR-002).
+    """
+
+    name = "single-user-coalesced"
+
+    def __init__(self, *, println_limit: int = 15, tool_call_limit: int = 20,
+                 errors: str = "last") -> None:
+        self.println_limit = self.check_int("println_limit", println_limit)
+        self.tool_call_limit = self.check_int("tool_call_limit", tool_call_limit)
+        self.errors = self.check_choice("errors", errors, ERROR_MODES)
+
+    def user_content(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                     ctx: RenderContext, *, turns_left: int,
+                     failed_attempt: str | None) -> str:
+        """The coalesced USER message (also used by strategies built on this one)."""
+        return ctx.template(
+            "single_user_coalesced/user.j2",
+            mission=ctx.mission.rstrip("\n"),
+            namespaces=ctx.namespaces(memory, show_samples=not has_printed(turns)),
+            tool_calls=ctx.tool_calls(turns, self.tool_call_limit),
+            output=ctx.output(turns, self.println_limit),
+            failed_attempt=failed_attempt,
+            turns_left=ctx.turns_left_line(turns_left),
+        )
+
+    def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                    ctx: RenderContext) -> list[Message]:
+        """``[SYSTEM, USER]``, plus one ASSISTANT/USER pair per failed turn with
+        ``errors="pairs"``."""
+        failed = [(pos, t) for pos, t in enumerate(turns, 1) if not t.success]
+        pairs: list[Message] = []
+        if self.errors == "pairs":
+            failed_attempt = None
+            # the USER message speaks as of just before the first failed turn
+            turns_left = (ctx.turns_left_after(turns, failed[0][0] - 1) if failed
+                          else ctx.turns_left)
+            for pos, turn in failed:
+                pairs.append(ctx.message("assistant", turn.raw_response))
+                pairs.append(ctx.message(
+                    "user", ctx.feedback(turn, ctx.turns_left_after(turns, pos))))
+        else:
+            turns_left = ctx.turns_left
+            last_failed = bool(turns) and not turns[-1].success
+            failed_attempt = ctx.failed_attempt(turns[-1]) if last_failed else None
+        user = self.user_content(turns, memory, ctx, turns_left=turns_left,
+                                 failed_attempt=failed_attempt)
+        return [ctx.message("system", ctx.system_prompt), ctx.message("user", user), *pairs]
+
+
+@hookimpl
+def register_strategies(register: Callable[[type], None]) -> None:
+    """Register ``single-user-coalesced``."""
+    register(SingleUserCoalesced)

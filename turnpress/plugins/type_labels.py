@@ -1,0 +1,39 @@
+"""Built-in plugin: the type vocabulary of spec 02 (TYP-001..TYP-012).
+
+It is ``trylast``, so any other plugin's ``type_label`` answer comes first.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+from turnpress.core.hookspecs import hookimpl
+from turnpress.core.model import Fn, Keyword
+
+
+@hookimpl(trylast=True)
+def type_label(value: Any) -> str | None:
+    """Label built-in Python values with the PTC-Lisp type vocabulary."""
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):  # before int: bool is an int in Python
+        return "boolean"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Keyword):
+        return "keyword"
+    if isinstance(value, numbers.Integral):
+        return "integer"
+    if isinstance(value, numbers.Real):
+        return "float"
+    if isinstance(value, Fn):
+        return "#fn[...]"
+    if isinstance(value, (list, tuple)):
+        return f"list[{len(value)}]"
+    if isinstance(value, (set, frozenset)):
+        return f"set[{len(value)}]"
+    if isinstance(value, Mapping):
+        return f"map[{len(value)}]"
+    return None
