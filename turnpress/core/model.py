@@ -371,8 +371,9 @@ class Tool:
 def coerce_tools(tools: Mapping[str, Any] | None) -> dict[str, Tool]:
     """Turn a ``tools=`` argument into ``{name: Tool}``.
 
-    Values may be :class:`Tool`, a plain callable, or a JSON-schema dict. The
-    mapping key is always the tool's name.
+    Values may be :class:`Tool`, a plain callable, a JSON-schema dict, or any
+    object with an ``as_tool(name) -> Tool`` method (an agent used as a tool).
+    The mapping key is always the tool's name.
     """
     if tools is None:
         return {}
@@ -388,6 +389,8 @@ def coerce_tools(tools: Mapping[str, Any] | None) -> dict[str, Tool]:
                 name, value.params, value.returns, value.description, value.fn)
         elif isinstance(value, Mapping):
             out[name] = Tool.from_schema(name, value)
+        elif callable(getattr(value, "as_tool", None)):
+            out[name] = value.as_tool(name)
         elif callable(value):
             out[name] = Tool.from_function(value, name=name)
         else:
