@@ -65,3 +65,191 @@ def main() -> None:
     Render, inspect and compare what a multi-turn code-writing agent sees of its
     own past.
     """
+
+
+class CLIError(click.ClickException):
+    """A user error: printed as one ``Error: ...`` line, exit code 2."""
+
+    exit_code = 2
+
+
+def fail_cleanly(exc: Exception) -> CLIError:
+    """Wrap a library error as a one-line CLI error."""
+    return CLIError(str(exc))
+
+
+def load_traces_or_examples(paths: tuple[str, ...]) -> list[Any]:
+    """Load the traces named on the command line, or the bundled examples."""
+    from turnpress.core.trace import TraceError, iter_traces
+    from turnpress.examples import example_trace_paths
+
+    files = list(paths) or [str(p) for p in example_trace_paths()]
+    traces = []
+    for path in files:
+        try:
+            traces.extend(iter_traces(path))
+        except TraceError as exc:
+            raise fail_cleanly(exc) from None
+    return traces
+
+
+templates_option = click.option(
+    "--templates", "template_dirs", multiple=True, type=click.Path(file_okay=False),
+    help="Directory of template overrides (repeatable; searched first).")
+
+
+@main.command()
+@click.argument("trace", required=False)
+@click.option("--strategy", "-s", default="single-user-coalesced", show_default=True,
+              metavar="NAME[:k=v,...]", help="Strategy and options, e.g. rolling-window:window=3.")
+@click.option("--turn", "-t", "turn", type=int, default=None,
+              help="Render the prompt sent for this turn (1-based; default: the last turn).")
+@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "openai"]),
+              default="text", show_default=True)
+@templates_option
+def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
+           template_dirs: tuple[str, ...]) -> None:
+    """Render the prompt of one turn of TRACE (default: every bundled example)."""
+    import json
+
+    from turnpress.core.compression import get_strategy
+    from turnpress.core.providers import format_text, to_openai
+
+    try:
+        chosen = get_strategy(strategy)
+    except ValueError as exc:
+        raise fail_cleanly(exc) from None
+    traces = load_traces_or_examples((trace,) if trace else ())
+    documents = []
+    for tr in traces:
+        n = len(tr.turns) if turn is None else turn
+        try:
+            messages = tr.prompt(max(n, 1), chosen, template_dirs)
+        except ValueError as exc:
+            raise fail_cleanly(exc) from None
+        if fmt == "text":
+            click.echo(f"# trace {tr.name}, turn {max(n, 1)} of {len(tr.turns)}, "
+                       f"strategy {chosen.name}\n")
+            click.echo(format_text(messages))
+        elif fmt == "json":
+            documents.append({"trace": tr.name, "turn": max(n, 1), "strategy": chosen.name,
+                              "options": getattr(chosen, "options", {}), "messages": messages})
+        else:
+            documents.append({"messages": to_openai(messages)})
+    if documents:
+        if len(documents) == 1:
+            click.echo(json.dumps(documents[0], indent=2, ensure_ascii=False))
+        else:
+            for doc in documents:
+                click.echo(json.dumps(doc, ensure_ascii=False))
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def plugins(as_json: bool) -> None:
+    """List installed plugins: what each registers, its distribution and version."""
+    import json
+    import warnings
+
+    from turnpress.core.registry import PluginWarning, get_registry
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)  # shown in the table instead
+        registry = get_registry()
+        registry.load_all()
+    rows = [
+        {"name": info.name, "distribution": info.distribution, "version": info.version,
+         "builtin": info.builtin, "entry_point": info.entry_point, "hooks": info.hooks,
+         "registers": info.registers, "error": info.error}
+        for info in registry.plugins.values()
+    ]
+    errors = [str(e) for e in registry.errors]
+    if as_json:
+        click.echo(json.dumps({"plugins": rows, "errors": errors}, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="turnpress plugins")
+    for col in ("plugin", "registers", "distribution", "version"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        registers = "; ".join(f"{kind}: {', '.join(names)}"
+                              for kind, names in row["registers"].items())
+        if not registers:
+            registers = ", ".join(row["hooks"]) or "-"
+        if row["error"]:
+            registers = "[red]not loaded[/red]"
+        table.add_row(row["name"], registers, row["distribution"]
+                      + ("" if not row["builtin"] else " (built-in)"), row["version"])
+    console = Console(soft_wrap=False)
+    console.print(table)
+    for error in errors:
+        console.print(f"[red]error:[/red] {error}", highlight=False)
+
+
+@main.group()
+def trace() -> None:
+    """Inspect trace files."""
+
+
+@trace.command("show")
+@click.argument("path")
+@click.option("--view", type=click.Choice(["full", "compressed"]), default="full",
+              show_default=True, help="full: every turn as it ran; compressed: the prompt "
+              "each turn was given, then its reply.")
+@click.option("--raw", is_flag=True, help="Show raw LLM responses and the system prompt.")
+@click.option("--strategy", "-s", default="single-user-coalesced", show_default=True,
+              metavar="NAME[:k=v,...]", help="Strategy for --view compressed.")
+@templates_option
+def trace_show(path: str, view: str, raw: bool, strategy: str,
+               template_dirs: tuple[str, ...]) -> None:
+    """Show the turns of the run(s) in PATH."""
+    from turnpress.core.compression import get_strategy
+    from turnpress.core.inspect import describe_trace
+
+    try:
+        chosen = get_strategy(strategy)
+    except ValueError as exc:
+        raise fail_cleanly(exc) from None
+    for tr in load_traces_or_examples((path,)):
+        try:
+            click.echo(describe_trace(tr, view=view, raw=raw, compression=chosen,
+                                      template_dirs=template_dirs))
+        except ValueError as exc:
+            raise fail_cleanly(exc) from None
+
+
+@main.group()
+def templates() -> None:
+    """List or export the Jinja2 templates that hold every prompt format."""
+
+
+@templates.command("list")
+@templates_option
+def templates_list(template_dirs: tuple[str, ...]) -> None:
+    """List template names and the file each one resolves to."""
+    from turnpress.core.templates import list_templates
+
+    try:
+        infos = list_templates(template_dirs)
+    except ValueError as exc:
+        raise fail_cleanly(exc) from None
+    width = max(len(i.name) for i in infos)
+    for info in infos:
+        click.echo(f"{info.name:<{width}}  {info.origin}")
+
+
+@templates.command("export")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite templates that already exist there.")
+def templates_export(directory: str, force: bool) -> None:
+    """Copy the built-in templates into DIRECTORY, to edit and pass with --templates."""
+    from turnpress.core.templates import export_templates
+
+    try:
+        written = export_templates(directory, force=force)
+    except (FileExistsError, OSError) as exc:
+        raise fail_cleanly(exc) from None
+    click.echo(f"exported {len(written)} templates to {directory}; use them with "
+               f"--templates {directory} or TURNPRESS_TEMPLATES={directory}")

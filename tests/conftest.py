@@ -1,0 +1,41 @@
+"""Shared test fixtures: readable one-file-per-case snapshots under ``snapshots/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from syrupy.location import PyTestLocation
+
+from turnpress.core.registry import reset_registry
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAPSHOT_DIR = ROOT / "snapshots"
+
+
+class TextSnapshot(SingleFileSnapshotExtension):
+    """One ``.txt`` file per snapshot, in ``snapshots/<test module>/``."""
+
+    file_extension = "txt"
+    _write_mode = WriteMode.TEXT
+
+    @classmethod
+    def dirname(cls, *, test_location: PyTestLocation) -> str:
+        return str(SNAPSHOT_DIR / Path(test_location.filepath).stem)
+
+
+@pytest.fixture
+def snapshot(snapshot):
+    """syrupy's fixture, writing readable text files under the top-level snapshots/."""
+    return snapshot.use_extension(TextSnapshot)
+
+
+@pytest.fixture
+def fresh_registry():
+    """Run a test against a new process-wide registry, then put the old one back."""
+    previous = reset_registry(None)
+    try:
+        yield
+    finally:
+        reset_registry(previous)

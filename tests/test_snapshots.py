@@ -1,0 +1,43 @@
+"""Snapshot tests: every spec-01 scenario and every bundled trace, rendered by every
+registered strategy (and the option variants below). One readable ``.txt`` per case
+under ``snapshots/test_snapshots/``; review a changed file before updating it with
+``pytest --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from scenarios import SCENARIOS
+
+from turnpress import load_trace, render
+from turnpress.core.compression import strategy_names
+from turnpress.core.providers import format_text
+from turnpress.examples import example_trace_paths
+
+# Option variants worth pinning besides each strategy's defaults.
+VARIANTS = [
+    "single-user-coalesced:errors=pairs",
+]
+
+STRATEGIES = [*strategy_names(), *VARIANTS]
+
+
+def _id(spec: str) -> str:
+    return spec.replace(":", "+").replace("=", "-").replace(",", "+")
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=_id)
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_scenario(scenario: str, strategy: str, snapshot) -> None:
+    """Each scenario of spec 01 under each strategy (FMT-*, MSG-*, ERR-*, CMP-*)."""
+    sc = SCENARIOS[scenario]()
+    messages = render(sc.turns, compression=strategy, **sc.render_kwargs())
+    assert format_text(messages) == snapshot
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=_id)
+@pytest.mark.parametrize("path", example_trace_paths(), ids=lambda p: p.stem)
+def test_bundled_trace_last_prompt(path, strategy: str, snapshot) -> None:
+    """The prompt of the last turn of each bundled trace."""
+    trace = load_trace(path)
+    assert format_text(trace.prompt(len(trace.turns), strategy)) == snapshot

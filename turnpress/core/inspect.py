@@ -1,0 +1,76 @@
+"""Human-readable views of a trace for debugging (spec 03: debug ``view`` / ``raw``).
+
+``view="full"`` shows every turn as it ran (program, tool calls, output, result
+or error); ``view="compressed"`` shows, for each turn, the prompt the LLM was
+given under a strategy, then its reply. ``raw=True`` shows the raw LLM response
+instead of the extracted program (and, in the compressed view, the system prompt).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from turnpress.core.clojure import to_clojure
+from turnpress.core.compression import ARG_LIMIT, ARG_PRINTABLE_LIMIT, error_message
+from turnpress.core.model import Turn
+from turnpress.core.providers import format_text
+from turnpress.core.trace import Trace
+
+__all__ = ["VIEWS", "describe_trace", "describe_turn"]
+
+VIEWS = ("full", "compressed")
+
+
+def _sample(value: Any) -> str:
+    return to_clojure(value, 5, 200)[0]
+
+
+def describe_turn(turn: Turn, *, raw: bool = False) -> str:
+    """One turn as it ran: status, code, tool calls, output, result or error, memory."""
+    status = "ok" if turn.success else f"FAILED ({turn.result.reason})"
+    lines = [f"--- turn {turn.number}: {status} ---"]
+    lines.append("raw response:" if raw else "program:")
+    lines.append(turn.raw_response if raw else turn.program)
+    if turn.tool_calls:
+        lines.append("tool calls:")
+        for call in turn.tool_calls:
+            args = " ".join(to_clojure(a, ARG_LIMIT, ARG_PRINTABLE_LIMIT)[0] for a in call.args)
+            lines.append(f"  {call.name}({args}) -> {_sample(call.result)}")
+    if turn.prints:
+        lines.append("output:")
+        lines.extend(turn.prints)
+    if turn.success:
+        lines.append(f"result: {_sample(turn.result)}")
+    else:
+        lines.append(f"error: {error_message(turn)}")
+    if turn.memory:
+        lines.append("memory: " + ", ".join(turn.memory))
+    return "\n".join(lines)
+
+
+def describe_trace(trace: Trace, *, view: str = "full", raw: bool = False,
+                   compression: Any = True,
+                   template_dirs: Iterable[str | os.PathLike[str]] = ()) -> str:
+    """The whole trace as text, in the ``full`` or ``compressed`` view."""
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
+    status = ("succeeded" if trace.turns and trace.turns[-1].success else "did not succeed")
+    head = [f"trace {trace.name or '(unnamed)'}: {len(trace.turns)} of {trace.max_turns} turns, "
+            f"{status}", f"mission: {trace.mission}"]
+    if view == "full":
+        if raw and trace.system_prompt:
+            head.append(f"system prompt:\n{trace.system_prompt}")
+        blocks = ["\n".join(head)] + [describe_turn(t, raw=raw) for t in trace.turns]
+        return "\n\n".join(blocks) + "\n"
+    blocks = ["\n".join(head)]
+    for turn in trace.turns:
+        messages = trace.prompt(turn.number, compression, template_dirs)
+        if not raw:
+            messages = [m if m["role"] != "system" else {**m, "content": "(system prompt; "
+                        "--raw shows it)"} for m in messages]
+        reply = turn.raw_response if raw else turn.program
+        blocks.append(f"--- turn {turn.number}: prompt ---\n{format_text(messages).rstrip()}"
+                      f"\n--- turn {turn.number}: reply ---\n{reply}")
+    return "\n\n".join(blocks) + "\n"
