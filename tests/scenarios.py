@@ -36,7 +36,8 @@ SHOP_TOOLS = {
     "get-inventory": Tool("get-inventory", {}, "string", "Warehouse inventory report"),
 }
 PHONE_TOOLS = {
-    "make-call": Tool("make-call", {"call": "map"}, "nil", "Place a phone call and leave a message"),
+    "make-call": Tool("make-call", {"call": "map"}, "nil",
+                      "Place a phone call and leave a message"),
     "send-email": Tool("send-email", {"email": "map"}, "nil", "Send an email"),
 }
 
@@ -110,8 +111,10 @@ def side_effects() -> Scenario:
         '(tool/make-call {:to "Bob" :message "Bring documents"})',
         None, memory={},
         tool_calls=[
-            ToolCall("make-call", ({Keyword("to"): "Alice", Keyword("message"): "Meeting at 3pm"},)),
-            ToolCall("make-call", ({Keyword("to"): "Bob", Keyword("message"): "Bring documents"},)),
+            ToolCall("make-call",
+                     ({Keyword("to"): "Alice", Keyword("message"): "Meeting at 3pm"},)),
+            ToolCall("make-call",
+                     ({Keyword("to"): "Bob", Keyword("message"): "Bring documents"},)),
         ],
     )
     t2 = Turn.succeeded(

@@ -25,6 +25,7 @@ from turnpress.core.templates import get_environment, resolve_template_dirs
 __all__ = [
     "BASELINE_STRATEGY",
     "DEFAULT_STRATEGY",
+    "Breakpoint",
     "NamespaceView",
     "RenderContext",
     "Strategy",
@@ -38,10 +39,17 @@ __all__ = [
 DEFAULT_STRATEGY = "single-user-coalesced"
 BASELINE_STRATEGY = "full-history"
 
+# Namespace sections ordered before user/ must not depend on memory: together with
+# the mission they form the stable, cacheable head of the prompt (NS-012).
+USER_NAMESPACE_ORDER = 300
+
 SAMPLE_LIMIT = 3
 SAMPLE_PRINTABLE_LIMIT = 80
 ARG_LIMIT = 3
 ARG_PRINTABLE_LIMIT = 60
+
+
+Breakpoint = tuple[int, "int | None"]
 
 
 class Strategy:
@@ -60,6 +68,19 @@ class Strategy:
     ) -> list[Message]:
         """Render ``turns`` (oldest first) into the messages of the next LLM call."""
         raise NotImplementedError
+
+    def cache_breakpoints(
+        self, turns: Sequence[Turn], memory: Mapping[str, Any], ctx: RenderContext
+    ) -> list[Breakpoint]:
+        """Where this strategy's prompt has a prefix that later prompts repeat byte for byte.
+
+        Each breakpoint ``(message_index, offset)`` says: the messages before
+        ``message_index`` and the first ``offset`` characters of that message's
+        content (``None``: all of it) stay the same on the next turns. Provider
+        shapes put their cache markers there (Anthropic ``cache_control``).
+        The default is the end of the system message.
+        """
+        return [(0, None)]
 
     @classmethod
     def option_defaults(cls) -> dict[str, Any]:
@@ -184,16 +205,21 @@ class RenderContext:
     # -- shared sections --------------------------------------------------------------
 
     def namespaces(self, memory: Mapping[str, Any], *, show_samples: bool = True,
-                   minimal: bool = False, only: Iterable[str] | None = None) -> list[str]:
+                   minimal: bool = False, only: Iterable[str] | None = None,
+                   stable: bool | None = None) -> list[str]:
         """The namespace sections (``tool/``, ``data/``, ``user/``, plugin ones), non-empty.
 
-        ``only`` restricts to the named sections (``["tool/", "data/"]``).
+        ``only`` restricts to the named sections (``["tool/", "data/"]``);
+        ``stable=True`` keeps the sections ordered before ``user/`` (which must not
+        depend on memory), ``stable=False`` the others.
         """
         view = NamespaceView(self, memory, show_samples, minimal)
         wanted = None if only is None else set(only)
         sections = []
         for reg in self.registry.namespace_renderers():
             if wanted is not None and reg.name not in wanted:
+                continue
+            if stable is not None and (reg.order < USER_NAMESPACE_ORDER) != stable:
                 continue
             try:
                 text = reg.value(view)

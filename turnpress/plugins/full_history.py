@@ -44,6 +44,13 @@ class FullHistory(Strategy):
             messages.extend(self.turn_pair(ctx, turns, pos))
         return messages
 
+    def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                          ctx: RenderContext) -> list[tuple[int, int | None]]:
+        """Append-only: the system prompt, and the whole conversation so far (each
+        later prompt starts with this one)."""
+        last = 1 + 2 * len(turns)
+        return [(0, None), (last, None)]
+
 
 @hookimpl
 def register_strategies(register: Callable[[type], None]) -> None:

@@ -34,14 +34,22 @@ class SingleUserCoalesced(Strategy):
         self.tool_call_limit = self.check_int("tool_call_limit", tool_call_limit)
         self.errors = self.check_choice("errors", errors, ERROR_MODES)
 
+    def stable_head(self, ctx: RenderContext) -> str:
+        """Mission, ``tool/`` and ``data/``: the head of the USER message that stays the
+        same on every turn (NS-012), so providers can cache it."""
+        return ctx.template("single_user_coalesced/stable.j2",
+                            mission=ctx.mission.rstrip("\n"),
+                            namespaces=ctx.namespaces({}, stable=True))
+
     def user_content(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                      ctx: RenderContext, *, turns_left: int,
                      failed_attempt: str | None) -> str:
         """The coalesced USER message (also used by strategies built on this one)."""
         return ctx.template(
             "single_user_coalesced/user.j2",
-            mission=ctx.mission.rstrip("\n"),
-            namespaces=ctx.namespaces(memory, show_samples=not has_printed(turns)),
+            stable=self.stable_head(ctx),
+            namespaces=ctx.namespaces(memory, show_samples=not has_printed(turns),
+                                      stable=False),
             tool_calls=ctx.tool_calls(turns, self.tool_call_limit),
             output=ctx.output(turns, self.println_limit),
             failed_attempt=failed_attempt,
@@ -70,6 +78,12 @@ class SingleUserCoalesced(Strategy):
         user = self.user_content(turns, memory, ctx, turns_left=turns_left,
                                  failed_attempt=failed_attempt)
         return [ctx.message("system", ctx.system_prompt), ctx.message("user", user), *pairs]
+
+    def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                          ctx: RenderContext) -> list[tuple[int, int | None]]:
+        """The system prompt, and the mission + ``tool/`` + ``data/`` head of the USER
+        message."""
+        return [(0, None), (1, len(self.stable_head(ctx)))]
 
 
 @hookimpl

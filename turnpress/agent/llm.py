@@ -1,0 +1,285 @@
+"""LLM adapters: anything that turns messages into a reply.
+
+An LLM is any callable ``messages -> str`` or ``messages -> LLMReply`` (a reply
+with token usage). ``messages`` is a list of ``{"role", "content"}`` dicts, as
+:func:`turnpress.render` returns them. This module offers:
+
+- :class:`ScriptedLLM`: fixed replies in order (tests, offline examples);
+- :class:`ReplayLLM`: the raw responses of a recorded :class:`~turnpress.Trace`;
+- :class:`OpenAICompatible`: any chat-completions endpoint (``turnpress[openai]``);
+- :class:`Anthropic`: the Anthropic messages API (``turnpress[anthropic]``).
+
+The SDKs are imported when an adapter is built, never when turnpress is imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from turnpress.core.model import Message
+from turnpress.core.trace import Trace, load_trace
+
+__all__ = [
+    "LLM",
+    "PROVIDERS",
+    "Anthropic",
+    "LLMError",
+    "LLMReply",
+    "MissingDependencyError",
+    "OpenAICompatible",
+    "ReplayLLM",
+    "ScriptExhaustedError",
+    "ScriptedLLM",
+    "call_llm",
+    "llm_from_spec",
+]
+
+
+@dataclass(frozen=True)
+class LLMReply:
+    """A reply and, when the provider reports it, its token usage.
+
+    ``usage`` uses the keys ``input_tokens``, ``output_tokens`` and, when known,
+    ``cached_input_tokens`` and ``cache_write_input_tokens``.
+    """
+
+    text: str
+    usage: Mapping[str, int] | None = None
+
+
+LLM = Callable[[list[Message]], str | LLMReply]
+"""The LLM protocol: a callable from messages to a reply."""
+
+
+class LLMError(RuntimeError):
+    """An LLM could not produce a reply."""
+
+
+class ScriptExhaustedError(LLMError):
+    """A :class:`ScriptedLLM` was asked for more replies than it has."""
+
+
+class MissingDependencyError(ImportError):
+    """An adapter's SDK is not installed; the message says which extra to install."""
+
+
+def call_llm(llm: LLM, messages: Sequence[Message]) -> LLMReply:
+    """Call ``llm`` with a copy of ``messages`` and return its reply as an :class:`LLMReply`.
+
+    The LLM gets its own copies of the message dicts, so it cannot change what the
+    agent recorded. A reply that is neither a ``str`` nor an ``LLMReply`` raises
+    ``TypeError``.
+    """
+    reply = llm([dict(m) for m in messages])  # type: ignore[misc]
+    if isinstance(reply, str):
+        return LLMReply(reply)
+    if isinstance(reply, LLMReply):
+        if not isinstance(reply.text, str):
+            raise TypeError(f"LLMReply.text must be a string, got {type(reply.text).__name__}")
+        return reply
+    raise TypeError(f"the LLM returned a {type(reply).__name__}; it must return a str "
+                    f"or an LLMReply")
+
+
+# -- offline LLMs ------------------------------------------------------------------------
+
+
+@dataclass
+class ScriptedLLM:
+    """Returns ``replies`` in order, one per call, and records the messages of each call.
+
+    Running out of replies raises :class:`ScriptExhaustedError`.
+    """
+
+    replies: Sequence[str | LLMReply]
+    calls: list[list[Message]] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.replies, (str, LLMReply)):
+            raise TypeError("ScriptedLLM takes a list of replies, not a single reply")
+        self.replies = tuple(self.replies)
+        for i, reply in enumerate(self.replies):
+            if not isinstance(reply, (str, LLMReply)):
+                raise TypeError(f"reply {i + 1} is a {type(reply).__name__}; replies must be "
+                                f"strings or LLMReply objects")
+
+    @property
+    def remaining(self) -> int:
+        """How many replies are left."""
+        return len(self.replies) - len(self.calls)
+
+    def __call__(self, messages: list[Message]) -> str | LLMReply:
+        """The next reply."""
+        if self.remaining <= 0:
+            raise ScriptExhaustedError(
+                f"{type(self).__name__} has no reply left for call {len(self.calls) + 1}: "
+                f"it was given {len(self.replies)} replies")
+        self.calls.append([dict(m) for m in messages])  # type: ignore[misc]
+        return self.replies[len(self.calls) - 1]
+
+
+class ReplayLLM(ScriptedLLM):
+    """Replays the ``raw_response`` of each turn of a trace (a :class:`Trace` or a path)."""
+
+    def __init__(self, trace: Trace | str | os.PathLike[str]) -> None:
+        """Load ``trace`` if it is a path and script its turns' raw responses."""
+        if not isinstance(trace, Trace):
+            trace = load_trace(trace)
+        self.trace = trace
+        super().__init__([turn.raw_response for turn in trace.turns])
+
+
+# -- HTTP APIs ---------------------------------------------------------------------------
+
+
+def _import_sdk(module: str, extra: str, adapter: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependencyError(
+            f"the {adapter} adapter needs the {module!r} package: "
+            f"pip install 'turnpress[{extra}]'") from None
+
+
+def _tokens(obj: Any, *names: str) -> int | None:
+    for name in names:
+        value = getattr(obj, name, None) if obj is not None else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _usage(**counts: int | None) -> dict[str, int] | None:
+    usage = {k: v for k, v in counts.items() if v is not None}
+    return usage or None
+
+
+class OpenAICompatible:
+    """A chat-completions endpoint: OpenAI, or any server that speaks its protocol.
+
+    ``base_url`` points at another server (``http://localhost:11434/v1``...);
+    ``api_key`` defaults to ``$OPENAI_API_KEY`` (any text for a server that needs
+    none). ``options`` are passed to ``chat.completions.create`` (``temperature``,
+    ``max_tokens``...). Needs ``pip install 'turnpress[openai]'``.
+    """
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
+                 *, timeout: float = 120.0, max_retries: int = 2, **options: Any) -> None:
+        """Build the client; raises :class:`MissingDependencyError` without the SDK."""
+        openai = _import_sdk("openai", "openai", "OpenAI-compatible")
+        api_key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not api_key:
+            if base_url is None:
+                raise LLMError("no API key: set OPENAI_API_KEY or pass api_key=")
+            api_key = "not-needed"
+        self.model = model
+        self.base_url = base_url
+        self.options = options
+        self.client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout,
+                                    max_retries=max_retries)
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatible(model={self.model!r}, base_url={self.base_url!r})"
+
+    def __call__(self, messages: list[Message]) -> LLMReply:
+        """Send ``messages`` and return the first choice's text and the usage."""
+        response = self.client.chat.completions.create(
+            model=self.model, messages=[dict(m) for m in messages], **self.options)
+        if not response.choices:
+            raise LLMError(f"{self.model}: the response has no choices")
+        text = response.choices[0].message.content or ""
+        usage = response.usage
+        details = getattr(usage, "prompt_tokens_details", None)
+        return LLMReply(text, _usage(
+            input_tokens=_tokens(usage, "prompt_tokens"),
+            output_tokens=_tokens(usage, "completion_tokens"),
+            cached_input_tokens=_tokens(details, "cached_tokens"),
+        ))
+
+
+class Anthropic:
+    """The Anthropic messages API.
+
+    System messages become the ``system`` parameter; ``cache_system_prompt=True``
+    marks it with a ``cache_control`` breakpoint (the system prompt is static, so
+    every turn after the first reads it from the cache). ``api_key`` defaults to
+    ``$ANTHROPIC_API_KEY``. Needs ``pip install 'turnpress[anthropic]'``.
+    """
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
+                 *, max_tokens: int = 4096, cache_system_prompt: bool = False,
+                 timeout: float = 120.0, max_retries: int = 2, **options: Any) -> None:
+        """Build the client; raises :class:`MissingDependencyError` without the SDK."""
+        anthropic = _import_sdk("anthropic", "anthropic", "Anthropic")
+        api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not api_key:
+            if base_url is None:
+                raise LLMError("no API key: set ANTHROPIC_API_KEY or pass api_key=")
+            api_key = "not-needed"
+        self.model = model
+        self.base_url = base_url
+        self.max_tokens = max_tokens
+        self.cache_system_prompt = cache_system_prompt
+        self.options = options
+        self.client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout,
+                                          max_retries=max_retries)
+
+    def __repr__(self) -> str:
+        return f"Anthropic(model={self.model!r}, base_url={self.base_url!r})"
+
+    def request(self, messages: Iterable[Message]) -> dict[str, Any]:
+        """The keyword arguments of ``messages.create`` for ``messages``."""
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": [{"role": m["role"], "content": m["content"]}
+                         for m in messages if m["role"] != "system"],
+            **self.options,
+        }
+        if system:
+            block: dict[str, Any] = {"type": "text", "text": system}
+            if self.cache_system_prompt:
+                block["cache_control"] = {"type": "ephemeral"}
+            kwargs["system"] = [block]
+        return kwargs
+
+    def __call__(self, messages: list[Message]) -> LLMReply:
+        """Send ``messages`` and return the text blocks of the reply and the usage."""
+        response = self.client.messages.create(**self.request(messages))
+        text = "".join(getattr(b, "text", "") for b in response.content
+                       if getattr(b, "type", None) == "text")
+        usage = response.usage
+        return LLMReply(text, _usage(
+            input_tokens=_tokens(usage, "input_tokens"),
+            output_tokens=_tokens(usage, "output_tokens"),
+            cached_input_tokens=_tokens(usage, "cache_read_input_tokens"),
+            cache_write_input_tokens=_tokens(usage, "cache_creation_input_tokens"),
+        ))
+
+
+PROVIDERS: dict[str, Callable[..., LLM]] = {
+    "openai": OpenAICompatible,
+    "anthropic": Anthropic,
+}
+"""``--llm PROVIDER:MODEL`` names and the adapters they build."""
+
+
+def llm_from_spec(spec: str, *, base_url: str | None = None,
+                  api_key: str | None = None) -> LLM:
+    """Build an adapter from ``"openai:MODEL"`` or ``"anthropic:MODEL"``.
+
+    Raises ``ValueError`` for an unknown provider or a missing model name, and
+    :class:`MissingDependencyError` when the provider's SDK is not installed.
+    """
+    provider, sep, model = spec.partition(":")
+    if provider not in PROVIDERS:
+        valid = ", ".join(f"{p}:MODEL" for p in PROVIDERS)
+        raise ValueError(f"unknown LLM provider {provider!r} in {spec!r}; use {valid}")
+    if not sep or not model.strip():
+        raise ValueError(f"{spec!r} names no model; use {provider}:MODEL")
+    return PROVIDERS[provider](model.strip(), base_url=base_url, api_key=api_key)
