@@ -2,7 +2,7 @@
 
 ``FakeLLMServer(replies)`` listens on 127.0.0.1 on a free port, in a thread. Each
 POST to ``/v1/chat/completions`` (OpenAI protocol) or ``/v1/messages`` (Anthropic
-protocol) gets the next scripted reply, with token usage, and is recorded in
+protocol) gets the next scripted reply, with the configured token usage, and is recorded in
 ``requests`` (path, headers, JSON body). No reply left -> HTTP 500 with an error body.
 """
 
@@ -24,15 +24,14 @@ class Recorded:
     body: dict[str, Any]
 
 
-def _words(text: str) -> int:
-    return max(1, len(text.split()))
-
-
 class FakeLLMServer:
     """A scripted chat server; use as a context manager."""
 
-    def __init__(self, replies: list[str], *, cached_tokens: int = 0) -> None:
+    def __init__(self, replies: list[str], *, prompt_tokens: int = 100,
+                 completion_tokens: int = 10, cached_tokens: int = 0) -> None:
         self.replies = list(replies)
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
         self.cached_tokens = cached_tokens
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
@@ -63,8 +62,7 @@ class FakeLLMServer:
 
     def chat_completion(self, body: dict[str, Any], reply: str) -> dict[str, Any]:
         """An OpenAI chat-completions response."""
-        prompt = sum(_words(m.get("content") or "") for m in body.get("messages", []))
-        completion = _words(reply)
+        prompt, completion = self.prompt_tokens, self.completion_tokens
         return {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
@@ -79,7 +77,6 @@ class FakeLLMServer:
 
     def anthropic_message(self, body: dict[str, Any], reply: str) -> dict[str, Any]:
         """An Anthropic messages response."""
-        prompt = sum(_words(m.get("content") or "") for m in body.get("messages", []))
         return {
             "id": f"msg_{len(self.requests)}",
             "type": "message",
@@ -88,7 +85,8 @@ class FakeLLMServer:
             "content": [{"type": "text", "text": reply}],
             "stop_reason": "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": prompt, "output_tokens": _words(reply),
+            "usage": {"input_tokens": self.prompt_tokens,
+                      "output_tokens": self.completion_tokens,
                       "cache_read_input_tokens": self.cached_tokens,
                       "cache_creation_input_tokens": 0},
         }

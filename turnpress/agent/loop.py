@@ -1,0 +1,92 @@
+"""The turn loop (spec 03 Loop integration): render, ask the LLM, run, append a Turn.
+
+Each turn renders the messages from the turns so far with the chosen strategy
+(``turns_left = max_turns - len(turns)``, never counted from messages: ARC-006),
+calls the LLM, extracts the program from its reply, runs it in the PTC-Lisp
+sandbox with the memory of the last turn (REPL semantics), and appends an
+immutable :class:`Turn` to a new tuple (ARC-002). ``(return x)`` ends the run
+with success; ``(fail reason)`` ends it with that failure; any other error is a
+failed turn the agent sees and may recover from on its next turn.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from turnpress.agent.llm import LLM, LLMReply, call_llm
+from turnpress.agent.program import extract_program
+from turnpress.agent.step import Step, sum_usage
+from turnpress.core.compression import normalize, render
+from turnpress.core.model import Failure, Message, Tool, Turn
+
+__all__ = ["FAIL_REASON", "run_loop"]
+
+FAIL_REASON = "fail"
+"""``Failure.reason`` of a program that called ``(fail reason)``: the run ends."""
+
+
+def run_loop(
+    *,
+    mission: str,
+    llm: LLM,
+    tools: Mapping[str, Tool],
+    data: Mapping[str, Any],
+    max_turns: int,
+    compression: Any,
+    system_prompt: str,
+    template_dirs: Iterable[str | os.PathLike[str]] = (),
+    limits: Any = None,
+) -> Step:
+    """Run the agent loop until the program returns, fails, or turns run out.
+
+    ``mission`` is already expanded and ``tools`` already coerced to :class:`Tool`.
+    ``max_turns=1`` never compresses (SS-001): the single prompt is the uncompressed
+    one. An exception from the LLM ends the run with ``Failure("llm_error", ...)``.
+    """
+    from turnpress.lisp import run_program
+
+    if max_turns == 1:
+        compression = False
+    strategy_name, _ = normalize(compression)
+    template_dirs = tuple(template_dirs)
+    turns: tuple[Turn, ...] = ()
+    sent: list[list[Message]] = []
+    usages: list[Mapping[str, int] | None] = []
+
+    def finish(success: bool, result: Any = None, failure: Failure | None = None) -> Step:
+        return Step(result=result, success=success, turns=turns, messages=sent,
+                    failure=failure, usage=sum_usage(usages), turn_usage=tuple(usages),
+                    mission=mission, system_prompt=system_prompt, max_turns=max_turns,
+                    tools=dict(tools), data=dict(data), compression=strategy_name)
+
+    while len(turns) < max_turns:
+        messages = render(turns, mission=mission, system_prompt=system_prompt, tools=tools,
+                          data=data, turns_left=max_turns - len(turns),
+                          compression=compression, template_dirs=template_dirs)
+        sent.append(messages)
+        try:
+            reply: LLMReply = call_llm(llm, messages)
+        except Exception as exc:
+            return finish(False, failure=Failure(
+                "llm_error", f"the LLM call for turn {len(turns) + 1} failed: "
+                             f"{type(exc).__name__}: {exc}"))
+        usages.append(reply.usage)
+        program = extract_program(reply.text)
+        memory = turns[-1].memory if turns else {}
+        outcome = run_program(program, tools=tools, data=data, memory=memory, limits=limits)
+        number = len(turns) + 1
+        common = {"memory": outcome.memory, "prints": outcome.prints,
+                  "tool_calls": outcome.tool_calls, "raw_response": reply.text}
+        if outcome.failure is None:
+            turn = Turn.succeeded(number, program, outcome.value, **common)
+        else:
+            turn = Turn.failed(number, program, outcome.failure, **common)
+        turns = (*turns, turn)
+        if outcome.failure is not None and outcome.failure.reason == FAIL_REASON:
+            return finish(False, failure=outcome.failure)
+        if outcome.failure is None and outcome.returned:
+            return finish(True, result=outcome.value)
+    return finish(False, failure=Failure(
+        "max_turns", f"no (return ...) after {max_turns} turn{'s' if max_turns != 1 else ''}"))
