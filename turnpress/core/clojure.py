@@ -140,7 +140,7 @@ class _Formatter:
         total = len(value)
         shown = self._shown(total)
         share = self._share(budget, shown)
-        more = " ..." if shown < total else ""
+        more = ("" if shown >= total else " ..." if shown else "...")
         if isinstance(value, Mapping):
             parts = []
             for k, v in islice(value.items(), shown):

@@ -188,8 +188,8 @@ class Registry:
                 return self._cache[hook_name]
             found: dict[str, Registration] = {}
             caller = getattr(self.pm.hook, hook_name)
-            # get_hookimpls() is in call order reversed (last registered first)
-            for impl in reversed(caller.get_hookimpls()):
+            # get_hookimpls() lists plugins in registration order: built-ins first
+            for impl in caller.get_hookimpls():
                 info = self.plugins[impl.plugin_name]
                 pending: list[Registration] = []
 
@@ -275,7 +275,7 @@ class Registry:
             if "template_dirs" in self._cache:
                 return self._cache["template_dirs"]
             dirs: list[Path] = []
-            for impl in reversed(self.pm.hook.template_dirs.get_hookimpls()):
+            for impl in self.pm.hook.template_dirs.get_hookimpls():
                 info = self.plugins[impl.plugin_name]
                 try:
                     result = impl.function(**_accepted(impl))

@@ -1,0 +1,54 @@
+"""An example turnpress plugin: a strategy, a type label and a template directory."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+from turnpress import Strategy, hookimpl
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+class LastTurnOnly(Strategy):
+    """Mission, namespaces, and only what the newest turn printed, returned or raised."""
+
+    name = "last-turn-only"
+
+    def __init__(self, *, show_errors: bool = True) -> None:
+        self.show_errors = show_errors
+
+    def to_messages(self, turns, memory, ctx):
+        """``[SYSTEM, USER]`` built from this plugin's own template."""
+        last = turns[-1] if turns else None
+        feedback = None
+        if last is not None and (last.success or self.show_errors):
+            feedback = ctx.feedback(last, ctx.turns_left)
+        user = ctx.template(
+            "last_turn_only/user.j2",
+            mission=ctx.mission,
+            namespaces=ctx.namespaces(memory),
+            feedback=feedback,
+            turns_left=ctx.turns_left_line(ctx.turns_left),
+        )
+        return [ctx.message("system", ctx.system_prompt), ctx.message("user", user)]
+
+
+@hookimpl
+def register_strategies(register):
+    """Register ``last-turn-only``."""
+    register(LastTurnOnly)
+
+
+@hookimpl
+def type_label(value):
+    """Label datetimes as ``datetime`` instead of ``unknown``."""
+    if isinstance(value, datetime.datetime):
+        return "datetime"
+    return None
+
+
+@hookimpl
+def template_dirs():
+    """This plugin's templates."""
+    return [str(TEMPLATES)]

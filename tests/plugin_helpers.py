@@ -1,0 +1,30 @@
+"""Build real installed-distribution metadata (``*.dist-info``) for plugin tests."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+
+def install_fake_distribution(root: Path, name: str, version: str,
+                              entry_points: dict[str, str], modules: dict[str, str]) -> Path:
+    """Write ``modules`` and a ``NAME-VERSION.dist-info`` declaring ``entry_points`` in the
+    ``turnpress`` group under ``root`` (which the caller puts on ``sys.path``)."""
+    for module, source in modules.items():
+        path = root / (module.replace(".", "/") + ".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source))
+    dist = root / f"{name.replace('-', '_')}-{version}.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (dist / "entry_points.txt").write_text(
+        "[turnpress]\n" + "".join(f"{k} = {v}\n" for k, v in entry_points.items()))
+    return dist
+
+
+def forget_modules(*names: str) -> None:
+    """Drop test plugin modules from ``sys.modules`` so the next import is fresh."""
+    for name in list(sys.modules):
+        if name in names or any(name.startswith(n + ".") for n in names):
+            del sys.modules[name]

@@ -1,0 +1,155 @@
+"""The public API: normalize(), render(), get_strategy() and the Strategy contract."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from scenarios import exploration, failed_once
+
+import turnpress
+from turnpress import Strategy, Turn, get_strategy, normalize, render
+from turnpress.core.compression import RenderContext
+
+
+def test_public_names() -> None:
+    for name in ("Turn", "ToolCall", "Failure", "Keyword", "Fn", "Tool", "to_clojure",
+                 "type_label", "normalize", "render", "get_strategy", "hookimpl", "Strategy",
+                 "load_trace", "save_trace", "Trace"):
+        assert hasattr(turnpress, name), name
+
+
+def test_api_001_true_means_single_user_coalesced() -> None:
+    """API-001 / ARC-005: compression=True enables the default strategy."""
+    assert normalize(True) == ("single-user-coalesced", {})
+    sc = exploration()
+    messages = render(sc.turns, compression=True, **sc.render_kwargs())
+    assert [m["role"] for m in messages] == ["system", "user"]
+
+
+def test_api_002_strategy_with_options() -> None:
+    """API-002: (Strategy, opts) enables a strategy with custom options."""
+    cls = type(get_strategy("single-user-coalesced"))
+    assert normalize((cls, {"println_limit": 10})) == (
+        "single-user-coalesced", {"println_limit": 10})
+    assert normalize(("single-user-coalesced", {"println_limit": 10})) == (
+        "single-user-coalesced", {"println_limit": 10})
+    assert normalize("single-user-coalesced:println_limit=10,errors=pairs") == (
+        "single-user-coalesced", {"println_limit": 10, "errors": "pairs"})
+    assert get_strategy(("single-user-coalesced", {"println_limit": 10})).println_limit == 10
+
+
+def test_api_003_false_or_none_disables() -> None:
+    """API-003: compression=False or None disables compression: the full-history baseline."""
+    assert normalize(False) == (None, {}) and normalize(None) == (None, {})
+    sc = exploration()
+    assert render(sc.turns, compression=False, **sc.render_kwargs()) == render(
+        sc.turns, compression="full-history", **sc.render_kwargs())
+    assert get_strategy(False).name == "full-history"
+
+
+def test_api_004_and_api_005_default_limits() -> None:
+    """API-004 / API-005: println_limit defaults to 15, tool_call_limit to 20."""
+    strategy = get_strategy(True)
+    assert strategy.println_limit == 15 and strategy.tool_call_limit == 20
+    assert strategy.option_defaults() == {"println_limit": 15, "tool_call_limit": 20,
+                                          "errors": "last"}
+
+
+def test_api_006_normalize_accepts_all_forms() -> None:
+    """API-006: normalize() returns a (strategy, opts) tuple for true, false, a strategy
+    (name or class) and (strategy, opts)."""
+    cls = type(get_strategy(True))
+    assert normalize(cls) == ("single-user-coalesced", {})
+    assert normalize("full-history") == ("full-history", {})
+    assert normalize(cls(tool_call_limit=5)) == (
+        "single-user-coalesced", {"println_limit": 15, "tool_call_limit": 5, "errors": "last"})
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ("nope", "unknown strategy 'nope'; registered strategies: .*single-user-coalesced"),
+    (("single-user-coalesced", {"bogus": 1}), "has no option 'bogus'; valid options: "
+                                              "println_limit, tool_call_limit, errors"),
+    (("single-user-coalesced", {"println_limit": -1}), "'println_limit' must be an integer"),
+    (("single-user-coalesced", {"errors": "all"}), "'errors' must be one of 'last', 'pairs'"),
+    ("single-user-coalesced:println_limit=many", "expects a int, got 'many'"),
+    ("single-user-coalesced:oops", "'oops' is not option=value"),
+    (42, r"compression=42 is not understood"),
+    (("single-user-coalesced",), "must be \\(name_or_class, \\{options\\}\\)"),
+])
+def test_api_006_bad_values_name_the_problem(bad: object, message: str) -> None:
+    """API-006: unknown names, options and values raise ValueError naming them."""
+    with pytest.raises(ValueError, match=message):
+        normalize(bad)
+
+
+def test_arc_003_strategy_contract() -> None:
+    """ARC-003: a strategy has a name and to_messages(turns, memory, ctx); options are
+    keyword-only constructor arguments with defaults."""
+    for name in turnpress.core.compression.strategy_names():
+        cls = type(get_strategy(name))
+        assert isinstance(cls.name, str) and cls.name == name
+        params = list(inspect.signature(cls).parameters.values())
+        assert all(p.kind is p.KEYWORD_ONLY and p.default is not p.empty for p in params), name
+
+
+def test_a_plain_class_works_as_a_strategy() -> None:
+    """Any class with the same shape is a strategy (the base class is optional)."""
+
+    class Echo:
+        name = "echo"
+
+        def to_messages(self, turns, memory, ctx):
+            return [ctx.message("user", f"{ctx.mission} after {len(turns)} turns")]
+
+    assert render([], mission="m", turns_left=2, compression=Echo) == [
+        {"role": "user", "content": "m after 0 turns"}]
+    assert normalize(Echo) == ("echo", {})
+
+
+def test_bad_strategy_output_is_reported() -> None:
+    class Broken(Strategy):
+        name = "broken"
+
+        def to_messages(self, turns, memory, ctx):
+            return [{"role": "robot", "content": "x"}]
+
+    with pytest.raises(TypeError, match="strategy 'broken' returned a bad message at index 0"):
+        render([], mission="m", turns_left=1, compression=Broken)
+
+
+def test_arc_004_render_is_pure() -> None:
+    """ARC-004: same input, same output, and the input is not changed."""
+    sc = failed_once()
+    before = [t for t in sc.turns]
+    for strategy in turnpress.core.compression.strategy_names():
+        a = render(sc.turns, compression=strategy, **sc.render_kwargs())
+        b = render(sc.turns, compression=strategy, **sc.render_kwargs())
+        assert a == b
+    assert list(sc.turns) == before
+
+
+def test_memory_defaults_to_last_turn() -> None:
+    sc = exploration()
+    explicit = render(sc.turns, sc.turns[-1].memory, compression=True, **sc.render_kwargs())
+    assert render(sc.turns, compression=True, **sc.render_kwargs()) == explicit
+    empty = render([], {"x": 1}, mission="m", turns_left=3)[1]["content"]
+    assert "x                         ; = integer, sample: 1" in empty
+
+
+def test_render_checks_its_arguments() -> None:
+    with pytest.raises(TypeError, match="turns\\[0\\] is a str"):
+        render(["not a turn"], mission="m", turns_left=1)  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="turns_left"):
+        render([], mission="m", turns_left="3")  # type: ignore[arg-type]
+
+
+def test_render_context_helpers_are_reusable() -> None:
+    ctx = RenderContext("mission", "sys", {}, {"n": [1, 2]}, 2)
+    assert ctx.turns_left_line(2) == "Turns left: 2"
+    assert ctx.turns_left_line(1).startswith("FINAL TURN")
+    assert ctx.namespaces({}) == ["\n".join([
+        ";; === data/ ===", "data/n                    ; list[2], sample: [1 2]"])]
+    turn = Turn.succeeded(1, "p", [1], memory={})
+    assert ctx.feedback(turn, 1) == (
+        "Result: [1]\n\nFINAL TURN - you must call (return result) or (fail reason) now.")
