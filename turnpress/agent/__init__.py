@@ -31,6 +31,7 @@ from turnpress.agent.mission import expand_mission
 from turnpress.agent.program import extract_program
 from turnpress.agent.step import Step
 from turnpress.agent.system_prompt import system_prompt
+from turnpress.agent.tasks import Task, TaskError, load_task
 
 __all__ = [
     "INHERIT",
@@ -47,8 +48,11 @@ __all__ = [
     "ScriptedLLM",
     "Settings",
     "Step",
+    "Task",
+    "TaskError",
     "expand_mission",
     "extract_program",
     "llm_from_spec",
+    "load_task",
     "system_prompt",
 ]

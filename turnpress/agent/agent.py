@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnpress.agent.llm import LLM
-from turnpress.agent.loop import run_loop
+from turnpress.agent.loop import TurnObserver, run_loop
 from turnpress.agent.mission import expand_mission, placeholders
 from turnpress.agent.step import Step
 from turnpress.agent.system_prompt import system_prompt as default_system_prompt
@@ -88,6 +88,8 @@ class Agent:
       the first line of the mission).
     - ``template_dirs``: template override directories; ``limits``: passed to
       the interpreter (``turnpress.lisp.run_program``).
+    - ``on_turn``: called with each new turn and the messages it was given, as
+      the run goes (for live display); child agents do not inherit it.
     """
 
     mission: str
@@ -100,6 +102,7 @@ class Agent:
     description: str = ""
     template_dirs: tuple[str | os.PathLike[str], ...] = ()
     limits: Any = None
+    on_turn: TurnObserver | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.mission, str):
@@ -163,7 +166,8 @@ class Agent:
         return run_loop(mission=mission, llm=settings.llm, tools=agent.tool_map(settings),
                         data=agent.data, max_turns=settings.max_turns,
                         compression=settings.compression, system_prompt=prompt,
-                        template_dirs=agent.template_dirs, limits=agent.limits)
+                        template_dirs=agent.template_dirs, limits=agent.limits,
+                        on_turn=agent.on_turn)
 
     def _with(self, overrides: Mapping[str, Any]) -> Agent:
         if not overrides:

@@ -12,7 +12,7 @@ failed turn the agent sees and may recover from on its next turn.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from turnpress.agent.llm import LLM, LLMReply, call_llm
@@ -21,7 +21,10 @@ from turnpress.agent.step import Step, sum_usage
 from turnpress.core.compression import normalize, render
 from turnpress.core.model import Failure, Message, Tool, Turn
 
-__all__ = ["FAIL_REASON", "run_loop"]
+__all__ = ["FAIL_REASON", "TurnObserver", "run_loop"]
+
+TurnObserver = Callable[[Turn, list[Message]], None]
+"""Called after each turn with the new turn and the messages the LLM was given for it."""
 
 FAIL_REASON = "fail"
 """``Failure.reason`` of a program that called ``(fail reason)``: the run ends."""
@@ -38,12 +41,14 @@ def run_loop(
     system_prompt: str,
     template_dirs: Iterable[str | os.PathLike[str]] = (),
     limits: Any = None,
+    on_turn: TurnObserver | None = None,
 ) -> Step:
     """Run the agent loop until the program returns, fails, or turns run out.
 
     ``mission`` is already expanded and ``tools`` already coerced to :class:`Tool`.
     ``max_turns=1`` never compresses (SS-001): the single prompt is the uncompressed
     one. An exception from the LLM ends the run with ``Failure("llm_error", ...)``.
+    ``on_turn`` (if given) sees each turn as soon as it is appended.
     """
     from turnpress.lisp import run_program
 
@@ -84,6 +89,8 @@ def run_loop(
         else:
             turn = Turn.failed(number, program, outcome.failure, **common)
         turns = (*turns, turn)
+        if on_turn is not None:
+            on_turn(turn, messages)
         if outcome.failure is not None and outcome.failure.reason == FAIL_REASON:
             return finish(False, failure=outcome.failure)
         if outcome.failure is None and outcome.returned:

@@ -1,0 +1,132 @@
+"""``turnpress run``: run an agent task and show every turn.
+
+Without ``--llm`` the task's scripted replies are used, so the bundled tasks run
+offline; every step of the command is a library call (``load_task``,
+``Task.build_agent``, ``Agent.run``, ``Step.to_trace``, ``save_trace``).
+Exit codes: 0 the agent returned, 1 it did not, 2 bad input (one ``Error:`` line).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+
+from turnpress.cli import CLIError
+
+__all__ = ["run"]
+
+
+class _OneLineErrors(click.Command):
+    """Reports bad options as one ``Error: ...`` line (exit code 2), without usage text."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise CLIError(exc.format_message()) from None
+
+
+def _list_tasks(console: Console) -> None:
+    from turnpress.agent.tasks import DEFAULT_TASK, bundled_task_names, load_task
+
+    console.print("Bundled tasks (run one with `turnpress run NAME`):")
+    for name in bundled_task_names():
+        task = load_task(name)
+        mark = " (default)" if name == DEFAULT_TASK else ""
+        console.print(f"  {name}{mark}: {task.description}", soft_wrap=True)
+
+
+def _compression(spec: str | None) -> Any:
+    from turnpress.agent.agent import INHERIT
+
+    if spec is None:
+        return INHERIT
+    if spec.lower() in ("none", "off", "false"):
+        return False
+    return spec
+
+
+def _build_llm(spec: str, task: Any, base_url: str | None) -> tuple[Any, str]:
+    from turnpress.agent.llm import LLMError, MissingDependencyError, llm_from_spec
+    from turnpress.agent.tasks import TaskError
+
+    try:
+        if spec == "scripted":
+            llm = task.scripted_llm()
+            return llm, f"scripted ({len(llm.replies)} replies)"
+        return llm_from_spec(spec, base_url=base_url), spec + (f" at {base_url}" if base_url
+                                                               else "")
+    except (ValueError, TaskError, LLMError, MissingDependencyError) as exc:
+        raise CLIError(str(exc)) from None
+
+
+@click.command(cls=_OneLineErrors)
+@click.argument("task", required=False, metavar="[EXAMPLE|TASK.toml]")
+@click.option("--llm", "llm_spec", default="scripted", show_default=True,
+              metavar="scripted|openai:MODEL|anthropic:MODEL",
+              help="Where replies come from: the task's scripted replies, or a real model.")
+@click.option("--base-url", help="API base URL (an OpenAI-compatible server, a proxy...).")
+@click.option("--max-turns", type=click.IntRange(min=1), help="Override the task's max_turns.")
+@click.option("--compression", metavar="NAME[:k=v,...]|none",
+              help="History strategy, e.g. single-user-coalesced:println_limit=5; "
+                   "none for the full history. Default: the task's.")
+@click.option("--save-trace", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Save the run as a trace (JSON, or JSONL for a .jsonl name).")
+@click.option("--show-system", is_flag=True, help="Print the full system prompt each turn.")
+@click.option("--list", "list_only", is_flag=True, help="List the bundled tasks and exit.")
+@click.option("--templates", "template_dirs", multiple=True,
+              type=click.Path(file_okay=False), help="Template override directory.")
+def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | None,
+        compression: str | None, save_trace: str | None, show_system: bool, list_only: bool,
+        template_dirs: tuple[str, ...]) -> None:
+    """Run an agent task and show each turn: the prompt sent, the reply, what ran.
+
+    TASK is a bundled example (see --list; product-research when omitted) or a
+    TASK.toml file. With the default --llm scripted it runs offline.
+    """
+    from turnpress.agent.display import RunView
+    from turnpress.agent.mission import expand_mission
+    from turnpress.agent.system_prompt import system_prompt
+    from turnpress.agent.tasks import TaskError, load_task
+    from turnpress.core.compression import normalize
+    from turnpress.core.trace import save_trace as write_trace
+
+    console = Console(highlight=False)
+    if list_only:
+        _list_tasks(console)
+        return
+    try:
+        loaded = load_task(task)
+    except TaskError as exc:
+        raise CLIError(str(exc)) from None
+    llm, llm_label = _build_llm(llm_spec, loaded, base_url)
+    try:
+        agent = loaded.build_agent(llm, max_turns=max_turns,
+                                   compression=_compression(compression),
+                                   template_dirs=template_dirs)
+        prompt = system_prompt(agent.template_dirs)
+        mission = expand_mission(agent.mission, agent.data)
+        effective = agent.settings()
+        strategy = (None if effective.max_turns == 1
+                    else normalize(effective.compression)[0])
+    except (ValueError, TaskError) as exc:
+        raise CLIError(str(exc)) from None
+    view = RunView(console, max_turns=effective.max_turns, show_system=show_system)
+    where = "bundled task" if loaded.bundled else str(loaded.source)
+    view.header(title=f"turnpress run {loaded.name} ({where})", mission=mission,
+                llm=llm_label, strategy=strategy, system_prompt=prompt)
+    try:
+        step = agent.run(system_prompt=prompt, on_turn=view.turn)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    view.outcome(step)
+    if save_trace:
+        try:
+            write_trace(step.to_trace(name=loaded.name), save_trace)
+        except (OSError, ValueError) as exc:
+            raise CLIError(f"cannot save the trace to {save_trace}: {exc}") from None
+        console.print(f"trace saved to {save_trace}", soft_wrap=True)
+    if not step.success:
+        click.get_current_context().exit(1)
