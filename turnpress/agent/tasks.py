@@ -178,23 +178,23 @@ class Task:
 # -- parsing -----------------------------------------------------------------------------
 
 
-def _check_value(value: Any, where: str) -> None:
-    if isinstance(value, (datetime.date, datetime.time)):
-        raise TaskError(f"{where}: dates and times are not supported; write them as strings")
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            _check_value(item, f"{where}[{i}]")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_value(item, f"{where}.{key}")
-
-
 class _Parser:
     def __init__(self, where: str) -> None:
         self.where = where
 
     def error(self, field_name: str, problem: str) -> TaskError:
         return TaskError(f"{self.where}: {field_name}: {problem}")
+
+    def check_value(self, value: Any, at: str) -> None:
+        """TOML values the agent cannot hold (dates and times) are errors."""
+        if isinstance(value, (datetime.date, datetime.time)):
+            raise self.error(at, "dates and times are not supported; write them as strings")
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                self.check_value(item, f"{at}[{i}]")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                self.check_value(item, f"{at}.{key}")
 
     def unknown(self, table: Mapping[str, Any], allowed: tuple[str, ...], at: str) -> None:
         extra = [k for k in table if k not in allowed]
@@ -228,8 +228,8 @@ class _Parser:
         if len(given) > 1:
             raise self.error(at + given[1], "give only one of result, results, error")
         results = self.get(table, "results", list, None, at)
-        _check_value(table.get("result"), at + "result")
-        _check_value(results, at + "results")
+        self.check_value(table.get("result"), at + "result")
+        self.check_value(results, at + "results")
         return CannedToolSpec(
             name=name,
             description=self.get(table, "description", str, "", at),
@@ -266,7 +266,7 @@ class _Parser:
         except ValueError as exc:
             raise self.error("compression", str(exc)) from None
         data = self.get(doc, "data", dict, {})
-        _check_value(data, "data")
+        self.check_value(data, "data")
         tools = self.get(doc, "tools", dict, {})
         replies = self.get(doc, "replies", list, [])
         return Task(
