@@ -153,3 +153,17 @@ def test_render_context_helpers_are_reusable() -> None:
     turn = Turn.succeeded(1, "p", [1], memory={})
     assert ctx.feedback(turn, 1) == (
         "Result: [1]\n\nFINAL TURN - you must call (return result) or (fail reason) now.")
+
+
+def test_arc_006_turns_left_comes_from_the_turn_count() -> None:
+    """ARC-006: the turn count is len(turns), never the message count, which varies by
+    strategy: every strategy shows the same turns left for the same trace and turn."""
+    from turnpress import load_trace
+    from turnpress.examples import example_trace_paths
+
+    trace = load_trace(next(p for p in example_trace_paths() if p.stem == "product-research"))
+    for n in range(1, len(trace.turns) + 1):
+        expected = f"Turns left: {trace.max_turns - (n - 1)}"
+        for name in turnpress.core.compression.strategy_names():
+            messages = trace.prompt(n, name)
+            assert messages[-1]["content"].endswith(expected), (name, n)

@@ -39,7 +39,8 @@ def lines(scenario, **options) -> list[str]:
 
 
 def test_fmt_001_and_fmt_004_tool_section() -> None:
-    """FMT-001 / FMT-004: `;; === tool/ ===`, then `(tool/NAME P1 P2)      ; P1:T1, P2:T2
+    """NS-001 / FMT-001 / FMT-004: tools are shown in the tool/ namespace, `;; === tool/
+    ===`, then `(tool/NAME P1 P2)      ; P1:T1, P2:T2
     -> RET - DESCRIPTION` (6 spaces), `(tool/NAME)` without params."""
     tools = {"search": Tool("search", {"query": "string", "limit": "integer"}, "list",
                             "Search products"),
@@ -55,7 +56,7 @@ def test_fmt_001_and_fmt_004_tool_section() -> None:
 
 
 def test_fmt_002_fmt_005_and_ns_008_data_section() -> None:
-    """FMT-002 / FMT-005 / NS-008: input data keys are shown in `;; === data/ ===` with
+    """NS-002 / FMT-002 / FMT-005 / NS-008: input data keys are shown in `;; === data/ ===` with
     `data/NAME` + 20 spaces + `; TYPE, sample: SAMPLE`; nil and empty values show none."""
     content = user_message(nil_and_empty())
     section = content.split("\n\n")[2]

@@ -171,8 +171,10 @@ def plugins(as_json: bool) -> None:
     from rich.table import Table
 
     table = Table(title="turnpress plugins")
-    for col in ("plugin", "registers", "distribution", "version"):
-        table.add_column(col, overflow="fold")
+    table.add_column("plugin", no_wrap=True)
+    table.add_column("registers", overflow="fold")
+    table.add_column("distribution", overflow="fold")
+    table.add_column("version", no_wrap=True)
     for row in rows:
         registers = "; ".join(f"{kind}: {', '.join(names)}"
                               for kind, names in row["registers"].items())

@@ -62,7 +62,7 @@ class Trace:
     max_turns: int = 5
     tools: Mapping[str, Tool] = field(default_factory=dict)
     data: Mapping[str, Any] = field(default_factory=dict)
-    name: str = ""
+    name: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "turns", tuple(self.turns))
@@ -232,7 +232,8 @@ class _Reader:
         try:
             return decode_value(raw, field_name)
         except TraceError as exc:
-            raise self.fail(field_name, str(exc).split(": ", 1)[-1], turn) from None
+            path, _, problem = str(exc).partition(": ")
+            raise self.fail(path, problem, turn) from None
 
     def trace(self, obj: Any, default_name: str) -> Trace:
         if not isinstance(obj, dict):

@@ -1,0 +1,115 @@
+"""The turnpress command: render, plugins and trace show (a thin layer over the library)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from turnpress import load_trace
+from turnpress.cli import main
+from turnpress.core.providers import format_text
+from turnpress.examples import example_trace_paths
+
+PRODUCT = str(next(p for p in example_trace_paths() if p.stem == "product-research"))
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_render_text_matches_the_library() -> None:
+    result = run("render", PRODUCT, "--turn", "4")
+    assert result.exit_code == 0, result.output
+    trace = load_trace(PRODUCT)
+    assert result.output == (f"# trace product-research, turn 4 of 4, strategy "
+                             f"single-user-coalesced\n\n{format_text(trace.prompt(4))}\n")
+
+
+def test_render_json_and_openai() -> None:
+    doc = json.loads(run("render", PRODUCT, "-s", "single-user-coalesced:errors=pairs",
+                         "-t", "4", "-f", "json").output)
+    assert doc["strategy"] == "single-user-coalesced" and doc["turn"] == 4
+    assert doc["options"]["errors"] == "pairs"
+    trace = load_trace(PRODUCT)
+    assert doc["messages"] == trace.prompt(4, "single-user-coalesced:errors=pairs")
+    openai = json.loads(run("render", PRODUCT, "-f", "openai").output)
+    assert openai == {"messages": trace.prompt(4)}
+
+
+def test_render_without_a_trace_renders_every_bundled_example() -> None:
+    result = run("render", "--strategy", "full-history")
+    assert result.exit_code == 0
+    for path in example_trace_paths():
+        assert f"# trace {path.stem}, turn " in result.output
+    lines = run("render", "-f", "json").output.strip().split("\n")
+    assert len(lines) == len(example_trace_paths())
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["render", "missing.json"], "Error: missing.json: cannot read trace file"),
+    (["render", PRODUCT, "--strategy", "nope"], "Error: unknown strategy 'nope'"),
+    (["render", PRODUCT, "--strategy", "single-user-coalesced:bogus=1"],
+     "has no option 'bogus'"),
+    (["render", PRODUCT, "--turn", "9"], "turn must be from 1 to 4, got 9"),
+    (["trace", "show", "missing.json"], "Error: missing.json: cannot read trace file"),
+])
+def test_bad_input_is_one_clear_line_and_exit_2(args: list[str], message: str) -> None:
+    result = run(*args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().split("\n")) == 1
+
+
+def test_broken_trace_file_names_the_field(tmp_path) -> None:
+    data = json.loads(open(PRODUCT).read())
+    data["turns"][1]["prints"] = [1]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    result = run("render", str(bad))
+    assert result.exit_code == 2
+    assert "bad.json: turn 2: field 'prints[0]': expected a string" in result.output
+
+
+def test_plugins_table_lists_builtins() -> None:
+    result = CliRunner().invoke(main, ["plugins"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for name in ("single_user_coalesced", "full_history", "namespaces", "type_labels"):
+        assert name in result.output
+    assert "turnpress (built-in)" in result.output
+    doc = json.loads(run("plugins", "--json").output)
+    by_name = {p["name"]: p for p in doc["plugins"]}
+    assert by_name["namespaces"]["registers"]["namespace"] == ["tool/", "data/", "user/"]
+
+
+def test_trace_show_full_view() -> None:
+    """DBG-005: debugging uses the full turns: every program, output and error."""
+    result = run("trace", "show", PRODUCT)
+    assert result.exit_code == 0
+    trace = load_trace(PRODUCT)
+    for turn in trace.turns:
+        assert turn.program in result.output
+    assert "--- turn 3: FAILED (undefined_symbol) ---" in result.output
+    assert "error: undefined symbol 'in-stok'" in result.output
+    assert "Reviews: Customer Review Summary" in result.output
+    raw = run("trace", "show", PRODUCT, "--raw").output
+    assert "First I collect the electronics" in raw and "system prompt:" in raw
+
+
+def test_trace_show_compressed_view() -> None:
+    """DBG-004: the LLM prompt is the compression strategy's rendering of the turns."""
+    result = run("trace", "show", PRODUCT, "--view", "compressed")
+    assert result.exit_code == 0
+    trace = load_trace(PRODUCT)
+    user = trace.prompt(4)[1]["content"]
+    assert user in result.output
+    assert "(system prompt; --raw shows it)" in result.output
+    raw = run("trace", "show", PRODUCT, "--view", "compressed", "--raw").output
+    assert trace.system_prompt in raw
+
+
+def test_help_lists_every_command() -> None:
+    result = run("--help")
+    for command in ("render", "plugins", "trace", "templates"):
+        assert command in result.output

@@ -1,0 +1,105 @@
+"""Template overrides: search path, default: prefix, list and export."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from scenarios import exploration, failed_once
+
+from turnpress import render
+from turnpress.cli import main
+from turnpress.core.templates import BUILTIN_TEMPLATE_DIR, export_templates, list_templates
+
+
+def test_an_override_directory_wins(tmp_path) -> None:
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "turns_left.j2").write_text("{{ turns_left }} turns to go")
+    sc = exploration()
+    content = render(sc.turns, template_dirs=[tmp_path], **sc.render_kwargs())[1]["content"]
+    assert content.endswith("\n\n4 turns to go")
+
+
+def test_default_prefix_reaches_the_builtin(tmp_path) -> None:
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "failed_attempt.j2").write_text(
+        '{% include "default:history/failed_attempt.j2" %}\n\nHint: check the spelling.')
+    sc = failed_once()
+    content = render(sc.turns, template_dirs=[tmp_path], **sc.render_kwargs())[1]["content"]
+    assert "Error: undefined symbol 'broken-code'\n---\nHint: check the spelling." in content
+
+
+def test_extends_default(tmp_path) -> None:
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "output.j2").write_text(
+        '{% extends "default:history/output.j2" %}')
+    sc = exploration()
+    assert render(sc.turns, template_dirs=[tmp_path], **sc.render_kwargs()) == render(
+        sc.turns, **sc.render_kwargs())
+
+
+def test_environment_variable_directory(tmp_path, monkeypatch) -> None:
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "turns_left.j2").write_text("left={{ turns_left }}")
+    monkeypatch.setenv("TURNPRESS_TEMPLATES", str(tmp_path))
+    assert render([], mission="m", turns_left=3)[1]["content"] == "m\n\nleft=3"
+
+
+def test_explicit_directory_beats_environment(tmp_path, monkeypatch) -> None:
+    env_dir, arg_dir = tmp_path / "env", tmp_path / "arg"
+    for d, text in ((env_dir, "env"), (arg_dir, "arg")):
+        (d / "history").mkdir(parents=True)
+        (d / "history" / "turns_left.j2").write_text(text)
+    monkeypatch.setenv("TURNPRESS_TEMPLATES", str(env_dir))
+    assert render([], mission="m", turns_left=3, template_dirs=[arg_dir])[1]["content"] == (
+        "m\n\narg")
+
+
+def test_missing_directory_is_an_error(tmp_path) -> None:
+    with pytest.raises(ValueError, match=r"template directory .*nope.* does not exist"):
+        render([], mission="m", turns_left=3, template_dirs=[tmp_path / "nope"])
+
+
+def test_strict_undefined_names_the_variable(tmp_path) -> None:
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "turns_left.j2").write_text("{{ turns_remaining }}")
+    with pytest.raises(Exception, match="turns_remaining"):
+        render([], mission="m", turns_left=3, template_dirs=[tmp_path])
+
+
+def test_list_shows_where_each_template_comes_from(tmp_path) -> None:
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "output.j2").write_text("x")
+    infos = {i.name: i for i in list_templates([tmp_path])}
+    assert infos["history/output.j2"].origin == str(tmp_path.resolve())
+    assert infos["history/tool_calls.j2"].origin == "built-in"
+    builtin_names = {p.relative_to(BUILTIN_TEMPLATE_DIR).as_posix()
+                     for p in BUILTIN_TEMPLATE_DIR.rglob("*.j2")}
+    assert builtin_names <= set(infos)
+
+
+def test_export_copies_every_builtin_and_refuses_to_overwrite(tmp_path) -> None:
+    written = export_templates(tmp_path / "mine")
+    assert len(written) == len(list(BUILTIN_TEMPLATE_DIR.rglob("*.j2")))
+    assert (tmp_path / "mine" / "history" / "output.j2").read_text() == (
+        BUILTIN_TEMPLATE_DIR / "history" / "output.j2").read_text()
+    with pytest.raises(FileExistsError, match="--force"):
+        export_templates(tmp_path / "mine")
+    assert export_templates(tmp_path / "mine", force=True) == written
+
+
+def test_exported_templates_render_identically(tmp_path) -> None:
+    export_templates(tmp_path)
+    sc = failed_once()
+    assert render(sc.turns, template_dirs=[tmp_path], **sc.render_kwargs()) == render(
+        sc.turns, **sc.render_kwargs())
+
+
+def test_cli_templates_list_and_export(tmp_path) -> None:
+    runner = CliRunner()
+    listing = runner.invoke(main, ["templates", "list"])
+    assert listing.exit_code == 0
+    assert "history/turns_left.j2" in listing.output and "built-in" in listing.output
+    out = runner.invoke(main, ["templates", "export", str(tmp_path / "t")])
+    assert out.exit_code == 0 and "exported" in out.output
+    again = runner.invoke(main, ["templates", "export", str(tmp_path / "t")])
+    assert again.exit_code == 2 and "--force" in again.output
