@@ -12,13 +12,13 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any, ClassVar
 
 from turnpress.core.clojure import to_clojure
-from turnpress.core.model import Message, Tool, Turn, coerce_tools
+from turnpress.core.model import Fn, Message, Tool, Turn, coerce_tools
 from turnpress.core.registry import PluginError, Registry, get_registry
 from turnpress.core.templates import get_environment, resolve_template_dirs
 
@@ -244,17 +244,32 @@ class RenderContext:
         ]
         return self.template("history/tool_calls.j2", calls=calls)
 
-    def output(self, turns: Sequence[Turn], limit: int) -> str | None:
-        """The ``;; Output:`` section: the last ``limit`` println calls of successful turns."""
+    def output(self, turns: Sequence[Turn], limit: int, *,
+               max_chars: int | None = None) -> str | None:
+        """The ``;; Output:`` section: the last ``limit`` println calls of successful turns.
+
+        With ``max_chars``, an entry longer than that is cut so that it ends in ``...``
+        and is ``max_chars`` characters long, ``...`` included (``max_chars >= 3``).
+        """
         if not has_printed(turns):
             return None
         prints = last_items((t.prints for t in turns if t.success), limit)
-        return self.template("history/output.j2", prints=prints)
+        return self.template("history/output.j2", prints=prints, max_chars=max_chars)
 
-    def failed_attempt(self, turn: Turn) -> str:
-        """The ``Your previous attempt`` block for a failed turn."""
-        return self.template("history/failed_attempt.j2", program=turn.program,
-                             message=error_message(turn))
+    def failed_attempt(self, turn: Turn, *, max_lines: int | None = None) -> str:
+        """The ``Your previous attempt`` block for a failed turn.
+
+        With ``max_lines``, a longer program shows its first ``max_lines`` lines and a
+        comment line saying how many more it had.
+        """
+        lines = turn.program.split("\n")
+        more_lines = 0
+        program = turn.program
+        if max_lines is not None and len(lines) > max_lines:
+            more_lines = len(lines) - max_lines
+            program = "\n".join(lines[:max_lines])
+        return self.template("history/failed_attempt.j2", program=program,
+                             message=error_message(turn), more_lines=more_lines)
 
     def turns_left_line(self, turns_left: int) -> str:
         """``Turns left: N``, or the final-turn warning when N == 1."""
@@ -281,6 +296,39 @@ class RenderContext:
 def has_printed(turns: Iterable[Turn]) -> bool:
     """Whether any successful turn printed (then samples give way to output)."""
     return any(t.prints for t in turns if t.success)
+
+
+def defined_names(memory: Mapping[str, Any],
+                  previous: Mapping[str, Any] | None = None) -> list[str]:
+    """The names ``memory`` defines that ``previous`` lacked or held differently.
+
+    This is what one turn defined: ``defined_names(turn.memory, previous_turn.memory)``,
+    in memory order. A value counts when its type, value or docstring changed; a
+    function when anything but its return type changed (calling a function records
+    its return type, it does not redefine it).
+    """
+    previous = previous or {}
+    docs = getattr(memory, "docs", None) or {}
+    previous_docs = getattr(previous, "docs", None) or {}
+    return [
+        name for name, value in memory.items()
+        if name not in previous or not _same_definition(value, previous[name])
+        or docs.get(name) != previous_docs.get(name)
+    ]
+
+
+def _same_definition(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    try:
+        if isinstance(a, Fn) and is_dataclass(a):
+            return all(bool(getattr(a, f.name) == getattr(b, f.name))
+                       for f in fields(a) if f.name != "return_type")
+        return bool(a == b)
+    except Exception:  # values that refuse comparison count as redefined
+        return False
 
 
 def error_message(turn: Turn) -> str:
