@@ -1,0 +1,149 @@
+"""``turnpress run``: offline examples, saved traces, real-LLM flags, and clean input errors."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from fake_openai import FakeLLMServer
+
+from turnpress import load_trace
+from turnpress.agent.tasks import bundled_task_names, load_task
+from turnpress.cli import main
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, ["run", *args])
+
+
+def test_run_without_arguments_runs_the_default_example_offline():
+    result = invoke()
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    task = load_task()
+    assert "turnpress run product-research (bundled task)" in out
+    assert "LLM: scripted (4 replies)" in out and "strategy: single-user-coalesced" in out
+    for n in range(1, 5):
+        assert f"Turn {n} of 5" in out
+    assert "Turn 5 of 5" not in out
+    # each turn shows its prompt, the reply and what ran
+    assert out.count("> prompt (2 messages)") == 4
+    assert "[1] system: (static system prompt," in out
+    assert "Turns left: 5" in out and "Turns left: 2" in out
+    assert "Electronics products (rating 4.0 or more)" in out  # the expanded mission
+    for reply in task.replies:
+        assert reply.strip() in out
+    assert "> ran: FAILED (undefined_symbol)" in out
+    assert 'tool call: search-reviews("Electronics")' in out
+    assert "succeeded after 4 turns" in out
+    assert 'result: ["Laptop" "Monitor" "Keyboard"]' in out
+
+
+@pytest.mark.parametrize("name", bundled_task_names())
+def test_every_bundled_example_succeeds(name):
+    result = invoke(name)
+    assert result.exit_code == 0, result.output
+    assert "succeeded after" in result.stdout
+
+
+def test_save_trace_writes_a_loadable_trace(tmp_path):
+    path = tmp_path / "run.json"
+    result = invoke("phone-campaign", "--save-trace", str(path))
+    assert result.exit_code == 0, result.output
+    assert f"trace saved to {path}" in result.stdout
+    trace = load_trace(path)
+    assert trace.name == "phone-campaign" and len(trace.turns) == 3
+    assert trace.mission.startswith("Tell every contact that the meeting moved to 3pm")
+    calls = [c.name for t in trace.turns for c in t.tool_calls]
+    assert calls == ["make-call"] * 4 + ["send-email"]
+    assert set(trace.tools) == {"make-call", "send-email"}
+
+
+def test_task_file_and_overrides(tmp_path):
+    path = tmp_path / "count.toml"
+    path.write_text('mission = "Count the items"\n'
+                    'replies = ["```clojure\\n(def n (count data/items))\\n```",'
+                    ' "```clojure\\n(return n)\\n```"]\n'
+                    "[data]\nitems = [1, 2, 3]\n")
+    result = invoke(str(path))
+    assert result.exit_code == 0, result.output
+    assert "strategy: none (full history)" in result.stdout and "result: 3" in result.stdout
+    cut = invoke(str(path), "--max-turns", "1", "--compression", "single-user-coalesced")
+    assert cut.exit_code == 1
+    assert "did not succeed after 1 turn: max_turns" in cut.stdout
+    assert "strategy: none (full history)" in cut.stdout  # max_turns=1 never compresses
+
+
+def test_list_shows_the_bundled_tasks():
+    result = invoke("--list")
+    assert result.exit_code == 0
+    for name in bundled_task_names():
+        assert name in result.stdout
+    assert "product-research (default)" in result.stdout
+
+
+def test_show_system_prints_the_system_prompt():
+    from turnpress.agent import system_prompt
+
+    result = invoke("order-summary", "--show-system")
+    assert result.exit_code == 0
+    assert system_prompt() in result.stdout
+
+
+def test_openai_compatible_llm_via_base_url(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    task = load_task("order-summary")
+    with FakeLLMServer([r if isinstance(r, str) else r.text for r in task.replies],
+                       prompt_tokens=500, completion_tokens=40) as server:
+        result = invoke("order-summary", "--llm", "openai:fake-model",
+                        "--base-url", server.base_url + "/v1")
+        requests = server.requests
+    assert result.exit_code == 0, result.output
+    assert "LLM: openai:fake-model at http://127.0.0.1:" in result.stdout
+    assert "usage: 1,000 input, 80 output tokens" in result.stdout
+    assert len(requests) == 2
+    assert requests[0].body["model"] == "fake-model"
+    assert "For customer C-17" in requests[0].body["messages"][1]["content"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["no-such-example"], "unknown task 'no-such-example'; bundled tasks:"),
+    (["--llm", "gemini:pro"], "unknown LLM provider 'gemini'"),
+    (["--llm", "openai"], "'openai' names no model"),
+    (["--compression", "nope"], "unknown strategy 'nope'"),
+    (["--max-turns", "0"], "--max-turns"),
+    (["--max-turns", "many"], "--max-turns"),
+    (["--bogus"], "--bogus"),
+])
+def test_bad_input_is_one_line_and_exit_code_2(args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_malformed_task_files_exit_2(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('mission = "unterminated\n')
+    result = invoke(str(bad))
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {bad}: invalid TOML: " + result.stderr.split("invalid TOML: ", 1)[1].strip()]
+    missing = invoke(str(tmp_path / "missing.toml"))
+    assert missing.exit_code == 2 and "no such task file" in missing.stderr
+    placeholder = tmp_path / "p.toml"
+    placeholder.write_text('mission = "About {{topic}}"\nreplies = ["(return 1)"]\n')
+    result = invoke(str(placeholder))
+    assert result.exit_code == 2 and "{{topic}} has no value" in result.stderr
+
+
+def test_missing_sdk_is_one_line(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "anthropic", None)
+    result = invoke("--llm", "anthropic:claude-x")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "Error: the Anthropic adapter needs the 'anthropic' package: "
+        "pip install 'turnpress[anthropic]'")
