@@ -197,3 +197,25 @@ def test_strategy_names_lists_the_registered_ones() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Registry(entry_points=False).load_all()
+
+
+def test_registering_later_recollects_without_duplicates() -> None:
+    from turnpress import Strategy, hookimpl
+
+    class Late(Strategy):
+        name = "late"
+
+        def to_messages(self, turns, memory, ctx):
+            return []
+
+    class LatePlugin:
+        @hookimpl
+        def register_strategies(self, register):
+            register(Late)
+
+    registry = Registry(entry_points=False)
+    registry.load_all()
+    registry.register(LatePlugin(), name="late-plugin")
+    registry.load_all()
+    assert "late" in registry.strategies()
+    assert registry.plugins["full_history"].registers["strategy"] == ["full-history"]

@@ -187,6 +187,8 @@ class Registry:
             if hook_name in self._cache:
                 return self._cache[hook_name]
             found: dict[str, Registration] = {}
+            for info in self.plugins.values():
+                info.registers.pop(kind, None)
             caller = getattr(self.pm.hook, hook_name)
             # get_hookimpls() lists plugins in registration order: built-ins first
             for impl in caller.get_hookimpls():
@@ -275,6 +277,8 @@ class Registry:
             if "template_dirs" in self._cache:
                 return self._cache["template_dirs"]
             dirs: list[Path] = []
+            for info in self.plugins.values():
+                info.registers.pop("templates", None)
             for impl in self.pm.hook.template_dirs.get_hookimpls():
                 info = self.plugins[impl.plugin_name]
                 try:
