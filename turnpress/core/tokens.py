@@ -1,0 +1,308 @@
+"""Token counting for prompts, with a per-run cache of every distinct message.
+
+Tokenizers come from the ``register_tokenizers`` hook (built-ins: ``o200k_base``,
+the default, and ``cl100k_base``, exact through ``bpe-openai``; ``chars4``, a
+rough ``len / 4``). A prompt's tokens are the tokens of the concatenation of
+``<|role|>\\n{content}\\n`` per message (:func:`prompt_text`).
+
+:class:`TokenCounter` encodes each distinct message once per run (a run is one
+trace: the prompts of its turns under every strategy share most of their
+messages) and keeps a small, size-bounded cache across runs for what repeats
+between traces (system prompts). A message is counted on its own and the counts
+are added: for the BPE encodings that *is* the count of the concatenation,
+because their pre-tokenizer always splits between the ``\\n`` that ends one
+message and the ``<|`` that starts the next (``tests/test_tokens.py`` checks it
+on every bundled prompt). ``chars4`` rounds each message down, so its totals
+can be a few tokens below ``len(prompt) // 4``.
+
+:meth:`TokenCounter.tokenize` also gives what the cache models need: per-message
+token sequences (or texts, for count-only tokenizers) to find the longest shared
+token prefix of two prompts, and the token position and identity of each cache
+breakpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from turnpress.core.registry import Registry, get_registry
+
+__all__ = [
+    "DEFAULT_TOKENIZER",
+    "CachePoint",
+    "Segment",
+    "TokenCounter",
+    "TokenizedPrompt",
+    "Tokenizer",
+    "count_prompt_tokens",
+    "get_tokenizer",
+    "message_text",
+    "prompt_text",
+    "tokenizer_names",
+]
+
+DEFAULT_TOKENIZER = "o200k_base"
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """A registered token counter.
+
+    ``count_fn(text) -> int`` is what the plugin registered; when it also has an
+    ``encode(text) -> list[int]`` method the tokenizer is *exact* and shared
+    prefixes are measured on real token sequences.
+    """
+
+    name: str
+    count_fn: Callable[[str], int]
+
+    def count(self, text: str) -> int:
+        """The number of tokens of ``text``."""
+        n = self.count_fn(text)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"tokenizer {self.name!r} returned {n!r} for a text; a token "
+                             f"count must be a non-negative integer")
+        return n
+
+    @property
+    def encode(self) -> Callable[[str], Sequence[int]] | None:
+        """The token-id encoder, or None for a count-only tokenizer."""
+        encode = getattr(self.count_fn, "encode", None)
+        return encode if callable(encode) else None
+
+    @property
+    def exact(self) -> bool:
+        """Whether token sequences (not just counts) are available."""
+        return self.encode is not None
+
+
+def tokenizer_names(registry: Registry | None = None) -> list[str]:
+    """The names of all registered tokenizers, sorted."""
+    return sorted((registry or get_registry()).tokenizers())
+
+
+def get_tokenizer(name: str | Tokenizer = DEFAULT_TOKENIZER,
+                  registry: Registry | None = None) -> Tokenizer:
+    """The tokenizer registered as ``name``; a ``ValueError`` lists the valid names."""
+    if isinstance(name, Tokenizer):
+        return name
+    registry = registry or get_registry()
+    found = registry.tokenizers()
+    if not isinstance(name, str) or name not in found:
+        valid = ", ".join(sorted(found)) or "(none)"
+        raise ValueError(f"unknown tokenizer {name!r}; registered tokenizers: {valid}."
+                         + registry.failure_note())
+    return Tokenizer(name, found[name].value)
+
+
+def message_text(role: str, content: str) -> str:
+    """How one message is counted: ``<|role|>\\n{content}\\n``."""
+    return f"<|{role}|>\n{content}\n"
+
+
+def prompt_text(messages: Iterable[Mapping[str, Any]]) -> str:
+    """The text a prompt is counted as: :func:`message_text` of each message, joined."""
+    return "".join(message_text(m["role"], m["content"]) for m in messages)
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def common_prefix_length(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """The length of the longest common prefix of two strings/bytes (binary search on
+    slice equality, so the comparing runs in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    hi -= 1  # a[:hi + 1] != b[:hi + 1]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class Segment:
+    """One counted text (a message as ``<|role|>\\n{content}\\n``, or a part of one).
+
+    ``tokens`` holds the token ids as packed 32-bit integers for exact tokenizers,
+    ``text`` the text itself for count-only ones; ``digest`` identifies the text.
+    """
+
+    __slots__ = ("count", "digest", "text", "tokens")
+
+    def __init__(self, count: int, digest: bytes, tokens: bytes | None,
+                 text: str | None) -> None:
+        self.count = count
+        self.digest = digest
+        self.tokens = tokens
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Segment(count={self.count}, digest={self.digest.hex()[:8]})"
+
+
+@dataclass(frozen=True)
+class CachePoint:
+    """A cache breakpoint of a prompt: ``(index, offset)`` as a strategy gives it, the
+    number of tokens before it and a ``key`` identifying the prefix text up to it."""
+
+    index: int
+    offset: int | None
+    tokens: int
+    key: bytes
+
+
+class TokenizedPrompt:
+    """A prompt as counted: its message segments, total and cache breakpoints."""
+
+    __slots__ = ("_count", "breakpoints", "chain", "segments", "total")
+
+    def __init__(self, segments: Sequence[Segment], breakpoints: Sequence[CachePoint] = (),
+                 count: Callable[[str], int] | None = None) -> None:
+        self.segments = tuple(segments)
+        self.total = sum(s.count for s in self.segments)
+        self.breakpoints = tuple(breakpoints)
+        self._count = count
+        chain, prev = [], b""
+        for s in self.segments:
+            prev = _digest(prev + s.digest)
+            chain.append(prev)
+        self.chain = tuple(chain)
+
+    def common_prefix(self, other: TokenizedPrompt) -> int:
+        """The number of leading tokens this prompt shares with ``other``."""
+        shared = 0
+        for a, b in zip(self.segments, other.segments, strict=False):
+            if a is b or a.digest == b.digest:
+                shared += a.count
+                continue
+            if a.tokens is not None and b.tokens is not None:
+                shared += common_prefix_length(a.tokens, b.tokens) // 4
+            elif a.text is not None and b.text is not None and self._count is not None:
+                n = common_prefix_length(a.text, b.text)
+                shared += min(self._count(a.text[:n]), a.count, b.count)
+            break
+        return shared
+
+    def prefix_key(self, index: int, offset: int | None,
+                   partial: Segment | None = None) -> bytes | None:
+        """The key of the prefix up to breakpoint ``(index, offset)`` (None when this
+        prompt is too short to have it); ``partial`` is the counted text of message
+        ``index`` cut at ``offset``."""
+        if index >= len(self.segments):
+            return None
+        if offset is None:
+            return self.chain[index]
+        if partial is None:
+            return None
+        before = self.chain[index - 1] if index else b""
+        return _digest(before + b"|" + partial.digest)
+
+    def tokens_before(self, index: int) -> int:
+        """The tokens of the messages before message ``index``."""
+        return sum(s.count for s in self.segments[:index])
+
+
+class TokenCounter:
+    """Counts prompts with one tokenizer, encoding each distinct text once per run.
+
+    Call :meth:`start_run` between traces: the run cache is dropped (so memory
+    stays flat however many traces stream through) while up to ``shared_chars``
+    characters of recently used texts are kept across runs.
+    """
+
+    def __init__(self, tokenizer: str | Tokenizer = DEFAULT_TOKENIZER, *,
+                 shared_chars: int = 2_000_000, registry: Registry | None = None) -> None:
+        self.tokenizer = get_tokenizer(tokenizer, registry)
+        self._encode = self.tokenizer.encode
+        self._run: dict[tuple[str, str], Segment] = {}
+        self._shared: OrderedDict[tuple[str, str], Segment] = OrderedDict()
+        self._shared_chars = 0
+        self._shared_limit = shared_chars
+        self.encoded = 0
+        self.lookups = 0
+
+    def start_run(self) -> None:
+        """Forget the texts of the previous run (the cross-run cache stays)."""
+        self._run = {}
+
+    def _make(self, text: str) -> Segment:
+        self.encoded += 1
+        digest = _digest(text.encode("utf-8", "surrogatepass"))
+        if self._encode is not None:
+            ids = self._encode(text)
+            return Segment(len(ids), digest, array("I", ids).tobytes(), None)
+        return Segment(self.tokenizer.count(text), digest, None, text)
+
+    def _lookup(self, role: str, content: str) -> Segment:
+        self.lookups += 1
+        key = (role, content)
+        seg = self._run.get(key)
+        if seg is not None:
+            return seg
+        seg = self._shared.get(key)
+        if seg is not None:
+            self._shared.move_to_end(key)
+        else:
+            seg = self._make(message_text(role, content) if role else content)
+            size = len(content)
+            if size <= self._shared_limit // 4:
+                self._shared[key] = seg
+                self._shared_chars += size
+                while self._shared_chars > self._shared_limit:
+                    (_, old), _seg = self._shared.popitem(last=False)
+                    self._shared_chars -= len(old)
+        self._run[key] = seg
+        return seg
+
+    def segment(self, role: str, content: str) -> Segment:
+        """The counted ``<|role|>\\n{content}\\n`` of one message."""
+        return self._lookup(role, content)
+
+    def text(self, text: str) -> Segment:
+        """A counted raw text (used for a message cut at a breakpoint)."""
+        return self._lookup("", text)
+
+    def count(self, messages: Iterable[Mapping[str, Any]]) -> int:
+        """The tokens of a prompt (a list of ``{"role", "content"}`` messages)."""
+        return sum(self.segment(m["role"], m["content"]).count for m in messages)
+
+    def tokenize(self, messages: Sequence[Mapping[str, Any]],
+                 breakpoints: Iterable[tuple[int, int | None]] = ()) -> TokenizedPrompt:
+        """A prompt's segments, plus the token position and key of each breakpoint.
+
+        ``breakpoints`` are ``(message_index, offset | None)`` pairs, as
+        ``Strategy.cache_breakpoints`` and :func:`turnpress.core.providers.anthropic_breakpoints`
+        give them; they must be in range.
+        """
+        segments = [self.segment(m["role"], m["content"]) for m in messages]
+        prompt = TokenizedPrompt(segments, count=self.tokenizer.count)
+        points = []
+        for index, offset in breakpoints:
+            if offset is None:
+                tokens = prompt.tokens_before(index + 1)
+                key = prompt.prefix_key(index, None)
+            else:
+                message = messages[index]
+                partial = self.text(f"<|{message['role']}|>\n{message['content'][:offset]}")
+                tokens = prompt.tokens_before(index) + partial.count
+                key = prompt.prefix_key(index, offset, partial)
+            assert key is not None
+            points.append(CachePoint(index, offset, tokens, key))
+        prompt.breakpoints = tuple(points)
+        return prompt
+
+
+def count_prompt_tokens(messages: Iterable[Mapping[str, Any]],
+                        tokenizer: str | Tokenizer = DEFAULT_TOKENIZER) -> int:
+    """The tokens of one prompt (for many prompts, reuse a :class:`TokenCounter`)."""
+    return TokenCounter(tokenizer).count(messages)
