@@ -104,7 +104,8 @@ templates_option = click.option(
               metavar="NAME[:k=v,...]", help="Strategy and options, e.g. rolling-window:window=3.")
 @click.option("--turn", "-t", "turn", type=int, default=None,
               help="Render the prompt sent for this turn (1-based; default: the last turn).")
-@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "openai"]),
+@click.option("--format", "-f", "fmt",
+              type=click.Choice(["text", "json", "openai", "anthropic"]),
               default="text", show_default=True)
 @templates_option
 def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
@@ -134,6 +135,12 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
         elif fmt == "json":
             documents.append({"trace": tr.name, "turn": max(n, 1), "strategy": chosen.name,
                               "options": getattr(chosen, "options", {}), "messages": messages})
+        elif fmt == "anthropic":
+            from turnpress.core.providers import prompt_with_breakpoints, to_anthropic
+
+            _, breakpoints = prompt_with_breakpoints(tr, max(n, 1), chosen, template_dirs)
+            system, anthropic_messages = to_anthropic(messages, breakpoints)
+            documents.append({"system": system, "messages": anthropic_messages})
         else:
             documents.append({"messages": to_openai(messages)})
     if documents:

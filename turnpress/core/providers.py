@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from turnpress.core.model import Message
+from turnpress.core.model import Message, Turn
 
-__all__ = ["format_text", "to_openai"]
+if TYPE_CHECKING:
+    from turnpress.core.trace import Trace
+
+__all__ = [
+    "MAX_ANTHROPIC_BREAKPOINTS",
+    "anthropic_breakpoints",
+    "format_text",
+    "prompt_with_breakpoints",
+    "render_with_breakpoints",
+    "to_anthropic",
+    "to_openai",
+]
+
+Breakpoint = tuple[int, "int | None"]
 
 
 def format_text(messages: Sequence[Message]) -> str:
@@ -21,3 +36,149 @@ def format_text(messages: Sequence[Message]) -> str:
 def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The ``messages`` list of an OpenAI chat-completions request."""
     return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+# -- Anthropic ------------------------------------------------------------------------------
+
+MAX_ANTHROPIC_BREAKPOINTS = 4
+"""The API accepts at most four ``cache_control`` markers per request."""
+
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+
+def anthropic_breakpoints(messages: Sequence[Message],
+                          breakpoints: Iterable[Breakpoint]) -> list[Breakpoint]:
+    """The cache breakpoints the Anthropic shape of ``messages`` really carries.
+
+    ``breakpoints`` are a strategy's ``(message_index, offset | None)`` pairs
+    (see ``Strategy.cache_breakpoints``). Out-of-range ones and ones that would
+    mark an empty text are dropped, an offset at the end of a message becomes
+    ``None``, an offset of 0 becomes the end of the message before; the result
+    is sorted, without duplicates, and keeps the last
+    :data:`MAX_ANTHROPIC_BREAKPOINTS` (the longest prefixes).
+    """
+    points: set[Breakpoint] = set()
+    for index, offset in breakpoints:
+        if not 0 <= index < len(messages):
+            continue
+        size = len(messages[index]["content"])
+        if offset is not None and offset >= size:
+            offset = None
+        if offset is not None and offset <= 0:
+            index, offset = index - 1, None
+            if index < 0:
+                continue
+        if offset is None and not messages[index]["content"]:
+            continue
+        points.add((index, offset))
+    ordered = sorted(points, key=lambda p: (p[0], p[1] if p[1] is not None else math.inf))
+    return ordered[-MAX_ANTHROPIC_BREAKPOINTS:]
+
+
+def _blocks(text: str, cuts: Sequence[int | None]) -> list[dict[str, Any]]:
+    """``text`` as text blocks, cut at each offset; the block before each cut (and the
+    last block, for a ``None`` cut) carries ``cache_control``."""
+    blocks: list[dict[str, Any]] = []
+    start = 0
+    for cut in sorted(c for c in cuts if c is not None):
+        blocks.append({"type": "text", "text": text[start:cut], "cache_control": dict(EPHEMERAL)})
+        start = cut
+    if start < len(text) or not blocks:
+        blocks.append({"type": "text", "text": text[start:]})
+    if None in cuts:
+        blocks[-1]["cache_control"] = dict(EPHEMERAL)
+    return blocks
+
+
+def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] = ()
+                 ) -> tuple[str | list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(system, messages)`` for an Anthropic Messages API request.
+
+    Leading system messages become ``system``; the others keep their role.
+    ``breakpoints`` (a strategy's stable prefix, as ``Strategy.cache_breakpoints``
+    returns it; see :func:`render_with_breakpoints`) become ``cache_control:
+    {"type": "ephemeral"}`` markers, at most four (:func:`anthropic_breakpoints`):
+    a whole message is marked on its last text block, an offset inside a message
+    splits it into two text blocks, the first one marked. ``system`` is a string
+    (``""`` when there is none) and a content is a string, unless a marker needs
+    the list-of-blocks form. A system message after a non-system one raises
+    ``ValueError`` (the API has no system role inside the conversation).
+    """
+    cuts: dict[int, list[int | None]] = {}
+    for index, offset in anthropic_breakpoints(messages, breakpoints):
+        cuts.setdefault(index, []).append(offset)
+    lead = 0
+    while lead < len(messages) and messages[lead]["role"] == "system":
+        lead += 1
+    system_blocks: list[dict[str, Any]] = []
+    for i in range(lead):
+        if messages[i]["content"] or i in cuts:
+            system_blocks.extend(_blocks(messages[i]["content"], cuts.get(i, [])))
+    system: str | list[dict[str, Any]]
+    if any("cache_control" in b for b in system_blocks):
+        system = system_blocks
+    else:
+        system = "\n\n".join(b["text"] for b in system_blocks)
+    out: list[dict[str, Any]] = []
+    for i in range(lead, len(messages)):
+        role, content = messages[i]["role"], messages[i]["content"]
+        if role == "system":
+            raise ValueError(f"message {i} is a system message after the conversation "
+                             f"started; Anthropic has no system role there")
+        out.append({"role": role,
+                    "content": _blocks(content, cuts[i]) if i in cuts else content})
+    return system, out
+
+
+# -- prompts with their cache breakpoints -------------------------------------------------
+
+
+def render_with_breakpoints(
+    turns: Iterable[Turn],
+    memory: Mapping[str, Any] | None = None,
+    *,
+    mission: str,
+    system_prompt: str = "",
+    tools: Mapping[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
+    turns_left: int,
+    compression: Any = True,
+    template_dirs: Iterable[str | os.PathLike[str]] = (),
+) -> tuple[list[Message], list[Breakpoint]]:
+    """``render(...)``'s messages and the strategy's cache breakpoints for them.
+
+    Takes exactly :func:`turnpress.render`'s arguments; the messages are
+    ``render``'s, and the breakpoints come from ``strategy.cache_breakpoints``
+    called with the same turns, memory and context. Feed both to
+    :func:`to_anthropic`.
+    """
+    from turnpress.core.compression import RenderContext, get_strategy, render
+    from turnpress.core.model import coerce_tools
+    from turnpress.core.templates import resolve_template_dirs
+
+    turns = tuple(turns)
+    template_dirs = tuple(template_dirs)
+    messages = render(turns, memory, mission=mission, system_prompt=system_prompt,
+                      tools=tools, data=data, turns_left=turns_left, compression=compression,
+                      template_dirs=template_dirs)
+    if memory is None:
+        memory = turns[-1].memory if turns else {}
+    ctx = RenderContext(mission=mission, system_prompt=system_prompt,
+                        tools=coerce_tools(tools), data=dict(data or {}),
+                        turns_left=turns_left,
+                        template_dirs=resolve_template_dirs(template_dirs))
+    strategy = get_strategy(compression)
+    return messages, list(strategy.cache_breakpoints(turns, memory, ctx))
+
+
+def prompt_with_breakpoints(trace: Trace, n: int, compression: Any = True,
+                            template_dirs: Iterable[str | os.PathLike[str]] = ()
+                            ) -> tuple[list[Message], list[Breakpoint]]:
+    """:func:`render_with_breakpoints` for the prompt of turn ``n`` of ``trace``
+    (the messages are ``trace.prompt(n, compression)``)."""
+    messages = trace.prompt(n, compression, template_dirs)
+    _, breakpoints = render_with_breakpoints(
+        trace.turns[: n - 1], mission=trace.mission, system_prompt=trace.system_prompt,
+        tools=trace.tools, data=trace.data, turns_left=trace.max_turns - (n - 1),
+        compression=compression, template_dirs=template_dirs)
+    return messages, breakpoints
