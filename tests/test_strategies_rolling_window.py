@@ -1,0 +1,220 @@
+"""Behaviour of ``rolling-window``: the last ``window`` turns in full, older turns
+coalesced into the first USER message, the boundary moving ``step`` turns at a time."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scenarios import SCENARIOS
+from turn_strategies import History, breakpoints_hold, histories, is_prefix
+
+from turnpress import get_strategy, normalize, render
+from turnpress.cli import main
+from turnpress.plugins.rolling_window import RollingWindow
+
+NAME = "rolling-window"
+
+
+def _render(sc, spec: str = NAME, turns=None):
+    return render(sc.turns if turns is None else turns, compression=spec, **sc.render_kwargs())
+
+
+# -- options ---------------------------------------------------------------------------
+
+
+def test_defaults() -> None:
+    """API-002: options with defaults, the single-user-coalesced ones included."""
+    assert RollingWindow.option_defaults() == {
+        "window": 2, "step": 1, "println_limit": 15, "tool_call_limit": 20, "errors": "last"}
+    assert normalize("rolling-window:window=3,step=2") == (NAME, {"window": 3, "step": 2})
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    ({"window": -1}, ["'window'", ">= 0", "-1"]),
+    ({"step": 0}, ["'step'", ">= 1", "0"]),
+    ({"window": True}, ["'window'", "integer"]),
+    ({"println_limit": -2}, ["'println_limit'", ">= 0"]),
+    ({"tool_call_limit": "many"}, ["'tool_call_limit'", "integer"]),
+    ({"errors": "all"}, ["'errors'", "'last'", "'pairs'"]),
+])
+def test_bad_option_values(options, words) -> None:
+    """A bad option value raises ValueError naming the strategy, option and range."""
+    with pytest.raises(ValueError) as exc:
+        get_strategy((NAME, options))
+    for word in [f"'{NAME}'", *words]:
+        assert word in str(exc.value)
+
+
+def test_unknown_option() -> None:
+    """API-006: an unknown option names the valid ones."""
+    with pytest.raises(ValueError, match=r"'rolling-window' has no option 'size'.*window, step"):
+        normalize("rolling-window:size=3")
+    with pytest.raises(ValueError, match="'window' expects a int"):
+        get_strategy("rolling-window:window=two")
+
+
+# -- the rules ---------------------------------------------------------------------------
+
+
+def test_coalesced_count_moves_in_steps() -> None:
+    """The boundary is the largest multiple of ``step`` leaving ``window`` turns in full."""
+    rw = RollingWindow(window=2, step=3)
+    assert [rw.coalesced_count(n) for n in range(12)] == [0, 0, 0, 0, 0, 3, 3, 3, 6, 6, 6, 9]
+    assert [RollingWindow().coalesced_count(n) for n in range(5)] == [0, 0, 0, 1, 2]
+    assert [RollingWindow(window=0).coalesced_count(n) for n in range(3)] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_few_turns_render_full_history(scenario: str) -> None:
+    """With no more than ``window`` turns it renders what full-history renders."""
+    sc = SCENARIOS[scenario]()
+    window = max(len(sc.turns), 1)
+    assert _render(sc, f"{NAME}:window={window}") == _render(sc, "full-history")
+
+
+def test_window_turns_in_full_older_coalesced() -> None:
+    """The last ``window`` turns are full pairs; older ones only in the first USER message,
+    with memory, tool calls and output as of the last coalesced turn (MSG-001)."""
+    sc = SCENARIOS["many_prints"]()  # 5 turns printing "line 1".."line 25"
+    messages = _render(sc)  # window=2: turns 1-3 coalesced
+    full = _render(sc, "full-history")
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user",
+                                             "assistant", "user"]
+    assert messages[2:] == full[-4:]
+    head = messages[1]["content"]
+    assert head.startswith(sc.mission + "\n\n")
+    assert "batch                         ; = integer" in head  # memory of turn 3
+    assert "line 15" in head and "line 16" not in head
+    assert "(doseq" not in head  # code of coalesced turns is dropped
+    assert head.endswith("Turns left: 7")  # as of just after turn 3 (MSG-005)
+
+
+def test_step_keeps_the_prefix_for_step_turns() -> None:
+    """With ``step=2`` the coalesced message changes every other turn, so the prompt
+    for turn n is a prefix of the prompt for turn n+1 whenever the boundary holds."""
+    sc = SCENARIOS["many_prints"]()
+    spec = f"{NAME}:window=1,step=2"
+    prompts = [render(sc.turns[:n], compression=spec,
+                      **{**sc.render_kwargs(), "turns_left": 10 - n}) for n in range(6)]
+    rw = RollingWindow(window=1, step=2)
+    for n in range(5):
+        holds = rw.coalesced_count(n) == rw.coalesced_count(n + 1)
+        assert is_prefix(prompts[n], prompts[n + 1]) == holds, n
+
+
+def test_no_code_or_summary_twice() -> None:
+    """A turn is either coalesced or in full, never both."""
+    sc = SCENARIOS["many_prints"]()
+    text = "\n".join(m["content"] for m in _render(sc))
+    for n in range(1, 26):
+        if n != 22:
+            assert len(re.findall(rf"line {n}(?!\d)", text)) == 1, n
+    for turn in sc.turns:
+        assert text.count(turn.raw_response) == (1 if turn.number > 3 else 0)
+
+
+def test_old_failure_dropped_with_errors_last() -> None:
+    """errors="last": a coalesced failed turn leaves its tool calls but no failed
+    attempt, since the last turn is in the window (ERR-001 is about the latest error)."""
+    sc = SCENARIOS["failed_in_a_row"]()  # ok, failed, failed
+    messages = _render(sc, f"{NAME}:window=1")
+    assert "Your previous attempt" not in messages[1]["content"]
+    assert "broken-code" not in messages[1]["content"]
+    assert messages[-1]["content"].startswith("Error: tool 'fetch-data' failed")
+
+
+def test_old_failures_as_pairs_with_errors_pairs() -> None:
+    """errors="pairs" (ERR-002, CMP-003): coalesced failed turns keep their full pair,
+    in order, before the window."""
+    sc = SCENARIOS["failed_in_a_row"]()
+    messages = _render(sc, f"{NAME}:window=1,errors=pairs")
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user",
+                                             "assistant", "user"]
+    assert messages[2]["content"] == sc.turns[1].raw_response
+    assert messages[3]["content"] == "Error: undefined symbol 'broken-code'\n\nTurns left: 3"
+    assert messages[4]["content"] == sc.turns[2].raw_response
+    assert messages[1]["content"].endswith("Turns left: 4")  # just before the failure
+
+
+def test_window_zero_is_single_user_coalesced_for_scenarios() -> None:
+    """``window=0, step=1`` coalesces everything: single-user-coalesced."""
+    for make in SCENARIOS.values():
+        sc = make()
+        for errors in ("last", "pairs"):
+            assert (_render(sc, f"{NAME}:window=0,errors={errors}")
+                    == _render(sc, f"single-user-coalesced:errors={errors}"))
+
+
+# -- properties ------------------------------------------------------------------------
+
+
+windows = st.integers(0, 4)
+steps = st.integers(1, 4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(histories(), windows, steps, st.sampled_from(["last", "pairs"]))
+def test_properties(history: History, window: int, step: int, errors: str) -> None:
+    """MSG-007 (the mission is never removed), ARC-004 (pure and deterministic), the last
+    ``window`` turns as full-history pairs, and prefix stability while the boundary holds."""
+    spec = (NAME, {"window": window, "step": step, "errors": errors})
+    rw = RollingWindow(window=window, step=step, errors=errors)
+    turns = history.turns
+    prompts = [history.prompt(n, spec) for n in range(1, len(turns) + 2)]
+    for n_turns, messages in enumerate(prompts):
+        assert messages == history.prompt(n_turns + 1, spec)
+        assert messages[1]["role"] == "user"
+        assert messages[1]["content"].startswith(history.mission.rstrip("\n"))
+        full = history.prompt(n_turns + 1, "full-history")
+        kept = min(window, n_turns)
+        if rw.coalesced_count(n_turns) < n_turns and kept:
+            assert messages[-2 * kept:] == full[-2 * kept:]
+        if rw.coalesced_count(n_turns) == 0:
+            assert messages == full
+        if n_turns < len(turns) and rw.coalesced_count(n_turns) == rw.coalesced_count(
+                n_turns + 1):
+            assert is_prefix(messages, prompts[n_turns + 1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(histories(), st.sampled_from(["last", "pairs"]))
+def test_window_zero_step_one_is_single_user_coalesced(history: History, errors: str) -> None:
+    """``window=0, step=1`` renders exactly single-user-coalesced."""
+    for n in range(1, len(history.turns) + 2):
+        assert (history.prompt(n, (NAME, {"window": 0, "errors": errors}))
+                == history.prompt(n, ("single-user-coalesced", {"errors": errors})))
+
+
+@settings(max_examples=40, deadline=None)
+@given(histories(min_turns=1), windows, steps)
+def test_cache_breakpoints_are_repeated(history: History, window: int, step: int) -> None:
+    """Each reported cache breakpoint is repeated byte for byte by the next prompt (NS-012)."""
+    for n in range(len(history.turns)):
+        assert breakpoints_hold(history, n, (NAME, {"window": window, "step": step}))
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def test_cli_render_with_options() -> None:
+    """``turnpress render --strategy rolling-window:window=1,step=2`` works."""
+    result = CliRunner().invoke(main, ["render", "--strategy", f"{NAME}:window=1,step=2"])
+    assert result.exit_code == 0, result.output
+    assert f"strategy {NAME}" in result.output
+    bad = CliRunner().invoke(main, ["render", "--strategy", f"{NAME}:step=0"])
+    assert bad.exit_code == 2
+    assert "'step' must be an integer >= 1" in bad.output
+
+
+def test_listed_by_turnpress_plugins() -> None:
+    """``turnpress plugins`` lists the strategy as a built-in."""
+    result = CliRunner().invoke(main, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = [row for row in json.loads(result.output)["plugins"]
+            if NAME in row["registers"].get("strategy", [])]
+    assert len(rows) == 1 and rows[0]["builtin"]

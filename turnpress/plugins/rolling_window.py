@@ -1,0 +1,101 @@
+"""Built-in plugin: ``rolling-window``, recent turns in full, older ones coalesced.
+
+The last ``window`` turns stay as the ASSISTANT(raw response)/USER(feedback) pairs
+``full-history`` shows. Every older turn is coalesced, ``single-user-coalesced``
+style, into the first USER message: namespaces (memory as of the last coalesced
+turn), tool calls, output. The boundary between the two only moves in steps of
+``step`` turns, so the coalesced message, and with it the whole prompt prefix,
+stays byte-identical for ``step`` turns in a row and providers can cache it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from turnpress.core.compression import Breakpoint, RenderContext, Strategy
+from turnpress.core.hookspecs import hookimpl
+from turnpress.core.model import Message, Turn
+from turnpress.plugins.full_history import FullHistory
+from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoalesced
+
+
+class RollingWindow(Strategy):
+    """The last ``window`` turns as full pairs, older turns coalesced into the first USER.
+
+    Options: ``window`` (2, >= 0) turns kept in full; ``step`` (1, >= 1): the
+    coalesced part grows ``step`` turns at a time, so it stays the same for ``step``
+    turns in a row; ``println_limit`` (15), ``tool_call_limit`` (20) and ``errors``
+    (``"last"``/``"pairs"``) apply to the coalesced part as in
+    ``single-user-coalesced``. With at most ``window`` turns this is ``full-history``;
+    ``window=0, step=1`` is ``single-user-coalesced``.
+    """
+
+    name = "rolling-window"
+
+    def __init__(self, *, window: int = 2, step: int = 1, println_limit: int = 15,
+                 tool_call_limit: int = 20, errors: str = "last") -> None:
+        self.window = self.check_int("window", window)
+        self.step = self.check_int("step", step, minimum=1)
+        self.println_limit = self.check_int("println_limit", println_limit)
+        self.tool_call_limit = self.check_int("tool_call_limit", tool_call_limit)
+        self.errors = self.check_choice("errors", errors, ERROR_MODES)
+        self._full = FullHistory()
+        self._coalesced = SingleUserCoalesced(println_limit=println_limit,
+                                              tool_call_limit=tool_call_limit, errors=errors)
+
+    def coalesced_count(self, n_turns: int) -> int:
+        """How many of ``n_turns`` turns are coalesced: the largest multiple of ``step``
+        that leaves at least ``window`` turns in full."""
+        if n_turns <= self.window:
+            return 0
+        return (n_turns - self.window) // self.step * self.step
+
+    def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                    ctx: RenderContext) -> list[Message]:
+        """``[SYSTEM, USER(coalesced older turns)]`` then the recent turns as pairs."""
+        n = len(turns)
+        c = self.coalesced_count(n)
+        if c == 0:
+            return self._full.to_messages(turns, memory, ctx)
+        if c == n:  # window=0: nothing in full, exactly single-user-coalesced
+            return self._coalesced.to_messages(turns, memory, ctx)
+        older = turns[:c]
+        # the coalesced part speaks as of just after its last turn
+        older_ctx = replace(ctx, turns_left=ctx.turns_left_after(turns, c))
+        if self.errors == "pairs":
+            messages = self._coalesced.to_messages(older, older[-1].memory, older_ctx)
+        else:
+            # errors="last" shows a failed attempt only while the last turn failed, and
+            # the last turn is in the window, where its error is in full already
+            user = self._coalesced.user_content(
+                older, older[-1].memory, older_ctx, turns_left=older_ctx.turns_left,
+                failed_attempt=None)
+            messages = [ctx.message("system", ctx.system_prompt), ctx.message("user", user)]
+        for pos in range(c + 1, n + 1):
+            messages.extend(self._full.turn_pair(ctx, turns, pos))
+        return messages
+
+    def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                          ctx: RenderContext) -> list[Breakpoint]:
+        """While the boundary holds on the next turn, the whole conversation so far
+        (the coalesced USER message included); when it moves, only the mission +
+        ``tool/`` + ``data/`` head of the first USER message."""
+        n = len(turns)
+        c = self.coalesced_count(n)
+        # window=0 can coalesce the last turn; if it failed, its failed attempt shows in
+        # the coalesced message only until the next turn is added
+        failed_attempt = (c == n and self.errors == "last" and bool(turns)
+                          and not turns[-1].success)
+        if self.coalesced_count(n + 1) != c or failed_attempt:
+            return [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
+        last = len(self.to_messages(turns, memory, ctx)) - 1
+        points: list[Breakpoint] = [(0, None), (1, None), (last, None)]
+        return sorted(set(points), key=lambda p: p[0])
+
+
+@hookimpl
+def register_strategies(register: Callable[[type], None]) -> None:
+    """Register ``rolling-window``."""
+    register(RollingWindow)
