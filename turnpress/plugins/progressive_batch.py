@@ -1,0 +1,144 @@
+"""Built-in plugin: ``progressive-batch``, the batch compaction of spec 05.
+
+It starts from the ``full-history`` message list. The newest ``min_preserved``
+turns always stay in full. Once there are at least ``min_preserved + batch_size``
+turns, the oldest turns are compacted in whole blocks of ``batch_size``: a
+compacted turn's ASSISTANT message becomes one recap line and its USER feedback
+is removed. Because the compacted part grows a block at a time, the prompt is
+append-only for ``batch_size`` turns in a row.
+
+Spec 05's flaws are fixed here: the mission (the first USER message) is never
+removed; ``min_preserved=0`` keeps no turn in full (rather than all of them); a
+response without a ``recap -`` line gets a recap generated from the turn instead
+of leaking its whole content; a failed turn is recapped as a failure, whatever
+its response claimed. A prompt never ends with an ASSISTANT message: when every
+turn is compacted, a USER message with the current turns-left line closes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from turnpress.core.compression import (
+    Breakpoint,
+    RenderContext,
+    Strategy,
+    defined_names,
+    error_message,
+)
+from turnpress.core.hookspecs import hookimpl
+from turnpress.core.model import Message, Turn
+from turnpress.plugins.full_history import FullHistory
+
+logger = logging.getLogger(__name__)
+
+RECAP_PREFIX = "recap -"
+
+
+def recap_line(response: str) -> str | None:
+    """The first line of ``response`` that starts with ``recap -`` (leading
+    whitespace ignored) and says something after it, stripped; None when there is none."""
+    for line in response.splitlines():
+        line = line.strip()
+        if line.startswith(RECAP_PREFIX) and line[len(RECAP_PREFIX):].strip():
+            return line
+    return None
+
+
+def printed_lines(turn: Turn) -> int:
+    """How many lines a turn printed (a println call of n lines counts n)."""
+    return sum(text.count("\n") + 1 for text in turn.prints)
+
+
+def messages_size(messages: Sequence[Message]) -> int:
+    """The characters of all message contents."""
+    return sum(len(m["content"]) for m in messages)
+
+
+class ProgressiveBatch(Strategy):
+    """Full history, with the oldest turns compacted to recap lines in blocks.
+
+    Options: ``min_preserved`` (3, >= 0) newest turns always stay in full;
+    ``batch_size`` (4, >= 1) turns are compacted at a time, once at least
+    ``min_preserved + batch_size`` turns ran. Logs (INFO, logger
+    ``turnpress.plugins.progressive_batch``) the size before and after as a ratio.
+    """
+
+    name = "progressive-batch"
+
+    def __init__(self, *, min_preserved: int = 3, batch_size: int = 4) -> None:
+        self.min_preserved = self.check_int("min_preserved", min_preserved)
+        self.batch_size = self.check_int("batch_size", batch_size, minimum=1)
+        self._full = FullHistory()
+
+    def compacted_count(self, n_turns: int) -> int:
+        """How many of the oldest ``n_turns`` turns are compacted: whole blocks of
+        ``batch_size``, leaving at least ``min_preserved`` turns in full."""
+        if n_turns < self.min_preserved + self.batch_size:
+            return 0
+        return (n_turns - self.min_preserved) // self.batch_size * self.batch_size
+
+    def recap(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> str:
+        """The recap line standing for the ``pos``-th turn (1-based).
+
+        A successful turn's own ``recap -`` line when its response has one, else a
+        line generated from the turn; a failed turn is always recapped as a failure.
+        """
+        turn = turns[pos - 1]
+        if turn.success:
+            own = recap_line(turn.raw_response)
+            if own is not None:
+                return own
+        calls: dict[str, int] = {}
+        for call in turn.tool_calls:
+            calls[call.name] = calls.get(call.name, 0) + 1
+        previous = turns[pos - 2].memory if pos > 1 else {}
+        return ctx.template(
+            "progressive_batch/recap.j2",
+            number=turn.number,
+            failed=not turn.success,
+            message=None if turn.success else " ".join(error_message(turn).split()),
+            calls=[{"name": name, "count": count} for name, count in calls.items()],
+            defined=defined_names(turn.memory, previous),
+            printed=printed_lines(turn) if turn.success else 0,
+        )
+
+    def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                    ctx: RenderContext) -> list[Message]:
+        """The full-history messages with the oldest turns compacted."""
+        n = len(turns)
+        c = self.compacted_count(n)
+        messages = [ctx.message("system", ctx.system_prompt),
+                    ctx.message("user", self._full.first_user(ctx, ctx.turns_left_after(turns, 0)))]
+        for pos in range(1, c + 1):
+            messages.append(ctx.message("assistant", self.recap(ctx, turns, pos)))
+        for pos in range(c + 1, n + 1):
+            messages.extend(self._full.turn_pair(ctx, turns, pos))
+        if c and c == n:  # min_preserved=0 compacted every turn: end with USER, not a recap
+            messages.append(ctx.message("user", ctx.turns_left_line(ctx.turns_left)))
+        if logger.isEnabledFor(logging.INFO):
+            before = messages_size(self._full.to_messages(turns, memory, ctx))
+            after = messages_size(messages)
+            logger.info("progressive-batch: %d turns, %d compacted: %d -> %d chars (%.1f%%)",
+                        n, c, before, after, 100.0 * after / before if before else 100.0)
+        return messages
+
+    def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                          ctx: RenderContext) -> list[Breakpoint]:
+        """The system prompt; the first USER message and the recaps so far (they never
+        change); and, when the next turn compacts no new block, the whole
+        conversation so far."""
+        n = len(turns)
+        c = self.compacted_count(n)
+        points: list[Breakpoint] = [(0, None), (1 + c, None)]
+        if self.compacted_count(n + 1) == c and c < n:
+            points.append((1 + c + 2 * (n - c), None))
+        return sorted(set(points), key=lambda p: p[0])
+
+
+@hookimpl
+def register_strategies(register: Callable[[type], None]) -> None:
+    """Register ``progressive-batch``."""
+    register(ProgressiveBatch)
