@@ -1,0 +1,166 @@
+"""Behaviour of ``observation-masking``: full history whose old USER feedback is
+replaced by one line, except the latest error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scenarios import SCENARIOS
+from turn_strategies import History, breakpoints_hold, histories
+
+from turnpress import Failure, Turn, get_strategy, normalize, render
+from turnpress.cli import main
+from turnpress.plugins.observation_masking import ObservationMasking
+
+NAME = "observation-masking"
+
+
+def _render(sc, spec: str = NAME):
+    return render(sc.turns, compression=spec, **sc.render_kwargs())
+
+
+def _ok(n: int, prints=()) -> Turn:
+    return Turn.succeeded(n, f"(step {n})", n, memory={}, prints=prints,
+                          raw_response=f"Turn {n} reasoning\n```clojure\n(step {n})\n```")
+
+
+def _failed(n: int, message: str = "boom") -> Turn:
+    return Turn.failed(n, f"(step {n})", Failure("err", f"{message} {n}"), memory={})
+
+
+# -- options ---------------------------------------------------------------------------
+
+
+def test_defaults() -> None:
+    """``window=3``."""
+    assert ObservationMasking.option_defaults() == {"window": 3}
+    assert normalize("observation-masking:window=1") == (NAME, {"window": 1})
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    ({"window": -1}, ["'window'", ">= 0", "-1"]),
+    ({"window": 2.0}, ["'window'", "integer", "2.0"]),
+])
+def test_bad_option_values(options, words) -> None:
+    """A bad option value raises ValueError naming the strategy, option and range."""
+    with pytest.raises(ValueError) as exc:
+        get_strategy((NAME, options))
+    for word in [f"'{NAME}'", *words]:
+        assert word in str(exc.value)
+
+
+def test_unknown_option() -> None:
+    """API-006: an unknown option names the valid ones."""
+    with pytest.raises(ValueError, match="has no option 'keep'; valid options: window"):
+        normalize("observation-masking:keep=2")
+
+
+# -- the rules ---------------------------------------------------------------------------
+
+
+def test_old_feedback_masked_window_kept() -> None:
+    """Feedback of turns older than the last ``window`` becomes one line; every ASSISTANT
+    message and the first USER message (mission, MSG-007) stay as in full history."""
+    turns = [_ok(1, ["a", "b\nc"]), _ok(2, ["only"]), _ok(3), _ok(4), _ok(5)]
+    messages = render(turns, mission="m", turns_left=2, compression=NAME)
+    full = render(turns, mission="m", turns_left=2, compression="full-history")
+    assert len(messages) == len(full)
+    assert messages[:3] == full[:3]
+    assert messages[3]["content"] == "[output of turn 1 omitted: 3 lines]"
+    assert messages[5]["content"] == "[output of turn 2 omitted: 1 line]"
+    assert messages[6:] == full[6:]
+    assert [m["content"] for m in messages[2::2]] == [t.raw_response for t in turns]
+
+
+def test_latest_error_never_masked() -> None:
+    """The most recent failed turn keeps its error even outside the window (ERR-003);
+    older failures are masked like any feedback."""
+    turns = [_failed(1), _failed(2, "worse"), _ok(3), _ok(4)]
+    messages = render(turns, mission="m", turns_left=2, compression=f"{NAME}:window=1")
+    assert messages[3]["content"] == "[output of turn 1 omitted: 1 line]"
+    assert messages[5]["content"] == "Error: worse 2\n\nTurns left: 4"
+    assert messages[7]["content"] == "[output of turn 3 omitted: 1 line]"
+    assert messages[9]["content"] == "Result: 4\n\nTurns left: 2"
+    zero = render(turns, mission="m", turns_left=2, compression=f"{NAME}:window=0")
+    assert zero[5]["content"] == "Error: worse 2\n\nTurns left: 4"
+    assert zero[9]["content"] == "[output of turn 4 omitted: 1 line]"
+
+
+def test_multi_line_error_counted() -> None:
+    """K counts the lines the feedback showed."""
+    turns = [_failed(1, "line one\nline two"), _failed(2)]
+    messages = render(turns, mission="m", turns_left=2, compression=f"{NAME}:window=0")
+    assert messages[3]["content"] == "[output of turn 1 omitted: 2 lines]"
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_wide_window_is_full_history(scenario: str) -> None:
+    """With no more turns than ``window`` nothing is masked."""
+    sc = SCENARIOS[scenario]()
+    window = len(sc.turns)
+    assert _render(sc, f"{NAME}:window={window}") == _render(sc, "full-history")
+
+
+def test_final_turn_line_survives() -> None:
+    """MSG-005: the newest feedback (in the window) keeps the final-turn warning."""
+    messages = _render(SCENARIOS["final_turn"](), f"{NAME}:window=1")
+    assert messages[-1]["content"].endswith(
+        "FINAL TURN - you must call (return result) or (fail reason) now.")
+    assert messages[3]["content"] == "[output of turn 1 omitted: 1 line]"
+
+
+# -- properties ------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(histories(), st.integers(0, 4))
+def test_properties(history: History, window: int) -> None:
+    """Same messages as full history except masked feedback; exactly the old feedback is
+    masked, never the latest error; deterministic (ARC-004)."""
+    spec = (NAME, {"window": window})
+    for n in range(1, len(history.turns) + 2):
+        messages = history.prompt(n, spec)
+        assert messages == history.prompt(n, spec)
+        full = history.prompt(n, "full-history")
+        assert len(messages) == len(full) and messages[:2] == full[:2]
+        turns = history.turns[: n - 1]
+        failed = [t.number for t in turns if not t.success]
+        for pos, turn in enumerate(turns, 1):
+            assert messages[2 * pos] == full[2 * pos]
+            feedback = messages[2 * pos + 1]["content"]
+            if pos <= len(turns) - window and (not failed or turn.number != failed[-1]):
+                assert feedback.startswith(f"[output of turn {turn.number} omitted: ")
+                assert "\n" not in feedback
+            else:
+                assert feedback == full[2 * pos + 1]["content"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(histories(min_turns=1), st.integers(0, 4))
+def test_cache_breakpoints_are_repeated(history: History, window: int) -> None:
+    """Each reported cache breakpoint is repeated byte for byte by the next prompt."""
+    for n in range(len(history.turns)):
+        assert breakpoints_hold(history, n, (NAME, {"window": window}))
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def test_cli_render_with_options() -> None:
+    """``turnpress render --strategy observation-masking:window=1`` works."""
+    result = CliRunner().invoke(main, ["render", "--strategy", f"{NAME}:window=1"])
+    assert result.exit_code == 0, result.output
+    assert f"strategy {NAME}" in result.output and "omitted:" in result.output
+
+
+def test_listed_by_turnpress_plugins() -> None:
+    """``turnpress plugins`` lists the strategy as a built-in."""
+    result = CliRunner().invoke(main, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = [row for row in json.loads(result.output)["plugins"]
+            if NAME in row["registers"].get("strategy", [])]
+    assert len(rows) == 1 and rows[0]["builtin"]
