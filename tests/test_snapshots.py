@@ -17,6 +17,12 @@ from turnpress.examples import example_trace_paths
 # Option variants worth pinning besides each strategy's defaults.
 VARIANTS = [
     "single-user-coalesced:errors=pairs",
+    "rolling-window:window=1,step=2",
+    "rolling-window:window=1,errors=pairs",
+    "progressive-batch:min_preserved=1,batch_size=2",
+    "progressive-batch:min_preserved=0,batch_size=2",
+    "observation-masking:window=1",
+    "aggressive:output_chars=40",
 ]
 
 STRATEGIES = [*strategy_names(), *VARIANTS]
