@@ -1,0 +1,342 @@
+"""``turnpress compare`` and :func:`turnpress.compare.compare_traces`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from turnpress import Strategy, hookimpl, load_trace, save_trace
+from turnpress.cli import main
+from turnpress.compare import CompareError, compare_traces, count_traces, strategy_label
+from turnpress.core.compression import get_strategy, strategy_names
+from turnpress.core.pricing import PRICE_PRESETS, cost_usd
+from turnpress.core.registry import get_registry
+from turnpress.core.tokens import TokenCounter
+from turnpress.core.trace import TraceError, save_traces
+from turnpress.examples import example_trace_paths
+
+PHONE = next(p for p in example_trace_paths() if p.stem == "phone-campaign")
+AUDIT = next(p for p in example_trace_paths() if p.stem == "inventory-audit")
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, ["compare", *args])
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return compare_traces(cache="anthropic")
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    """A JSONL file with the bundled traces twice (6 unnamed runs: runs#1..runs#6)."""
+    traces = [dataclasses.replace(load_trace(p), name="") for p in example_trace_paths()] * 2
+    path = tmp_path / "runs.jsonl"
+    save_traces(traces, path)
+    return path
+
+
+# -- the engine ---------------------------------------------------------------------------
+
+
+def test_defaults_compare_every_strategy_on_the_bundled_traces(bundled):
+    assert [s.label for s in bundled.strategies] == strategy_names()
+    assert [t.name for t in bundled.traces] == [load_trace(p).name
+                                                for p in example_trace_paths()]
+    assert bundled.prompts == sum(len(load_trace(p).turns) for p in example_trace_paths())
+    assert bundled.tokenizer == "o200k_base" and bundled.cache == "anthropic"
+    assert bundled.price is PRICE_PRESETS["anthropic-sonnet-4"]
+
+
+def test_totals_are_sums_over_every_prompt(bundled):
+    for s in bundled.strategies:
+        rows = list(s.per_turn())
+        assert len(rows) == bundled.prompts
+        assert s.input_tokens == sum(r.input_tokens for r in rows)
+        assert s.cached_tokens == sum(r.cached_tokens for r in rows)
+        assert s.written_tokens == sum(r.written_tokens for r in rows)
+        assert s.retention == pytest.approx(sum(r.retention for r in rows) / len(rows))
+        assert s.cost_usd == pytest.approx(sum(
+            cost_usd(bundled.price, r.input_tokens, r.cached_tokens, r.written_tokens)
+            for r in rows))
+        assert all(r.cached_tokens + r.written_tokens <= r.input_tokens for r in rows)
+
+
+def test_prompt_tokens_are_the_rendered_prompts_tokens(bundled):
+    counter = TokenCounter("o200k_base")
+    s = bundled.strategy("single-user-coalesced")
+    traces = {load_trace(p).name: load_trace(p) for p in example_trace_paths()}
+    for row in s.per_turn():
+        assert row.input_tokens == counter.count(
+            traces[row.trace].prompt(row.turn, "single-user-coalesced"))
+    # a trace of K turns contributes the prompts of turns 1..K
+    turns = [(r.trace, r.turn) for r in s.per_turn()]
+    expected = [(t.name, n) for t in bundled.traces for n in range(1, t.turns + 1)]
+    assert turns == expected
+
+
+def test_full_history_is_the_baseline(bundled):
+    full = bundled.strategy("full-history")
+    assert full.savings_vs_full_history == 0.0
+    assert full.retention == 1.0 and not full.dropped
+    for s in bundled.strategies:
+        assert s.baseline_tokens == full.input_tokens
+        assert s.savings_vs_full_history == pytest.approx(1 - s.input_tokens / full.input_tokens)
+        assert 0.0 <= s.retention <= 1.0
+
+
+def test_baseline_is_computed_even_when_not_compared():
+    result = compare_traces(AUDIT, ["single-user-coalesced"], tokenizer="chars4")
+    full = compare_traces(AUDIT, ["full-history"], tokenizer="chars4")
+    s = result.strategies[0]
+    assert s.baseline_tokens == full.strategies[0].input_tokens
+    assert 0 < s.savings_vs_full_history < 1
+
+
+def test_json_document_shape(bundled):
+    doc = bundled.to_json()
+    assert list(doc) == ["tokenizer", "cache", "price", "traces", "strategies"]
+    assert doc["price"] == {"input": 3.0, "cached": 0.3, "write": 3.75}
+    assert doc["traces"][0] == {"name": bundled.traces[0].name, "turns": bundled.traces[0].turns}
+    for entry in doc["strategies"]:
+        assert list(entry) == ["name", "options", "input_tokens", "cached_tokens",
+                               "savings_vs_full_history", "cost_usd", "retention", "per_turn"]
+        assert isinstance(entry["input_tokens"], int)
+        assert isinstance(entry["savings_vs_full_history"], float)
+        assert isinstance(entry["cost_usd"], float)
+        assert list(entry["per_turn"][0]) == ["trace", "turn", "input_tokens", "cached_tokens",
+                                              "retention"]
+    assert json.loads(bundled.dumps()) == json.loads(json.dumps(doc))
+
+
+def test_json_snapshot(snapshot):
+    """The --json document for one bundled trace with the deterministic chars4 tokenizer."""
+    result = run(str(AUDIT), "--tokenizer", "chars4", "--json",
+                 "-s", "full-history", "-s", "single-user-coalesced",
+                 "-s", "rolling-window:window=1", "--cache", "anthropic",
+                 "--price", "in=1,cached=0.1")
+    assert result.exit_code == 0, result.output
+    assert result.output == snapshot
+
+
+def test_strategy_specs_options_and_repeats():
+    result = compare_traces(PHONE, ["rolling-window:window=1", "rolling-window",
+                                    "rolling-window:window=1", ("rolling-window", {})],
+                            tokenizer="chars4")
+    assert [s.label for s in result.strategies] == ["rolling-window:window=1", "rolling-window"]
+    assert result.strategies[0].options["window"] == 1
+    assert strategy_label(get_strategy("single-user-coalesced:errors=pairs")) == \
+        "single-user-coalesced:errors=pairs"
+
+
+def test_openai_cache_rounds_to_blocks(bundled):
+    result = compare_traces(cache="openai")
+    for s in result.strategies:
+        for row in s.per_turn():
+            assert row.cached_tokens == 0 or (row.cached_tokens >= 1024
+                                              and row.cached_tokens % 128 == 0)
+        assert s.written_tokens == 0
+    assert compare_traces(cache="none").strategy("full-history").cached_tokens == 0
+
+
+def test_jsonl_is_streamed_and_named(corpus):
+    result = compare_traces(corpus, ["single-user-coalesced"], tokenizer="chars4")
+    assert [t.name for t in result.traces] == [f"runs#{i}" for i in range(1, 7)]
+    assert count_traces(corpus) == 6
+    assert count_traces([corpus, PHONE]) == 7
+
+
+def test_trace_objects_and_progress():
+    traces = [load_trace(p) for p in example_trace_paths()]
+    seen = []
+    result = compare_traces(traces, ["aggressive"], tokenizer="chars4", progress=seen.append)
+    assert [t.name for t in seen] == [t.name for t in traces]
+    assert result.traces == seen
+
+
+def test_two_jobs_give_the_same_result(corpus):
+    one = compare_traces(corpus, tokenizer="o200k_base", cache="anthropic", jobs=1)
+    two = compare_traces(corpus, tokenizer="o200k_base", cache="anthropic", jobs=2)
+    assert one.to_json() == two.to_json()
+
+
+def test_kept_prompts_for_the_report(corpus):
+    result = compare_traces(corpus, ["full-history", "aggressive"], tokenizer="chars4",
+                            keep_prompts=2, jobs=2)
+    assert [k.trace for k in result.kept_prompts] == ["runs#1", "runs#2"]
+    first = load_trace(example_trace_paths()[0])
+    kept = result.kept_prompts[0]
+    assert len(kept.prompts) == len(first.turns)
+    assert kept.prompts[-1][1] == first.prompt(len(first.turns), "aggressive")
+
+
+def test_a_lossy_plugin_strategy_shows_its_dropped_facts(fresh_registry):
+    class MissionOnly(Strategy):
+        name = "mission-only"
+
+        def to_messages(self, turns, memory, ctx):
+            return [ctx.message("system", ctx.system_prompt),
+                    ctx.message("user", ctx.mission)]
+
+    class Plugin:
+        @hookimpl
+        def register_strategies(self, register):
+            register(MissionOnly)
+
+    get_registry().register(Plugin(), "mission-only-plugin")
+    result = compare_traces(PHONE, ["mission-only", "full-history"], tokenizer="chars4")
+    lossy = result.strategy("mission-only")
+    assert lossy.retention < 0.6
+    assert set(lossy.dropped) >= {"tool call", "name"}
+    assert lossy.dropped_examples[0].trace == "phone-campaign"
+    assert lossy.savings_vs_full_history > 0.5
+
+
+def test_a_failing_strategy_is_named(fresh_registry):
+    class Broken(Strategy):
+        name = "broken"
+
+        def to_messages(self, turns, memory, ctx):
+            if turns:
+                raise KeyError("boom")
+            return [ctx.message("user", ctx.mission)]
+
+    class Plugin:
+        @hookimpl
+        def register_strategies(self, register):
+            register(Broken)
+
+    get_registry().register(Plugin(), "broken-plugin")
+    with pytest.raises(CompareError, match=r"strategy 'broken' failed on trace phone-campaign, "
+                                           r"turn 2: KeyError: 'boom'"):
+        compare_traces(PHONE, ["broken"], tokenizer="chars4")
+    result = run(str(PHONE), "-s", "broken", "--tokenizer", "chars4")
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+
+
+def test_bad_arguments_raise_value_errors():
+    with pytest.raises(ValueError, match="unknown tokenizer"):
+        compare_traces(PHONE, tokenizer="nope")
+    with pytest.raises(ValueError, match="unknown cache model"):
+        compare_traces(PHONE, cache="redis")
+    with pytest.raises(ValueError, match="jobs must be a positive integer"):
+        compare_traces(PHONE, jobs=0)
+    with pytest.raises(ValueError, match="no strategy to compare"):
+        compare_traces(PHONE, [])
+    with pytest.raises(TraceError, match="cannot read trace file"):
+        compare_traces("/no/such/file.jsonl")
+
+
+# -- the command --------------------------------------------------------------------------
+
+
+def test_table_output():
+    result = run("--cache", "anthropic", "--price", "anthropic-sonnet-4")
+    assert result.exit_code == 0, result.output
+    for name in strategy_names():
+        assert name in result.output
+    assert "3 traces" in result.output
+    assert "anthropic-sonnet-4" in result.output
+    assert "written" in result.output and "retained" in result.output
+
+
+def test_json_output_parses():
+    result = run("--json", "-s", "single-user-coalesced", "--tokenizer", "cl100k_base")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["tokenizer"] == "cl100k_base" and doc["cache"] == "openai"
+    assert doc["price"] == {"input": 2.0, "cached": 0.5, "write": None}
+    assert [s["name"] for s in doc["strategies"]] == ["single-user-coalesced"]
+
+
+def test_html_option_writes_a_report(tmp_path):
+    out = tmp_path / "report.html"
+    result = run("--html", str(out), "-s", "single-user-coalesced", "-s", "full-history")
+    assert result.exit_code == 0, result.output
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert f"HTML report: {out}" in result.output
+
+
+def test_jobs_option(corpus):
+    one = run(str(corpus), "--json", "--jobs", "1", "--tokenizer", "chars4")
+    two = run(str(corpus), "--json", "--jobs", "2", "--tokenizer", "chars4")
+    assert one.exit_code == two.exit_code == 0
+    assert one.output == two.output
+
+
+def write(tmp_path: Path, name: str, text: str | bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return str(path)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-s", "nope"], "Error: unknown strategy 'nope'; registered strategies: "),
+    (["-s", "rolling-window:size=3"], "Error: strategy 'rolling-window' has no option 'size'"),
+    (["-s", "rolling-window:window=x"], "Error: strategy 'rolling-window': option 'window' "
+                                        "expects a int"),
+    (["--tokenizer", "gpt2"], "Error: unknown tokenizer 'gpt2'; registered tokenizers: "
+                              "chars4, cl100k_base, o200k_base."),
+    (["--price", "gpt-5"], "Error: unknown price preset 'gpt-5'; use a preset "),
+    (["--price", "in=2,cached=x"], "Error: malformed price 'in=2,cached=x': 'x' is not a "
+                                   "number"),
+    (["--price", "in=2"], "Error: malformed price 'in=2': cached= is missing"),
+    (["--cache", "azure"], "Error: unknown cache model 'azure'; valid: openai, anthropic, "
+                           "none"),
+    (["/no/such/trace.json"], "Error: /no/such/trace.json: cannot read trace file: "),
+    (["--html", "/no/such/dir/r.html"], "Error: --html /no/such/dir/r.html: directory "),
+])
+def test_bad_input_is_one_line_exit_2(args, message):
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(message), result.output
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [
+    ("broken.json", "{not json", "broken.json: line 1: invalid JSON at column 2"),
+    ("broken.jsonl", '{"version": 1}\n', "broken.jsonl: line 1: field 'mission': missing"),
+    ("empty.jsonl", "\n\n", "empty.jsonl: no trace in this file (it is empty)"),
+    ("latin.jsonl", b"\xff\xfe{}", "latin.jsonl: not UTF-8 text"),
+    ("bad-turn.json", json.dumps({"mission": "m", "max_turns": 2, "turns": [{"number": 1}]}),
+     "bad-turn.json: turn 1: field 'success': missing"),
+])
+def test_invalid_traces_are_one_line_exit_2(tmp_path, name, content, message):
+    path = write(tmp_path, name, content)
+    for jobs in ("1", "2"):
+        result = run(path, "--jobs", jobs, "--tokenizer", "chars4")
+        assert result.exit_code == 2, result.output
+        assert message in result.output
+        assert result.output.count("\n") == 1 and "Traceback" not in result.output
+
+
+def test_second_line_of_jsonl_is_named(tmp_path):
+    good = json.dumps(json.loads(Path(PHONE).read_text()))
+    path = write(tmp_path, "runs.jsonl", good + "\n" + "{oops\n")
+    result = run(path, "--tokenizer", "chars4")
+    assert result.exit_code == 2
+    assert "runs.jsonl: line 2: invalid JSON at column 2" in result.output
+
+
+def test_a_directory_is_not_a_trace(tmp_path):
+    result = run(str(tmp_path), "--tokenizer", "chars4")
+    assert result.exit_code == 2
+    assert "cannot read trace file" in result.output
+
+
+def test_trace_files_from_anywhere(tmp_path):
+    copy = tmp_path / "copy.json"
+    shutil.copy(PHONE, copy)
+    save_trace(load_trace(PHONE), tmp_path / "one.jsonl")
+    result = run(str(copy), str(tmp_path / "one.jsonl"), "--json", "--tokenizer", "chars4",
+                 "-s", "aggressive")
+    assert result.exit_code == 0, result.output
+    assert [t["name"] for t in json.loads(result.output)["traces"]] == [
+        "phone-campaign", "phone-campaign"]

@@ -1,0 +1,157 @@
+"""The HTML report of ``turnpress compare --html``, loaded in a real headless Chromium.
+
+Needs Debian's ``chromium`` package (``/usr/bin/chromium``) and Playwright's Python
+package; it never downloads a browser (no ``playwright install``). Without them the
+browser tests are skipped with a message saying what is missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from turnpress import Turn, load_trace
+from turnpress.cli import main
+from turnpress.compare import compare_traces, html_report, write_html_report
+from turnpress.core.compression import strategy_names
+from turnpress.examples import example_trace_paths
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run"]
+
+
+def chromium_path() -> str | None:
+    for candidate in ("/usr/bin/chromium", shutil.which("chromium"),
+                      shutil.which("chromium-browser")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = chromium_path()
+    if executable is None:
+        pytest.skip("Chromium is not installed: `apt-get install -y chromium` (Debian) is "
+                    "needed for the HTML report browser test")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api",
+        reason="Playwright's Python package is not installed: pip install -e '.[test]'")
+    with sync_api.sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+def open_page(browser, path: Path, width: int = 1280, height: int = 1000):
+    """Load ``path``; return (page, problems) where problems collects console errors and
+    warnings, page errors, failed loads and any request that is not the file itself."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+            if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+    url = path.resolve().as_uri()
+    page.on("request", lambda r: problems.append(f"request: {r.url}") if r.url != url else None)
+    page.goto(url)
+    page.wait_for_load_state("load")
+    return page, problems
+
+
+@pytest.mark.slow
+def test_report_in_chromium(browser, tmp_path):
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["compare", "--cache", "anthropic", "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    page, problems = open_page(browser, out)
+    n = len(strategy_names())
+    assert page.title() == "turnpress compare"
+    assert page.locator("#summary-table tbody tr").count() == n
+    assert page.locator("#summary-table").inner_text().count("$") == n
+    chart = page.locator("#tokens-chart")
+    assert chart.is_visible()
+    assert chart.locator("polyline").count() == n
+    assert page.locator("#cache-chart rect").count() >= 1
+    assert page.locator("#prompts article").count() == n
+    page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+    def last_point_of_first_line() -> float:
+        points = chart.locator("polyline").first.get_attribute("points").split()
+        return float(points[-1].split(",")[1])
+
+    # cumulative values only grow: the line ends higher (a smaller y) than per prompt
+    per_prompt = last_point_of_first_line()
+    page.check("input[name=mode][value=cumulative]")
+    assert last_point_of_first_line() <= per_prompt
+    # pick one trace, then a turn of the side-by-side prompts, hide a strategy
+    page.select_option("#series-select", index=1)
+    assert chart.locator("polyline").count() == n
+    page.select_option("#prompt-trace", index=1)
+    page.select_option("#prompt-turn", "1")
+    assert "Turns left" in page.locator("#prompts").inner_text()
+    page.locator("#legend button").first.click()
+    assert chart.locator("polyline").count() == n - 1
+    page.locator("#prompt-strategies input").first.uncheck()
+    assert page.locator("#prompts article").count() == n - 1
+    assert problems == []
+
+
+@pytest.mark.slow
+def test_hostile_text_stays_text(browser, tmp_path):
+    """Prompt text with markup is shown as text and does not break the page."""
+    trace = load_trace(next(p for p in example_trace_paths() if p.stem == "phone-campaign"))
+    evil = "</script><script>window.pwned = 1</script><!-- & \u2028"
+    first = trace.turns[0]
+    turns = (Turn.succeeded(1, first.program, first.result, memory=first.memory,
+                            prints=[evil], tool_calls=first.tool_calls), *trace.turns[1:])
+    trace = dataclasses.replace(trace, mission=f"{trace.mission} {evil}", turns=turns)
+    result = compare_traces([trace], ["full-history", "single-user-coalesced"],
+                            tokenizer="chars4", keep_prompts=1)
+    out = write_html_report(result, tmp_path / "evil.html")
+    page, problems = open_page(browser, out)
+    assert page.evaluate("window.pwned === undefined")
+    page.select_option("#prompt-turn", "2")
+    assert evil.replace("\u2028", "") in page.locator("#prompts").inner_text().replace(
+        "\u2028", "")
+    assert problems == []
+
+
+@pytest.mark.slow
+def test_one_trace_and_no_turns(browser, tmp_path):
+    trace = load_trace(example_trace_paths()[0])
+    empty = dataclasses.replace(trace, turns=(), name="empty")
+    out = write_html_report(compare_traces([empty], ["aggressive"], keep_prompts=1),
+                            tmp_path / "empty.html")
+    page, problems = open_page(browser, out)
+    assert "no prompts" in page.locator("#tokens-chart").inner_html()
+    assert problems == []
+
+
+def test_report_is_self_contained():
+    html = html_report(compare_traces(None, ["single-user-coalesced", "full-history"],
+                                      tokenizer="chars4", keep_prompts=3))
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", html)
+    assert "<link rel=\"stylesheet\"" not in html and "@import" not in html
+    assert 'id="summary-table"' in html and 'id="tokens-chart"' in html
+    data = html[html.index('id="report-data"'):]
+    assert "</script" not in data[: data.index("</script>")]
+
+
+def test_texts_are_stored_once():
+    from turnpress.compare.html import report_data
+
+    result = compare_traces(None, tokenizer="chars4", keep_prompts=3)
+    data = report_data(result)
+    assert len(data["texts"]) == len(set(data["texts"]))
+    system = load_trace(example_trace_paths()[0]).system_prompt
+    assert data["texts"].count(system) == 1

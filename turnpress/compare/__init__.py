@@ -1,0 +1,57 @@
+"""Compare history strategies on traces: tokens, prompt-cache reuse, cost and retention.
+
+Everything ``turnpress compare`` does is callable from Python::
+
+    from turnpress.compare import compare_traces
+
+    result = compare_traces(["runs.jsonl"], strategies=["single-user-coalesced",
+                            "rolling-window:window=3"], cache="anthropic")
+    for s in result.strategies:
+        print(s.label, s.input_tokens, s.cached_share, s.cost_usd, s.retention)
+    print(result.dumps())                    # the --json document
+    write_html_report(result, "report.html")
+"""
+
+from turnpress.compare.engine import (
+    CompareError,
+    ComparisonResult,
+    DroppedFact,
+    StrategyResult,
+    TraceInfo,
+    TracePrompts,
+    TurnStats,
+    compare_traces,
+    count_traces,
+    resolve_strategies,
+    strategy_label,
+)
+
+__all__ = [
+    "CompareError",
+    "ComparisonResult",
+    "DroppedFact",
+    "StrategyResult",
+    "TraceInfo",
+    "TracePrompts",
+    "TurnStats",
+    "compare_traces",
+    "comparison_table",
+    "count_traces",
+    "html_report",
+    "print_comparison",
+    "resolve_strategies",
+    "strategy_label",
+    "write_html_report",
+]
+
+
+def __getattr__(name: str):  # the table (rich) and the HTML report load on first use
+    if name in ("comparison_table", "print_comparison"):
+        from turnpress.compare import table
+
+        return getattr(table, name)
+    if name in ("html_report", "write_html_report"):
+        from turnpress.compare import html
+
+        return getattr(html, name)
+    raise AttributeError(f"module 'turnpress.compare' has no attribute {name!r}")

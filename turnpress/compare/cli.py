@@ -1,0 +1,134 @@
+"""``turnpress compare``: a thin click layer over :func:`turnpress.compare.compare_traces`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from turnpress.cli import CLIError, templates_option
+from turnpress.core.cache import cache_model_names
+from turnpress.core.pricing import PRICE_PRESETS
+from turnpress.core.registry import PluginError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from turnpress.compare.engine import TraceInfo
+
+__all__ = ["HTML_PROMPT_TRACES", "PROGRESS_MIN_TRACES", "compare"]
+
+PROGRESS_MIN_TRACES = 20
+"""From this many traces on, a progress bar runs on stderr (when it is a terminal)."""
+
+HTML_PROMPT_TRACES = 20
+"""The HTML report shows the rendered prompts of this many traces (the first ones)."""
+
+
+@click.command()
+@click.argument("traces", nargs=-1, metavar="[TRACE]...")
+@click.option("--strategy", "-s", "strategies", multiple=True, metavar="NAME[:k=v,...]",
+              help="A strategy to compare (repeatable; default: every registered one), "
+                   "e.g. rolling-window:window=3.")
+@click.option("--tokenizer", "-t", default="o200k_base", show_default=True,
+              help="Token counter: o200k_base, cl100k_base (exact), chars4, or a plugin's.")
+@click.option("--cache", "cache", default="openai", show_default=True,
+              metavar="|".join(cache_model_names()),
+              help="Prompt-cache model: openai (automatic prefix cache), anthropic "
+                   "(cache_control breakpoints) or none.")
+@click.option("--price", default=None, metavar="PRESET|in=..,cached=..[,write=..]",
+              help="USD per million tokens: a preset (" + ", ".join(PRICE_PRESETS)
+                   + ") or your own. Default: anthropic-sonnet-4 with --cache anthropic, "
+                     "else openai-gpt-4.1.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--html", "html_path", default=None, metavar="FILE",
+              help="Also write a self-contained HTML report to FILE.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes (traces are spread over them).")
+@templates_option
+def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str, cache: str,
+            price: str | None, as_json: bool, html_path: str | None, jobs: int,
+            template_dirs: tuple[str, ...]) -> None:
+    """Compare strategies on TRACE files (JSON or JSONL; default: the bundled examples).
+
+    For every prompt of every trace and every strategy: exact prompt tokens, the
+    tokens a provider serves from its prompt cache, cost, and retention (which
+    facts of the full history the prompt still carries).
+    """
+    from rich.console import Console
+
+    from turnpress.compare.engine import CompareError, compare_traces, count_traces
+    from turnpress.core.trace import TraceError
+
+    sources = list(traces) or None
+    if html_path is not None:
+        parent = Path(html_path).resolve().parent
+        if not parent.is_dir():
+            raise CLIError(f"--html {html_path}: directory {parent} does not exist")
+    err = Console(stderr=True)
+    progress_bar = None
+    try:
+        if err.is_terminal:
+            total = count_traces(sources)
+            if total >= PROGRESS_MIN_TRACES:
+                progress_bar = _progress(err, total)
+        running: AbstractContextManager[object] = progress_bar or nullcontext()
+        with running:
+            result = compare_traces(
+                sources, list(strategies) or None, tokenizer=tokenizer, cache=cache,
+                price=price, jobs=jobs, template_dirs=template_dirs,
+                keep_prompts=HTML_PROMPT_TRACES if html_path else 0,
+                progress=_advance(progress_bar))
+    except TraceError as exc:
+        raise CLIError(str(exc)) from None
+    except (ValueError, PluginError) as exc:
+        raise CLIError(str(exc)) from None
+    except CompareError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(result.dumps())
+    else:
+        from turnpress.compare.table import print_comparison
+
+        print_comparison(result, Console(soft_wrap=False))
+    if html_path is not None:
+        from turnpress.compare.html import write_html_report
+
+        try:
+            write_html_report(result, html_path)
+        except OSError as exc:
+            raise CLIError(f"--html {html_path}: {exc.strerror or exc}") from None
+        click.echo(f"HTML report: {html_path}", err=True)
+
+
+def _progress(console: Console, total: int) -> Progress:
+    """A transient progress bar over ``total`` traces."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(TextColumn("comparing"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("traces"), TimeElapsedColumn(), TimeRemainingColumn(),
+                   console=console, transient=True)
+    bar.add_task("compare", total=total)
+    return bar
+
+
+def _advance(bar: Progress | None) -> Callable[[TraceInfo], None] | None:
+    """The progress callback that moves ``bar`` one trace on."""
+    if bar is None:
+        return None
+
+    def step(_info: TraceInfo) -> None:
+        bar.advance(bar.task_ids[0])
+
+    return step
