@@ -119,7 +119,7 @@ def test_json_snapshot(snapshot):
     """The --json document for one bundled trace with the deterministic chars4 tokenizer."""
     result = run(str(AUDIT), "--tokenizer", "chars4", "--json",
                  "-s", "full-history", "-s", "single-user-coalesced",
-                 "-s", "rolling-window:window=1", "--cache", "anthropic",
+                 "-s", "single-user-coalesced:tool_call_limit=5", "--cache", "anthropic",
                  "--price", "in=1,cached=0.1")
     assert result.exit_code == 0, result.output
     assert result.output == snapshot

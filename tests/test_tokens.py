@@ -98,6 +98,13 @@ def test_special_token_text_is_ordinary_text():
     assert count_prompt_tokens(messages) > 3
 
 
+@pytest.mark.parametrize("text", ["before <|endoftext|> after", "lone \ud800 surrogate",
+                                  "emoji 🧪 and CJK 漢字", "", "  \n\n\t x"])
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_same_ids_as_the_public_bpe_openai_api(name, text):
+    assert get_tokenizer(name).encode(text) == encoding(name).encode_ordinary(text)
+
+
 def test_chars4_is_a_quarter_of_each_message():
     messages = [{"role": "system", "content": "x" * 40}, {"role": "user", "content": "y" * 7}]
     expected = len(message_text("system", "x" * 40)) // 4 + len(message_text("user", "y" * 7)) // 4

@@ -116,9 +116,10 @@ def _progress(console: Console, total: int) -> Progress:
         TimeRemainingColumn,
     )
 
+    # no refresh thread (auto_refresh=False): worker processes can then be forked
     bar = Progress(TextColumn("comparing"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("traces"), TimeElapsedColumn(), TimeRemainingColumn(),
-                   console=console, transient=True)
+                   console=console, transient=True, auto_refresh=False)
     bar.add_task("compare", total=total)
     return bar
 
@@ -130,5 +131,6 @@ def _advance(bar: Progress | None) -> Callable[[TraceInfo], None] | None:
 
     def step(_info: TraceInfo) -> None:
         bar.advance(bar.task_ids[0])
+        bar.refresh()
 
     return step

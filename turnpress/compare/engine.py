@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import sys
+import threading
 from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -392,6 +394,7 @@ class _Worker:
         outcome = _Outcome(index, trace.name, len(trace.turns), [],
                            [[] for _ in strategies], [[] for _ in strategies],
                            TracePrompts(trace.name, [], []) if keep else None)
+        exclude: tuple[str, ...] | None = None
         for n in range(1, len(trace.turns) + 1):
             turns = trace.turns[: n - 1]
             memory = turns[-1].memory if turns else {}
@@ -401,7 +404,8 @@ class _Worker:
                                 template_dirs=s.template_dirs)
             base = self._render(self.baseline, turns, memory, ctx, trace, n)
             outcome.baseline.append(self.counter.count(base))
-            exclude = (trace.system_prompt, *ctx.namespaces({}, only=["tool/"]))
+            if exclude is None:  # the tool/ listing does not change within a trace
+                exclude = (trace.system_prompt, *ctx.namespaces({}, only=["tool/"]))
             reference = prompt_haystack(base, exclude)
             facts_by_limit: dict[int | None, list[Fact]] = {}
             kept_messages, kept_tokens = [], []
@@ -473,6 +477,16 @@ def _work(index: int, task: tuple[Any, ...]) -> list[_Outcome]:
     return _WORKER.run(index, task)
 
 
+def _mp_context() -> multiprocessing.context.BaseContext:
+    """``fork`` on Linux while this process has a single thread (fast, and workers see
+    plugins registered in code), else ``spawn`` (safe everywhere; workers then load
+    plugins from entry points, and a script must guard its entry point with
+    ``if __name__ == "__main__":``)."""
+    if sys.platform == "linux" and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
 def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, jobs: int
          ) -> Iterator[_Outcome]:
     if jobs <= 1:
@@ -483,8 +497,7 @@ def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, jobs: int
                 index += 1
                 yield outcome
         return
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker,
+    pool = ProcessPoolExecutor(jobs, mp_context=_mp_context(), initializer=_init_worker,
                                initargs=(settings,))
     pending: deque[Future[list[_Outcome]]] = deque()
     try:
@@ -521,8 +534,10 @@ def compare_traces(
     ``tokenizer``: a registered tokenizer name; ``cache``: ``openai``,
     ``anthropic`` or ``none``; ``price``: a preset name, ``in=..,cached=..,write=..``
     or a :class:`Price` (None: ``anthropic-sonnet-4`` with the Anthropic cache
-    model, else ``openai-gpt-4.1``). ``jobs``: worker processes (plugins must be
-    installed, not registered in code, to be seen by them). ``keep_prompts``: keep
+    model, else ``openai-gpt-4.1``). ``jobs``: worker processes, forked on Linux
+    when this process runs a single thread, spawned otherwise (then only installed
+    plugins are seen, and a script must guard its entry point with
+    ``if __name__ == "__main__":``). ``keep_prompts``: keep
     the rendered prompts of the first N traces (for the HTML report).
     ``progress`` is called with each trace once it is done.
 

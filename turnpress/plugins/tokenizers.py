@@ -3,8 +3,8 @@
 Registered through ``register_tokenizers`` exactly like a third-party tokenizer.
 The two OpenAI encodings are exact and work offline through the ``bpe-openai``
 package (tiktoken-compatible; tiktoken itself downloads its vocabulary at run
-time). ``bpe_openai`` is imported on the first count, so ``import turnpress``
-stays light. ``chars4`` is ``len(text) // 4``, for when exactness does not matter.
+time). The encoding is loaded on the first count, so ``import turnpress`` stays
+light. ``chars4`` is ``len(text) // 4``, for when exactness does not matter.
 
 A registered count function may also carry an ``encode(text) -> list[int]``
 method, as the BPE ones here do: the cache models then compare real token
@@ -13,9 +13,13 @@ sequences instead of counting the shared characters.
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
+import sys
 import threading
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from turnpress.core.hookspecs import hookimpl
@@ -41,16 +45,16 @@ class BPETokenizer:
         if self._enc is None:
             with self._lock:
                 if self._enc is None:
-                    with warnings.catch_warnings():  # its importlib.resources use is dated
-                        warnings.simplefilter("ignore", DeprecationWarning)
-                        import bpe_openai
-
-                        self._enc = bpe_openai.get_encoding(self.encoding)
+                    self._enc = _rust_backend(self.encoding) or _public_encoder(self.encoding)
         return self._enc
 
     def encode(self, text: str) -> list[int]:
         """The token ids of ``text``."""
-        return self._load().encode_ordinary(text)
+        try:
+            return self._load()(text)
+        except UnicodeEncodeError:  # lone surrogates: replaced, as bpe_openai does
+            return self._load()(text.encode("utf-16", "surrogatepass").decode("utf-16",
+                                                                              "replace"))
 
     def __call__(self, text: str) -> int:
         """The number of tokens of ``text``."""
@@ -64,6 +68,51 @@ class BPETokenizer:
 
     def __repr__(self) -> str:
         return f"BPETokenizer({self.encoding!r})"
+
+
+def _rust_backend(encoding: str) -> Callable[[str], list[int]] | None:
+    """``bpe-openai``'s Rust tokenizer, loaded without the package's Python layer.
+
+    ``import bpe_openai`` builds Python rank tables for every encoding (about half a
+    second and 130 MB per process) that counting does not need; its compiled
+    ``_bindings`` module alone encodes exactly the same (``encode_ordinary`` is a
+    thin wrapper over it). None if that module cannot be loaded this way, and the
+    public API is used instead.
+    """
+    try:
+        module = sys.modules.get("bpe_openai._bindings")
+        if module is None:
+            package = importlib.util.find_spec("bpe_openai")
+            if package is None or not package.submodule_search_locations:
+                return None
+            path = next(p for where in package.submodule_search_locations
+                        for p in Path(where).glob("_bindings*") if p.suffix in (".so", ".pyd"))
+            loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", str(path))
+            spec = importlib.util.spec_from_file_location("bpe_openai._bindings", path,
+                                                          loader=loader)
+            if spec is None:
+                return None
+            module = importlib.util.module_from_spec(spec)
+            loader.exec_module(module)
+        backend = module.tokenizer_for_encoding(encoding)
+        if backend.encode("hello world") != _SELF_CHECK.get(encoding, backend.encode(
+                "hello world")):
+            return None
+        return lambda text: list(backend.encode(text)) if text else []
+    except Exception:
+        return None
+
+
+_SELF_CHECK = {"o200k_base": [24912, 2375], "cl100k_base": [15339, 1917]}
+
+
+def _public_encoder(encoding: str) -> Callable[[str], list[int]]:
+    """``bpe_openai.get_encoding(encoding).encode_ordinary`` (the documented API)."""
+    with warnings.catch_warnings():  # its importlib.resources use is dated
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai
+
+        return bpe_openai.get_encoding(encoding).encode_ordinary
 
 
 def chars4(text: str) -> int:
