@@ -118,14 +118,22 @@ def test_no_code_or_summary_twice() -> None:
         assert text.count(turn.raw_response) == (1 if turn.number > 3 else 0)
 
 
-def test_old_failure_dropped_with_errors_last() -> None:
-    """errors="last": a coalesced failed turn leaves its tool calls but no failed
-    attempt, since the last turn is in the window (ERR-001 is about the latest error)."""
+def test_coalesced_part_is_single_user_coalesced_after_its_last_turn() -> None:
+    """errors="last" (ERR-003): the coalesced message is what single-user-coalesced showed
+    just after the last coalesced turn, so it ends with that turn's failed attempt when it
+    failed; earlier failures leave only their tool calls (ERR-001)."""
     sc = SCENARIOS["failed_in_a_row"]()  # ok, failed, failed
     messages = _render(sc, f"{NAME}:window=1")
-    assert "Your previous attempt" not in messages[1]["content"]
+    expected = render(sc.turns[:2], compression="single-user-coalesced",
+                      **{**sc.render_kwargs(), "turns_left": 3})
+    assert messages[:2] == expected
+    assert "Your previous attempt:\n```clojure\n(def x (broken-code))\n```" in (
+        messages[1]["content"])
+    assert messages[2]["content"] == sc.turns[2].raw_response
+    assert messages[3]["content"].startswith("Error: tool 'fetch-data' failed")
+    sc = SCENARIOS["failed_then_recovered"]()  # ok, failed, ok
+    messages = _render(sc, f"{NAME}:window=0,step=3")
     assert "broken-code" not in messages[1]["content"]
-    assert messages[-1]["content"].startswith("Error: tool 'fetch-data' failed")
 
 
 def test_old_failures_as_pairs_with_errors_pairs() -> None:

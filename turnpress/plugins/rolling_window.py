@@ -28,7 +28,9 @@ class RollingWindow(Strategy):
     coalesced part grows ``step`` turns at a time, so it stays the same for ``step``
     turns in a row; ``println_limit`` (15), ``tool_call_limit`` (20) and ``errors``
     (``"last"``/``"pairs"``) apply to the coalesced part as in
-    ``single-user-coalesced``. With at most ``window`` turns this is ``full-history``;
+    ``single-user-coalesced``: it is exactly what that strategy rendered just after
+    the last coalesced turn (so with ``errors="last"`` it ends with that turn's failed
+    attempt if it failed). With at most ``window`` turns this is ``full-history``;
     ``window=0, step=1`` is ``single-user-coalesced``.
     """
 
@@ -61,18 +63,11 @@ class RollingWindow(Strategy):
             return self._full.to_messages(turns, memory, ctx)
         if c == n:  # window=0: nothing in full, exactly single-user-coalesced
             return self._coalesced.to_messages(turns, memory, ctx)
-        older = turns[:c]
-        # the coalesced part speaks as of just after its last turn
+        # the coalesced part is what single-user-coalesced rendered just after turn c
+        # (a pure function of the coalesced turns), so it stays byte-identical while
+        # the boundary holds
         older_ctx = replace(ctx, turns_left=ctx.turns_left_after(turns, c))
-        if self.errors == "pairs":
-            messages = self._coalesced.to_messages(older, older[-1].memory, older_ctx)
-        else:
-            # errors="last" shows a failed attempt only while the last turn failed, and
-            # the last turn is in the window, where its error is in full already
-            user = self._coalesced.user_content(
-                older, older[-1].memory, older_ctx, turns_left=older_ctx.turns_left,
-                failed_attempt=None)
-            messages = [ctx.message("system", ctx.system_prompt), ctx.message("user", user)]
+        messages = self._coalesced.to_messages(turns[:c], turns[c - 1].memory, older_ctx)
         for pos in range(c + 1, n + 1):
             messages.extend(self._full.turn_pair(ctx, turns, pos))
         return messages
@@ -84,11 +79,7 @@ class RollingWindow(Strategy):
         ``tool/`` + ``data/`` head of the first USER message."""
         n = len(turns)
         c = self.coalesced_count(n)
-        # window=0 can coalesce the last turn; if it failed, its failed attempt shows in
-        # the coalesced message only until the next turn is added
-        failed_attempt = (c == n and self.errors == "last" and bool(turns)
-                          and not turns[-1].success)
-        if self.coalesced_count(n + 1) != c or failed_attempt:
+        if self.coalesced_count(n + 1) != c:
             return [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
         last = len(self.to_messages(turns, memory, ctx)) - 1
         points: list[Breakpoint] = [(0, None), (1, None), (last, None)]
