@@ -4,6 +4,7 @@ replaced by one line, except the latest error."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -45,7 +46,7 @@ def test_defaults() -> None:
     ({"window": -1}, ["'window'", ">= 0", "-1"]),
     ({"window": 2.0}, ["'window'", "integer", "2.0"]),
 ])
-def test_bad_option_values(options, words) -> None:
+def test_bad_option_values(options: dict[str, Any], words: list[str]) -> None:
     """A bad option value raises ValueError naming the strategy, option and range."""
     with pytest.raises(ValueError) as exc:
         get_strategy((NAME, options))

@@ -4,6 +4,7 @@ pair per turn, append-only."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -35,7 +36,7 @@ def test_defaults() -> None:
     ({"println_limit": -1}, ["'println_limit'", ">= 0", "-1"]),
     ({"tool_call_limit": 1.5}, ["'tool_call_limit'", "integer", "1.5"]),
 ])
-def test_bad_option_values(options, words) -> None:
+def test_bad_option_values(options: dict[str, Any], words: list[str]) -> None:
     """A bad option value raises ValueError naming the strategy, option and range."""
     with pytest.raises(ValueError) as exc:
         get_strategy((NAME, options))

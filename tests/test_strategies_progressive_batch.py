@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -55,7 +56,7 @@ def test_defaults() -> None:
     ({"batch_size": 0}, ["'batch_size'", ">= 1", "0"]),
     ({"batch_size": "4"}, ["'batch_size'", "integer", "'4'"]),
 ])
-def test_bad_option_values(options, words) -> None:
+def test_bad_option_values(options: dict[str, Any], words: list[str]) -> None:
     """A bad option value raises ValueError naming the strategy, option and range."""
     with pytest.raises(ValueError) as exc:
         get_strategy((NAME, options))
@@ -159,7 +160,7 @@ def test_recap_line_lookup() -> None:
     assert recap_line("recap -   \nrecap - the real one") == "recap - the real one"
 
 
-def test_logs_size_ratio(caplog) -> None:
+def test_logs_size_ratio(caplog: pytest.LogCaptureFixture) -> None:
     """The size before and after is logged at INFO, as a ratio."""
     with caplog.at_level(logging.INFO, logger="turnpress.plugins.progressive_batch"):
         _render(_turns(7))

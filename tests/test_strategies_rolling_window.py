@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -20,8 +21,8 @@ from turnpress.plugins.rolling_window import RollingWindow
 NAME = "rolling-window"
 
 
-def _render(sc, spec: str = NAME, turns=None):
-    return render(sc.turns if turns is None else turns, compression=spec, **sc.render_kwargs())
+def _render(sc, spec: str = NAME):
+    return render(sc.turns, compression=spec, **sc.render_kwargs())
 
 
 # -- options ---------------------------------------------------------------------------
@@ -42,7 +43,7 @@ def test_defaults() -> None:
     ({"tool_call_limit": "many"}, ["'tool_call_limit'", "integer"]),
     ({"errors": "all"}, ["'errors'", "'last'", "'pairs'"]),
 ])
-def test_bad_option_values(options, words) -> None:
+def test_bad_option_values(options: dict[str, Any], words: list[str]) -> None:
     """A bad option value raises ValueError naming the strategy, option and range."""
     with pytest.raises(ValueError) as exc:
         get_strategy((NAME, options))
