@@ -167,3 +167,41 @@ def test_arc_006_turns_left_comes_from_the_turn_count() -> None:
         for name in turnpress.core.compression.strategy_names():
             messages = trace.prompt(n, name)
             assert messages[-1]["content"].endswith(expected), (name, n)
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from turn_strategies import histories  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories())
+def test_rendering_is_deterministic_for_every_strategy(history) -> None:
+    """Property (ARC-004): for random histories, every strategy renders the same messages
+    twice, and keeps the mission (MSG-007)."""
+    n = len(history.turns) + 1
+    for name in turnpress.core.compression.strategy_names():
+        first = history.prompt(n, name)
+        assert first == history.prompt(n, name), name
+        assert any(history.mission in m["content"] for m in first), name
+
+
+def test_rendering_does_not_depend_on_the_hash_seed(tmp_path) -> None:
+    """Sets of strings render in a fixed order, so two processes agree byte for byte."""
+    import os
+    import subprocess
+    import sys
+
+    from turnpress import Trace, save_trace
+
+    turn = Turn.succeeded(1, "p", None, memory={"tags": frozenset({"red", "green", "blue",
+                                                                   "cyan", "pink"})})
+    later = Turn.succeeded(2, "q", None, memory=turn.memory)
+    save_trace(Trace(mission="m", turns=(turn, later), max_turns=3), tmp_path / "t.json")
+    outputs = set()
+    for seed in ("1", "2", "3"):
+        out = subprocess.run([sys.executable, "-m", "turnpress", "render", "-f", "json",
+                              str(tmp_path / "t.json")], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}, check=True)
+        outputs.add(out.stdout)
+    assert len(outputs) == 1
+    assert '#{\\"blue\\" \\"cyan\\" \\"green\\" ...}' in outputs.pop()
