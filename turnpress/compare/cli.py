@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -129,8 +130,13 @@ def _advance(bar: Progress | None) -> Callable[[TraceInfo], None] | None:
     if bar is None:
         return None
 
+    last = [0.0]
+
     def step(_info: TraceInfo) -> None:
         bar.advance(bar.task_ids[0])
-        bar.refresh()
+        now = time.monotonic()
+        if now - last[0] >= 0.1 or bar.finished:
+            last[0] = now
+            bar.refresh()
 
     return step
