@@ -1,0 +1,71 @@
+"""The errors a PTC-Lisp program can run into, and the signals that end a run early.
+
+Every problem a program causes is a :class:`LispError` with one of the documented
+``reason`` strings; :func:`turnpress.lisp.run_program` turns it into a
+:class:`turnpress.core.model.Failure`. Nothing else ever leaves the interpreter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from turnpress.core.model import Failure
+
+__all__ = [
+    "FAILURE_REASONS",
+    "LispError",
+    "LispSyntaxError",
+    "ReturnSignal",
+]
+
+#: Every ``Failure.reason`` that :func:`~turnpress.lisp.run_program` can report.
+FAILURE_REASONS: tuple[str, ...] = (
+    "syntax_error",
+    "undefined_symbol",
+    "ambiguous_reference",
+    "type_error",
+    "arity_error",
+    "tool_error",
+    "step_limit",
+    "depth_limit",
+    "timeout",
+    "size_limit",
+    "output_limit",
+    "fail",
+    "runtime_error",
+)
+
+
+class LispError(Exception):
+    """A program error: ``reason`` is one of :data:`FAILURE_REASONS`, ``message`` a sentence."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+    def to_failure(self) -> Failure:
+        """The :class:`Failure` reported for this error."""
+        return Failure(self.reason, self.message)
+
+
+class LispSyntaxError(LispError):
+    """The source could not be read or a special form is malformed.
+
+    ``line`` and ``column`` (both 1-based) point at the offending text; the
+    failure message ends with ``at line L, column C``.
+    """
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__("syntax_error", f"{message} at line {line}, column {column}")
+        self.detail = message
+        self.line = line
+        self.column = column
+
+
+class ReturnSignal(Exception):
+    """Raised by ``(return x)``: ends the run successfully with ``value``."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__("return")
+        self.value = value
