@@ -86,8 +86,10 @@ class Agent:
     - ``system_prompt``: replaces the default static one when given.
     - ``description``: how the agent is described when it is a tool (default:
       the first line of the mission).
-    - ``template_dirs``: template override directories; ``limits``: passed to
-      the interpreter (``turnpress.lisp.run_program``).
+    - ``template_dirs``: template override directories; ``limits``: the
+      interpreter's :class:`turnpress.lisp.Limits`. Its wall-clock ``timeout_s``
+      (5 s) counts the time spent inside tools too, a child agent's LLM calls
+      included: give slow tools a larger ``Limits(timeout_s=...)``.
     - ``on_turn``: called with each new turn and the messages it was given, as
       the run goes (for live display); child agents do not inherit it.
     """

@@ -35,12 +35,12 @@ class Step:
     result: Any
     success: bool
     turns: tuple[Turn, ...]
-    messages: list[list[Message]]
+    messages: list[list[Message]] = field(repr=False)
     failure: Failure | None = None
     usage: Mapping[str, int] | None = None
-    turn_usage: tuple[Mapping[str, int] | None, ...] = ()
+    turn_usage: tuple[Mapping[str, int] | None, ...] = field(default=(), repr=False)
     mission: str = ""
-    system_prompt: str = ""
+    system_prompt: str = field(default="", repr=False)
     max_turns: int = 5
     tools: Mapping[str, Tool] = field(default_factory=dict, repr=False)
     data: Mapping[str, Any] = field(default_factory=dict, repr=False)
