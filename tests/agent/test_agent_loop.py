@@ -340,3 +340,12 @@ def test_trace_show_lists_every_program(tmp_path):
     assert result.exit_code == 0, result.output
     for turn in step.turns:
         assert turn.program in result.output
+
+
+def test_limits_reach_the_interpreter():
+    from turnpress.lisp import Limits
+
+    replies = [fence("(reduce + (range 100000))"), fence("(return 1)")]
+    step = Agent("Sum", llm=ScriptedLLM(replies), limits=Limits(max_steps=1000)).run()
+    assert step.turns[0].result.reason == "step_limit"
+    assert step.success and step.result == 1

@@ -93,7 +93,7 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
     from turnpress.core.compression import normalize
     from turnpress.core.trace import save_trace as write_trace
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     if list_only:
         _list_tasks(console)
         return
