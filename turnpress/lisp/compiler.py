@@ -526,8 +526,9 @@ class Compiler:
             rest_pattern = items[-1]
             items = items[:i]
         names: list[str] = []
-        fixed = [compile_pattern(p, base, self.expr, names) for p in items]
-        rest = compile_pattern(rest_pattern, base, self.expr, names) if amp else None
+        fixed = [compile_pattern(p, base, self.expr, names, param_form) for p in items]
+        rest = (compile_pattern(rest_pattern, base, self.expr, names, param_form) if amp
+                else None)
         scope = base | frozenset(names)
         n = len(fixed)
         tail = Tail(n + (1 if amp else 0), "function")

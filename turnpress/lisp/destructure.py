@@ -34,11 +34,20 @@ def _local_name(sym: Any, where: Any) -> str:
 
 
 def compile_pattern(
-    pattern: Any, scope: frozenset[str], compile_expr: ExprCompiler, names: list[str]
+    pattern: Any,
+    scope: frozenset[str],
+    compile_expr: ExprCompiler,
+    names: list[str],
+    where: Any = None,
 ) -> Binder:
-    """A binder for ``pattern``; the names it binds are appended to ``names``."""
+    """A binder for ``pattern``; the names it binds are appended to ``names``.
+
+    ``where`` is the enclosing form, whose position errors use when the pattern
+    itself has none (a number, say).
+    """
+    where = pattern if getattr(pattern, "line", 0) else where
     if isinstance(pattern, Symbol):
-        name = _local_name(pattern, pattern)
+        name = _local_name(pattern, where)
         names.append(name)
 
         def bind_symbol(env: dict[str, Any], value: Any) -> None:
@@ -49,7 +58,7 @@ def compile_pattern(
         return _vector_pattern(pattern, scope, compile_expr, names)
     if isinstance(pattern, MapForm):
         return _map_pattern(pattern, scope, compile_expr, names)
-    raise _error(pattern, f"invalid binding pattern {pattern!r}", pattern)
+    raise _error(pattern, f"invalid binding pattern {pattern!r}", where)
 
 
 def _vector_pattern(
@@ -59,12 +68,12 @@ def _vector_pattern(
     as_binder: Binder | None = None
     rest_binder: Binder | None = None
     if len(items) >= 2 and items[-2] == Keyword("as"):
-        as_binder = compile_pattern(items[-1], scope, compile_expr, names)
+        as_binder = compile_pattern(items[-1], scope, compile_expr, names, pattern)
         items = items[:-2]
     if len(items) >= 2 and isinstance(items[-2], Symbol) and items[-2].name == "&":
-        rest_binder = compile_pattern(items[-1], scope, compile_expr, names)
+        rest_binder = compile_pattern(items[-1], scope, compile_expr, names, pattern)
         items = items[:-2]
-    binders = [compile_pattern(p, scope, compile_expr, names) for p in items]
+    binders = [compile_pattern(p, scope, compile_expr, names, pattern) for p in items]
     count = len(binders)
 
     def bind_vector(env: dict[str, Any], value: Any) -> None:
@@ -112,7 +121,7 @@ def _map_pattern(
         sub_names: list[str] = []
         if isinstance(target, str):
             target = Symbol(target)
-        binder = compile_pattern(target, scope, compile_expr, sub_names)
+        binder = compile_pattern(target, scope, compile_expr, sub_names, pattern)
         names.extend(sub_names)
         default = defaults.get(sub_names[0]) if isinstance(target, Symbol) else None
         compiled.append((binder, key, default))

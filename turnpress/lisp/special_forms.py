@@ -142,7 +142,7 @@ def _bindings(
         pattern, init = vec[i], vec[i + 1]
         init_node = c.expr(init, scope)
         names: list[str] = []
-        binder = compile_pattern(pattern, scope, c.expr, names)
+        binder = compile_pattern(pattern, scope, c.expr, names, vec)
         scope = scope | frozenset(names)
         simple = pattern.name if isinstance(pattern, Symbol) else None
         out.append((binder, init_node, simple))
@@ -231,7 +231,7 @@ def _if_let(c: Compiler, form: ListForm, scope: frozenset[str], tail: Tail | Non
         raise c.syntax(form, f"{what} needs one binding: ({what} [name value] ...)")
     init = c.expr(form[1][1], scope)
     names: list[str] = []
-    binder = compile_pattern(form[1][0], scope, c.expr, names)
+    binder = compile_pattern(form[1][0], scope, c.expr, names, form[1])
     inner = scope | frozenset(names)
     if what == "if-let":
         if len(form) not in (3, 4):
@@ -533,7 +533,7 @@ def _comprehension(c: Compiler, form: ListForm, scope: frozenset[str], collect: 
         else:
             coll = c.expr(val, scope)
             names: list[str] = []
-            binder = compile_pattern(key, scope, c.expr, names)
+            binder = compile_pattern(key, scope, c.expr, names, form[1])
             scope = scope | frozenset(names)
             plan.append(("bind", coll, binder))
     body = c.body(form[2:], scope, None)

@@ -261,7 +261,7 @@ def _format_one(ctx: Any, m: re.Match[str], value: Any) -> str:
         text = "nil" if value is None else to_str(value, ctx, ctx.max_string)
         if prec:
             text = text[: int(prec)]
-        text = format(text, f"{align}{width or ''}")
+        text = format(text, f"{align or '>'}{width or ''}")
         return text.upper() if conv == "S" else text
     spec = align + ("+" if "+" in flags else " " if " " in flags else "")
     spec += "0" if "0" in flags and not align else ""
@@ -282,5 +282,5 @@ def _format_one(ctx: Any, m: re.Match[str], value: Any) -> str:
         return format(value, spec + conv)
     if conv == "b":
         return format("false" if value is None or value is False else "true",
-                      f"{align}{width or ''}")
+                      f"{align or '>'}{width or ''}")
     raise LispError("runtime_error", f"format: unsupported conversion {m.group()}")
