@@ -27,7 +27,7 @@ from turnpress.lisp.context import (
     undefined_tool,
 )
 from turnpress.lisp.destructure import compile_pattern
-from turnpress.lisp.errors import LispError, LispSyntaxError
+from turnpress.lisp.errors import ArgumentError, LispError, LispSyntaxError
 from turnpress.lisp.forms import (
     ListForm,
     MapForm,
@@ -425,7 +425,7 @@ class Compiler:
         ctx = self.ctx
         get, call = ctx.globals.get, ctx.call
         impl: Any = functools.partial(core.impl, ctx) if core.needs_ctx else core.impl
-        fname = core.name
+        fname = name  # errors name the function as the program wrote it
         n = len(args)
         if not core.accepts(n):
             impl = functools.partial(_raise_arity, fname, n, core)
@@ -444,6 +444,8 @@ class Compiler:
                     return impl(x)
                 except HOST_ERRORS as exc:
                     raise host_error(fname, (x,), exc) from None
+                except ArgumentError as exc:
+                    raise exc.named(fname) from None
 
             return core1
         if n == 2:
@@ -462,6 +464,8 @@ class Compiler:
                     return impl(x, y)
                 except HOST_ERRORS as exc:
                     raise host_error(fname, (x, y), exc) from None
+                except ArgumentError as exc:
+                    raise exc.named(fname) from None
 
             return core2
 
@@ -477,6 +481,8 @@ class Compiler:
                 return impl(*values)
             except HOST_ERRORS as exc:
                 raise host_error(fname, values, exc) from None
+            except ArgumentError as exc:
+                raise exc.named(fname) from None
 
         return core_n
 

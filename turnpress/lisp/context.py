@@ -13,7 +13,7 @@ from typing import Any
 
 from turnpress.core.model import Keyword, Tool, ToolCall
 from turnpress.lisp.bridge import from_python, to_python
-from turnpress.lisp.errors import LispError
+from turnpress.lisp.errors import ArgumentError, LispError
 from turnpress.lisp.limits import Limits
 from turnpress.lisp.render import short
 from turnpress.lisp.values import Closure, CoreFn, ToolFn, kind_name, lookup
@@ -165,6 +165,8 @@ class RunContext:
             return f.impl(*args)  # type: ignore[misc]
         except HOST_ERRORS as exc:
             raise host_error(f.name, args, exc) from None
+        except ArgumentError as exc:
+            raise exc.named(f.name) from None
 
     def as_fn(self, f: Any) -> Callable[..., Any]:
         """A Python callable for a Lisp function value (for the higher-order built-ins)."""
@@ -182,6 +184,8 @@ class RunContext:
                     return impl(*args)  # type: ignore[misc]
                 except HOST_ERRORS as exc:
                     raise host_error(name, args, exc) from None
+                except ArgumentError as exc:
+                    raise exc.named(name) from None
 
             return core
         call = self.call

@@ -13,6 +13,7 @@ from turnpress.core.model import Failure
 
 __all__ = [
     "FAILURE_REASONS",
+    "ArgumentError",
     "LispError",
     "LispSyntaxError",
     "ReturnSignal",
@@ -47,6 +48,18 @@ class LispError(Exception):
     def to_failure(self) -> Failure:
         """The :class:`Failure` reported for this error."""
         return Failure(self.reason, self.message)
+
+
+class ArgumentError(LispError):
+    """A bad argument found by a shared helper that does not know which built-in it serves.
+
+    The built-in's call site turns it into a plain :class:`LispError` whose message
+    starts with the function's name (``"map: cannot treat integer as a sequence"``).
+    """
+
+    def named(self, name: str) -> LispError:
+        """The same error, naming the built-in ``name``."""
+        return LispError(self.reason, f"{name}: {self.message}")
 
 
 class LispSyntaxError(LispError):

@@ -135,7 +135,7 @@ def _entry(fn: CoreFn, names: list[str]) -> str:
     else:
         usage = "(" + " ".join([names[0], *fn.params]) + ")"
         description = summary
-    also = f" Also: {', '.join(names[1:])}." if len(names) > 1 else ""
+    also = f" (also: {', '.join(names[1:])})" if len(names) > 1 else ""
     return f"{usage} -- {description}{also}"
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnpress.core.model import Fn, FrozenMap, Keyword
-from turnpress.lisp.errors import LispError
+from turnpress.lisp.errors import ArgumentError
 
 __all__ = [
     "MISSING",
@@ -188,7 +188,7 @@ def seq(value: Any) -> list[Any] | tuple[Any, ...]:
         return list(value)
     if t is str:
         return list(value)
-    raise LispError("type_error", f"cannot treat {kind_name(value)} as a sequence")
+    raise ArgumentError("type_error", f"cannot treat {kind_name(value)} as a sequence")
 
 
 def freeze(value: Any, ctx: Any = None) -> Any:
@@ -207,8 +207,8 @@ def freeze(value: Any, ctx: Any = None) -> Any:
     try:
         hash(value)
     except TypeError:
-        raise LispError("type_error", f"a {kind_name(value)} cannot be a map key or set "
-                                      "element") from None
+        raise ArgumentError("type_error", f"a {kind_name(value)} cannot be a map key or "
+                                          "set element") from None
     return value
 
 
@@ -332,7 +332,7 @@ def compare(a: Any, b: Any, ctx: Any = None) -> int:
     if ra == 0 or rb == 0:
         return (ra > 0) - (rb > 0)
     if ra != rb or ra == 9:
-        raise LispError("type_error", f"cannot compare {kind_name(a)} with {kind_name(b)}")
+        raise ArgumentError("type_error", f"cannot compare {kind_name(a)} with {kind_name(b)}")
     if ra == 4:
         a, b = a.name, b.name
     elif ra == 5:

@@ -67,7 +67,7 @@ def core(
             display += ["&", variadic[0].name.replace("_", "-")]
         fn = CoreFn(
             params=tuple(display),
-            name=name,
+            name=name if bare or not qualified else qualified[0],
             impl=impl,
             min_args=sum(1 for p in positional if p.default is p.empty),
             max_args=None if variadic else len(positional),

@@ -1,0 +1,181 @@
+"""The sandbox: no host access, and every limit ends the run with the right failure."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import pytest
+
+from turnpress import Tool
+from turnpress.lisp import FAILURE_REASONS, Limits, run_program
+
+
+def reason(source: str, **kwargs) -> str:
+    result = run_program(source, **kwargs)
+    assert result.failure is not None, f"expected a failure, got {result.value!r}"
+    assert "Traceback" not in result.failure.message
+    return result.failure.reason
+
+
+def test_step_limit():
+    assert reason("(loop [i 0] (recur (inc i)))", limits=Limits(max_steps=10_000)) == (
+        "step_limit")
+    assert reason("(count (filter odd? (range 100000)))", limits=Limits(max_steps=50_000)) == (
+        "step_limit")
+    assert run_program("(reduce + (range 1000))", limits=Limits(max_steps=5000)).value == 499500
+
+
+def test_depth_limit_for_recursion():
+    deep = "(defn f [n] (if (zero? n) 0 (inc (f (dec n)))))"
+    assert run_program(deep + " (f 150)").value == 150
+    assert reason(deep + " (f 250)") == "depth_limit"
+    assert reason(deep + " (f 20)", limits=Limits(max_depth=10)) == "depth_limit"
+    assert reason("(defn g [] (map (fn [_] (g)) [1])) (g)") == "depth_limit"
+    assert reason("(defn h [x] (h x)) (h 1)") == "depth_limit"
+
+
+def test_huge_depth_limits_fail_cleanly_instead_of_crashing():
+    deep = "(defn f [n] (if (zero? n) 0 (inc (first (map f [(dec n)]))))) (f 100000)"
+    assert reason(deep, limits=Limits(max_depth=1_000_000)) == "depth_limit"
+
+
+def test_deeply_nested_values_fail_cleanly():
+    build = "(def x (loop [x [] i 0] (if (< i 100000) (recur [x] (inc i)) x)))"
+    limits = Limits(max_steps=10_000_000, timeout_s=20)
+    assert reason(build + " (str x)", limits=limits) == "depth_limit"
+    twin = build.replace("(def x", "(def y")
+    assert reason(build + twin + " (= x y)", limits=limits) == "depth_limit"
+    nested = []
+    for _ in range(100_000):
+        nested = [nested]
+    assert reason("(str data/n)", data={"n": nested}) == "depth_limit"
+
+
+def test_timeout():
+    start = time.monotonic()
+    limits = Limits(max_steps=10**12, timeout_s=0.2)
+    assert reason("(loop [i 0] (recur (inc i)))", limits=limits) == "timeout"
+    assert time.monotonic() - start < 2.0
+
+
+def test_size_limits():
+    assert reason("(range 1e9)") == "size_limit"
+    assert reason("(count (range 2000000))") == "size_limit"
+    assert reason("(repeat 2000000 1)") == "size_limit"
+    assert reason('(apply str (repeat 600000 "ab"))') == "size_limit"
+    assert reason('(loop [s "a"] (recur (str s s)))') == "size_limit"
+    assert reason("(loop [x 2] (recur (* x x)))") == "size_limit"
+    assert reason("(loop [xs [1]] (recur (concat xs xs)))") == "size_limit"
+    assert reason('(join "," (repeat 10 (apply str (repeat 200000 "x"))))') == "size_limit"
+    assert reason('(format "%999999999d" 1)') == "size_limit"
+    assert reason('(replace (apply str (repeat 1000 "a")) "a" (apply str (repeat 2000 "b")))'
+                  ) == "size_limit"
+    small = Limits(max_collection=10, max_string=10)
+    assert reason("(range 11)", limits=small) == "size_limit"
+    assert reason('(str "0123456789" "x")', limits=small) == "size_limit"
+    assert reason("(for [x (range 5) y (range 5)] [x y])", limits=small) == "size_limit"
+
+
+def test_exponentially_shared_values_cannot_stall_a_run():
+    double = "(loop [x [1] i 0] (if (< i 60) (recur [x x] (inc i)) %s))"
+    limits = Limits(max_steps=100_000)
+    start = time.monotonic()
+    assert reason(double % "(str x)", limits=limits) == "step_limit"
+    assert reason(double % "(str x)", limits=Limits(max_string=50_000)) == "size_limit"
+    assert reason(double % "(set [x])", limits=limits) == "step_limit"
+    assert reason(double % "(flatten x)", limits=limits) == "step_limit"
+    twin = "(loop [y [1] i 0] (if (< i 60) (recur [y y] (inc i)) y))"
+    assert reason(double % f"(= x {twin})", limits=limits) == "step_limit"
+    assert reason(double % "(tool/t x)", tools={"t": Tool("t", fn=len)},
+                  limits=limits) == "step_limit"
+    assert run_program(double % "(= x x)").value is True
+    assert time.monotonic() - start < 5
+
+
+def test_output_limit():
+    assert reason("(dotimes [i 2000] (println i))") == "output_limit"
+
+
+def test_no_host_access():
+    """There is no form that reaches Python objects, attributes, modules or files."""
+    for program in [
+        '(import "os")', "(require 'clojure.java.io)", '(eval "(+ 1 2)")', '(slurp "x")',
+        "(__import__ \"os\")", "(.getattr inc \"impl\")", "(. inc impl)",
+        "(System/getenv \"HOME\")", "(new java.io.File \"x\")", "(open \"/etc/passwd\")",
+        "(exec \"1\")", "(globals)",
+    ]:
+        result = run_program(program)
+        assert result.failure is not None, program
+        assert result.failure.reason in ("undefined_symbol", "syntax_error"), program
+    assert run_program("(get inc :impl)").value is None
+    assert run_program('(get inc "__class__")').value is None
+    assert run_program("(:__globals__ inc)").value is None
+    assert reason("(keys inc)") == "type_error"
+    assert reason("(seq inc)") == "type_error"
+
+
+def test_python_values_in_data_are_opaque():
+    class Secret:
+        password = "hunter2"
+
+        def __call__(self):
+            raise AssertionError("host code must not run")
+
+    data = {"obj": Secret(), "f": print}
+    assert reason("(data/obj)", data=data) == "type_error"
+    assert reason("(data/f 1)", data=data) == "type_error"
+    assert run_program("(get data/obj :password)", data=data).value is None
+    assert run_program('(str "" (some? data/obj))', data=data).value == "true"
+
+
+def test_interpreter_bugs_never_escape(monkeypatch):
+    import turnpress.lisp.interpreter as interpreter
+
+    def broken(source):
+        raise KeyError("oops")
+
+    monkeypatch.setattr(interpreter, "read_program", broken)
+    result = run_program("1")
+    assert result.failure.reason == "runtime_error"
+    assert "internal error" in result.failure.message
+
+    def no_memory(source):
+        raise MemoryError
+
+    monkeypatch.setattr(interpreter, "read_program", no_memory)
+    assert run_program("1").failure.reason == "size_limit"
+
+
+def test_recursion_limit_is_restored_and_threads_are_safe():
+    before = sys.getrecursionlimit()
+    results = []
+    program = "(defn f [n] (if (zero? n) 0 (inc (f (dec n))))) (f 150)"
+
+    def work():
+        for _ in range(5):
+            results.append(run_program(program).value)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [150] * 20
+    assert sys.getrecursionlimit() == before
+
+
+def test_failure_reasons_are_documented():
+    assert set(FAILURE_REASONS) == {
+        "syntax_error", "undefined_symbol", "ambiguous_reference", "type_error",
+        "arity_error", "tool_error", "step_limit", "depth_limit", "timeout", "size_limit",
+        "output_limit", "fail", "runtime_error"}
+
+
+def test_limits_validate_their_values():
+    with pytest.raises(ValueError):
+        Limits(max_steps=0)
+    with pytest.raises(ValueError):
+        Limits(timeout_s=-1)
+    assert Limits().print_chars == 2000 and Limits().max_depth == 200
