@@ -82,12 +82,13 @@ class Tail:
 class _Code:
     """A user function's compiled parameters and body."""
 
-    __slots__ = ("bind", "body", "rebind")
+    __slots__ = ("bind", "body", "rebind", "single")
 
-    def __init__(self, bind: Any, rebind: Any, body: Node) -> None:
+    def __init__(self, bind: Any, rebind: Any, body: Node, single: str | None = None) -> None:
         self.bind = bind
         self.rebind = rebind
         self.body = body
+        self.single = single  # the parameter name, for exactly one plain parameter
 
 
 def const(value: Any) -> Node:
@@ -151,7 +152,9 @@ class Compiler:
         self.ctx = ctx
         self.specials = SPECIAL_FORMS
         self.cache: dict[int, tuple[Any, _Code]] = {}
+        self.prepared: dict[Closure, Callable[..., Any]] = {}
         ctx.invoke = self.invoke
+        ctx.prepare = self.prepare
 
     # --- errors ----------------------------------------------------------------------
     @staticmethod
@@ -322,11 +325,17 @@ class Compiler:
         if len(args) == 1:
             a0 = args[0]
 
+            name = kw.name
+
             def kw1(env: dict[str, Any]) -> Any:
                 ctx.steps += 1
                 if ctx.steps > ctx.check_at:
                     ctx.check()
-                return lookup(a0(env), kw)
+                m = a0(env)
+                if type(m) is dict:
+                    v = m.get(kw, MISSING)
+                    return m.get(name) if v is MISSING else v
+                return lookup(m, kw)
 
             return kw1
         if len(args) == 2:
@@ -423,12 +432,15 @@ class Compiler:
     def core_call(self, core: CoreFn, args: list[Node], name: str) -> Node:
         """A built-in called directly (unless a definition named ``name`` shadows it)."""
         ctx = self.ctx
-        get, call = ctx.globals.get, ctx.call
+        g, call = ctx.globals, ctx.call
         impl: Any = functools.partial(core.impl, ctx) if core.needs_ctx else core.impl
         fname = name  # errors name the function as the program wrote it
         n = len(args)
         if not core.accepts(n):
             impl = functools.partial(_raise_arity, fname, n, core)
+        elif n == 2 and core.binary is not None:
+            impl = (functools.partial(core.binary, ctx) if core.binary_needs_ctx
+                    else core.binary)
         if n == 1:
             a0 = args[0]
 
@@ -436,9 +448,8 @@ class Compiler:
                 ctx.steps += 1
                 if ctx.steps > ctx.check_at:
                     ctx.check()
-                f = get(name, MISSING)
-                if f is not MISSING:
-                    return call(f, (a0(env),))
+                if name in g:
+                    return call(g[name], (a0(env),))
                 x = a0(env)
                 try:
                     return impl(x)
@@ -455,9 +466,8 @@ class Compiler:
                 ctx.steps += 1
                 if ctx.steps > ctx.check_at:
                     ctx.check()
-                f = get(name, MISSING)
-                if f is not MISSING:
-                    return call(f, (a0(env), a1(env)))
+                if name in g:
+                    return call(g[name], (a0(env), a1(env)))
                 x = a0(env)
                 y = a1(env)
                 try:
@@ -473,10 +483,9 @@ class Compiler:
             ctx.steps += 1
             if ctx.steps > ctx.check_at:
                 ctx.check()
-            f = get(name, MISSING)
             values = [a(env) for a in args]
-            if f is not MISSING:
-                return call(f, tuple(values))
+            if name in g:
+                return call(g[name], tuple(values))
             try:
                 return impl(*values)
             except HOST_ERRORS as exc:
@@ -551,7 +560,7 @@ class Compiler:
             def rebind1(env: dict[str, Any], args: Any) -> None:
                 env[p0] = args[0]
 
-            return _Code(bind1, rebind1, body_node)
+            return _Code(bind1, rebind1, body_node, p0)
         if simple:
             pnames = tuple(p.name for p in items)
 
@@ -583,38 +592,88 @@ class Compiler:
 
         return _Code(bind, rebind, body_node)
 
-    def invoke(self, clo: Closure, args: Any) -> Any:
-        """Call user function ``clo`` with ``args``; records its last return value."""
-        ctx = self.ctx
-        ctx.depth += 1
-        if ctx.depth > ctx.max_depth:
-            raise LispError(
-                "depth_limit",
-                f"recursion too deep: more than {ctx.max_depth} nested function calls "
-                f"(in {clo.name or 'fn'})")
+    def code_for(self, clo: Closure) -> _Code:
+        """The compiled code of ``clo`` (compiled on first use for closures of earlier runs)."""
         entry = self.cache.get(id(clo.param_form))
-        if entry is None:
-            base = frozenset(clo.env) | ({clo.self_name} if clo.self_name else frozenset())
-            code = self.compile_code(clo.param_form, clo.body, base, clo.param_form)
-            self.cache[id(clo.param_form)] = (clo.param_form, code)
+        if entry is not None:
+            return entry[1]
+        base = frozenset(clo.env) | ({clo.self_name} if clo.self_name else frozenset())
+        code = self.compile_code(clo.param_form, clo.body, base, clo.param_form)
+        self.cache[id(clo.param_form)] = (clo.param_form, code)
+        return code
+
+    def prepare(self, clo: Closure) -> Callable[..., Any]:
+        """A Python callable that runs ``clo`` (made once per closure and run).
+
+        It counts the call depth, binds the arguments, loops on ``recur`` and
+        records the return value (for the closure's ``return_type``).
+        """
+        fn = self.prepared.get(clo)
+        if fn is not None:
+            return fn
+        code = self.code_for(clo)
+        ctx = self.ctx
+        returns, max_depth = ctx.returns, ctx.max_depth
+        cenv = dict(clo.env)
+        self_name = clo.self_name
+        if self_name:
+            cenv[self_name] = clo
+        body, bind, rebind, p0 = code.body, code.bind, code.rebind, code.single
+
+        if p0 is not None:
+            def run1(*args: Any) -> Any:
+                ctx.depth += 1
+                if ctx.depth > max_depth:
+                    raise _too_deep(ctx, clo)
+                if len(args) != 1:
+                    raise _fn_arity(clo, len(args), 1, False)
+                env = cenv.copy()
+                env[p0] = args[0]
+                r = body(env)
+                while type(r) is Recur:
+                    env[p0] = r.args[0]
+                    r = body(env)
+                ctx.depth -= 1
+                returns[clo] = r
+                return r
+
+            fn = run1
         else:
-            code = entry[1]
-        env = dict(clo.env)
-        if clo.self_name:
-            env[clo.self_name] = clo
-        code.bind(env, args, clo)
-        body = code.body
-        r = body(env)
-        while type(r) is Recur:
-            code.rebind(env, r.args)
-            r = body(env)
-        ctx.depth -= 1
-        ctx.returns[clo] = r
-        return r
+            def run(*args: Any) -> Any:
+                ctx.depth += 1
+                if ctx.depth > max_depth:
+                    raise _too_deep(ctx, clo)
+                env = cenv.copy()
+                bind(env, args, clo)
+                r = body(env)
+                while type(r) is Recur:
+                    rebind(env, r.args)
+                    r = body(env)
+                ctx.depth -= 1
+                returns[clo] = r
+                return r
+
+            fn = run
+        self.prepared[clo] = fn
+        return fn
+
+    def invoke(self, clo: Closure, args: Any) -> Any:
+        """Call user function ``clo`` with ``args``."""
+        fn = self.prepared.get(clo)
+        if fn is None:
+            fn = self.prepare(clo)
+        return fn(*args)
 
 
 def _display(param: Any) -> str:
     return param.name if isinstance(param, Symbol) else form_text(param)
+
+
+def _too_deep(ctx: RunContext, clo: Closure) -> LispError:
+    return LispError(
+        "depth_limit",
+        f"recursion too deep: more than {ctx.max_depth} nested function calls "
+        f"(in {clo.name or 'fn'})")
 
 
 def _raise(error: Exception) -> Any:

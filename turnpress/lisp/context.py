@@ -66,6 +66,7 @@ class RunContext:
         self.tool_calls: list[ToolCall] = []
         self.returns: dict[Closure, Any] = {}
         self.invoke: Callable[[Closure, Any], Any] = _no_invoke
+        self.prepare: Callable[[Closure], Callable[..., Any]] = _no_invoke  # type: ignore[assignment]
 
     # --- accounting ---------------------------------------------------------
     def check(self) -> None:
@@ -172,8 +173,7 @@ class RunContext:
         """A Python callable for a Lisp function value (for the higher-order built-ins)."""
         t = type(f)
         if t is Closure:
-            invoke = self.invoke
-            return lambda *args: invoke(f, args)
+            return self.prepare(f)
         if t is Keyword:
             return lambda m, default=None: lookup(m, f, default)
         if t is CoreFn and not f.needs_ctx and f.max_args is None:
@@ -223,7 +223,7 @@ class RunContext:
         return value
 
 
-def _no_invoke(f: Closure, args: Any) -> Any:  # pragma: no cover - replaced by the compiler
+def _no_invoke(*args: Any) -> Any:  # pragma: no cover - replaced by the compiler
     raise RuntimeError("no compiler attached to this run context")
 
 

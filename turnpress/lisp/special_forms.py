@@ -187,6 +187,23 @@ def loop(c: Compiler, form: ListForm, scope: frozenset[str], tail: Tail | None) 
     body = c.body(form[2:], inner, Tail(len(bindings), "loop"))
     ctx = c.ctx
     binders = [b for b, _, _ in bindings]
+    names = [name for _, _, name in bindings]
+    if all(names):
+        def loop_simple(env: Env) -> Any:
+            ctx.steps += 1
+            if ctx.steps > ctx.check_at:
+                ctx.check()
+            env = env.copy()
+            for _, init, name in bindings:
+                env[name] = init(env)
+            r = body(env)
+            while type(r) is Recur:
+                for name, v in zip(names, r.args, strict=False):
+                    env[name] = v
+                r = body(env)
+            return r
+
+        return loop_simple
 
     def loop_node(env: Env) -> Any:
         ctx.steps += 1
@@ -215,6 +232,26 @@ def recur(c: Compiler, form: ListForm, scope: frozenset[str], tail: Tail | None)
                              f"got {len(form) - 1}")
     args = [c.expr(a, scope) for a in form[1:]]
     ctx = c.ctx
+    if len(args) == 1:
+        a0 = args[0]
+
+        def recur1(env: Env) -> Recur:
+            ctx.steps += 1
+            if ctx.steps > ctx.check_at:
+                ctx.check()
+            return Recur([a0(env)])
+
+        return recur1
+    if len(args) == 2:
+        a0, a1 = args
+
+        def recur2(env: Env) -> Recur:
+            ctx.steps += 1
+            if ctx.steps > ctx.check_at:
+                ctx.check()
+            return Recur([a0(env), a1(env)])
+
+        return recur2
 
     def recur_node(env: Env) -> Recur:
         ctx.steps += 1

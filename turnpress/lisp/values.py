@@ -76,7 +76,9 @@ class CoreFn(Fn):
     """A built-in function: ``impl`` does the work, ``summary`` documents it.
 
     ``impl`` takes the run context first when ``needs_ctx``; ``min_args`` and
-    ``max_args`` (``None``: any number) bound its arity.
+    ``max_args`` (``None``: any number) bound its arity. ``binary``, if set, is a
+    faster equivalent for exactly two arguments (taking the context first when
+    ``binary_needs_ctx``).
     """
 
     name: str = ""
@@ -84,6 +86,8 @@ class CoreFn(Fn):
     min_args: int = 0
     max_args: int | None = None
     needs_ctx: bool = False
+    binary: Callable[..., Any] | None = field(default=None, repr=False)
+    binary_needs_ctx: bool = False
     summary: str = field(default="", repr=False)
     category: str = field(default="", repr=False)
 

@@ -46,7 +46,7 @@ def _key(k: Any) -> Any:
 
 
 @core("get", "(get coll key) or (get coll key default): value at key (map), index (vector) "
-      "or member (set).", category="access")
+      "or member (set).", category="access", binary=lookup)
 def get(coll: Any, key: Any, default: Any = None) -> Any:
     return lookup(coll, key, default)
 

@@ -40,7 +40,33 @@ def _big(r: Any) -> Any:
     return r
 
 
-@core("+", "Sum of the numbers; (+) is 0.", category="numbers")
+def _add2(a: Any, b: Any) -> Any:
+    if type(a) in _NUM and type(b) in _NUM:
+        return a + b
+    return add(a, b)
+
+
+def _sub2(a: Any, b: Any) -> Any:
+    if type(a) in _NUM and type(b) in _NUM:
+        return a - b
+    return sub(a, b)
+
+
+def _mul2(a: Any, b: Any) -> Any:
+    if (type(a) is float and type(b) in _NUM) or (type(b) is float and type(a) is int):
+        return a * b
+    return mul(a, b)
+
+
+def _eq2(ctx: Any, a: Any, b: Any) -> bool:
+    return lisp_eq(a, b, ctx)
+
+
+def _not_eq2(ctx: Any, a: Any, b: Any) -> bool:
+    return not lisp_eq(a, b, ctx)
+
+
+@core("+", "Sum of the numbers; (+) is 0.", category="numbers", binary=_add2)
 def add(*xs: Any) -> Any:
     if len(xs) == 2:
         a, b = xs
@@ -52,7 +78,8 @@ def add(*xs: Any) -> Any:
     return total
 
 
-@core("-", "Subtract the rest from the first number; (- x) negates.", category="numbers")
+@core("-", "Subtract the rest from the first number; (- x) negates.", category="numbers",
+      binary=_sub2)
 def sub(x: Any, *xs: Any) -> Any:
     _num(x, "-")
     if not xs:
@@ -62,7 +89,7 @@ def sub(x: Any, *xs: Any) -> Any:
     return x
 
 
-@core("*", "Product of the numbers; (*) is 1.", category="numbers")
+@core("*", "Product of the numbers; (*) is 1.", category="numbers", binary=_mul2)
 def mul(*xs: Any) -> Any:
     total: Any = 1
     for x in xs:
@@ -227,12 +254,13 @@ def pow_(x: Any, y: Any) -> float:
 
 
 @core("=", "Value equality: true when all arguments are equal. Numbers of different types "
-      "are not equal: (= 1 1.0) is false; use == for numbers.", category="compare")
+      "are not equal: (= 1 1.0) is false; use == for numbers.", category="compare",
+      binary=_eq2)
 def eq(ctx: Any, x: Any, *xs: Any) -> bool:
     return all(lisp_eq(x, y, ctx) for y in xs)
 
 
-@core("not=", "(not (= ...)).", category="compare")
+@core("not=", "(not (= ...)).", category="compare", binary=_not_eq2)
 def not_eq(ctx: Any, x: Any, *xs: Any) -> bool:
     return not all(lisp_eq(x, y, ctx) for y in xs)
 
@@ -250,28 +278,29 @@ def _chain(xs: tuple[Any, ...], op: Any) -> bool:
     return True
 
 
-@core("<", "True when the arguments increase strictly (numbers or strings).", category="compare")
+@core("<", "True when the arguments increase strictly (numbers or strings).",
+      category="compare", binary=operator.lt)
 def lt(x: Any, *xs: Any) -> bool:
     if len(xs) == 1:
         return x < xs[0]
     return _chain((x, *xs), operator.lt)
 
 
-@core(">", "True when the arguments decrease strictly.", category="compare")
+@core(">", "True when the arguments decrease strictly.", category="compare", binary=operator.gt)
 def gt(x: Any, *xs: Any) -> bool:
     if len(xs) == 1:
         return x > xs[0]
     return _chain((x, *xs), operator.gt)
 
 
-@core("<=", "True when the arguments never decrease.", category="compare")
+@core("<=", "True when the arguments never decrease.", category="compare", binary=operator.le)
 def le(x: Any, *xs: Any) -> bool:
     if len(xs) == 1:
         return x <= xs[0]
     return _chain((x, *xs), operator.le)
 
 
-@core(">=", "True when the arguments never increase.", category="compare")
+@core(">=", "True when the arguments never increase.", category="compare", binary=operator.ge)
 def ge(x: Any, *xs: Any) -> bool:
     if len(xs) == 1:
         return x >= xs[0]

@@ -45,11 +45,13 @@ def core(
     aliases: tuple[str, ...] = (),
     qualified: tuple[str, ...] = (),
     bare: bool = True,
+    binary: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``impl`` as built-in ``name`` (plus ``aliases`` and ``qualified`` names).
 
     A first parameter called ``ctx`` receives the run context. The arity comes
-    from the signature; parameters defaulting to ``MISSING`` are optional.
+    from the signature; parameters with defaults are optional. ``binary`` is an
+    optional faster implementation for calls with exactly two arguments.
     """
     if category not in CATEGORIES:
         raise ValueError(f"unknown category {category!r}")
@@ -72,6 +74,8 @@ def core(
             min_args=sum(1 for p in positional if p.default is p.empty),
             max_args=None if variadic else len(positional),
             needs_ctx=needs_ctx,
+            binary=binary,
+            binary_needs_ctx=binary is not None and _takes_ctx(binary),
             summary=summary,
             category=category,
         )
@@ -84,6 +88,11 @@ def core(
         return impl
 
     return register
+
+
+def _takes_ctx(fn: Callable[..., Any]) -> bool:
+    params = list(inspect.signature(fn).parameters)
+    return bool(params) and params[0] == "ctx"
 
 
 def resolve_qualified(ns: str, local: str) -> CoreFn | None:

@@ -59,7 +59,7 @@ def filter_(ctx: Any, pred: Any, coll: Any) -> list[Any]:
     fn = ctx.as_fn(pred)
     items = seq(coll)
     ctx.charge(len(items))
-    return [x for x in items if truthy(fn(x))]
+    return [x for x in items if (r := fn(x)) is not None and r is not False]
 
 
 @core("remove", "(remove pred coll): items for which pred is falsey.", category="seqs")
@@ -67,7 +67,7 @@ def remove(ctx: Any, pred: Any, coll: Any) -> list[Any]:
     fn = ctx.as_fn(pred)
     items = seq(coll)
     ctx.charge(len(items))
-    return [x for x in items if not truthy(fn(x))]
+    return [x for x in items if (r := fn(x)) is None or r is False]
 
 
 @core("keep", "(keep f coll): the non-nil results of (f item).", category="seqs")
