@@ -179,3 +179,12 @@ def test_limits_validate_their_values():
     with pytest.raises(ValueError):
         Limits(timeout_s=-1)
     assert Limits().print_chars == 2000 and Limits().max_depth == 200
+
+
+def test_shared_values_as_keys_are_bounded():
+    double = "(def x (loop [x [1] i 0] (if (< i 60) (recur [x x] (inc i)) x)))"
+    for use in ["(get {} x)", "(assoc {} x 1)", "(contains? #{} x)", "(frequencies [x])",
+                "(hash-map x 1)", "{x 1}"]:
+        start = time.monotonic()
+        assert reason(f"{double} {use}") in ("size_limit", "step_limit"), use
+        assert time.monotonic() - start < 3, use

@@ -55,11 +55,13 @@ class _Source:
         self.newlines = [m.start() for m in re.finditer("\n", text)]
 
     def where(self, offset: int) -> tuple[int, int]:
+        """(line, column) of ``offset``."""
         line = bisect.bisect_left(self.newlines, offset)
         start = self.newlines[line - 1] + 1 if line else 0
         return line + 1, offset - start + 1
 
     def error(self, message: str, offset: int) -> LispSyntaxError:
+        """A syntax error located at ``offset``."""
         line, column = self.where(offset)
         return LispSyntaxError(message, line, column)
 

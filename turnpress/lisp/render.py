@@ -27,6 +27,7 @@ class _Pruner:
         self.left = budget
 
     def prune(self, v: Any) -> Any:
+        """The part of ``v`` to render, using up the character budget as it goes."""
         t = type(v)
         if v is None or t is bool:
             self.left -= 3

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnpress.core.model import Fn, FrozenMap, Keyword
-from turnpress.lisp.errors import ArgumentError
+from turnpress.lisp.errors import ArgumentError, LispError
 
 __all__ = [
     "MISSING",
@@ -195,17 +195,43 @@ def seq(value: Any) -> list[Any] | tuple[Any, ...]:
     raise ArgumentError("type_error", f"cannot treat {kind_name(value)} as a sequence")
 
 
+class _KeyBudget:
+    """Counts the work of a ``freeze`` that has no run context to charge."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+    def charge(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise LispError("size_limit", "value too large to be used as a map key or set "
+                                          "element")
+
+
+#: Most nodes a key may have when no run context counts the work.
+MAX_KEY_NODES = 100_000
+
+
 def freeze(value: Any, ctx: Any = None) -> Any:
-    """``value`` made hashable (lists -> tuples, maps -> FrozenDict), to be a key."""
+    """``value`` made hashable (lists -> tuples, maps -> FrozenDict), to be a key.
+
+    The walk is charged to ``ctx``; without one it may visit at most
+    :data:`MAX_KEY_NODES` nodes.
+    """
     t = type(value)
     if t in _HASHABLE_SCALARS:
         return value
-    if ctx is not None:
-        ctx.charge(1)
+    if ctx is None:
+        ctx = _KeyBudget(MAX_KEY_NODES)
     if t is list or t is tuple or isinstance(value, (list, tuple)):
-        return tuple(freeze(x, ctx) for x in value)
+        ctx.charge(len(value) + 1)
+        return tuple([freeze(x, ctx) for x in value])
     if isinstance(value, Mapping):
+        ctx.charge(2 * len(value) + 1)
         return FrozenDict({freeze(k, ctx): freeze(v, ctx) for k, v in value.items()})
+    ctx.charge(1)
     if isinstance(value, (set, frozenset)):
         return frozenset(value)
     try:

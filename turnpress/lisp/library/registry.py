@@ -85,6 +85,8 @@ def core(
             CORE[n] = fn
         for q in qualified:
             QUALIFIED[q] = fn
+        if not impl.__doc__:
+            impl.__doc__ = summary
         return impl
 
     return register
