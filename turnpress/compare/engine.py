@@ -33,6 +33,7 @@ from turnpress.core.cache import new_cache_model
 from turnpress.core.compression import (
     BASELINE_STRATEGY,
     RenderContext,
+    check_messages,
     get_strategy,
     option_defaults,
     strategy_names,
@@ -365,15 +366,6 @@ class _Outcome:
     prompts: TracePrompts | None = None
 
 
-def _check_messages(messages: Any, strategy: Any) -> list[Message]:
-    if not isinstance(messages, list) or not all(
-            isinstance(m, Mapping) and m.get("role") in ("system", "user", "assistant")
-            and isinstance(m.get("content"), str) for m in messages):
-        raise CompareError(f"strategy {strategy.name!r} returned something other than a "
-                           f"list of {{'role', 'content'}} messages")
-    return messages
-
-
 class _Worker:
     """Compares the strategies on one trace at a time (one per process)."""
 
@@ -442,7 +434,7 @@ class _Worker:
     def _render(strategy: Any, turns: Any, memory: Any, ctx: RenderContext, trace: Trace,
                 n: int) -> list[Message]:
         try:
-            return _check_messages(strategy.to_messages(turns, memory, ctx), strategy)
+            return check_messages(strategy.to_messages(turns, memory, ctx), strategy)
         except CompareError:
             raise
         except Exception as exc:

@@ -13,7 +13,6 @@ import inspect
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
-from itertools import islice
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -29,10 +28,12 @@ __all__ = [
     "NamespaceView",
     "RenderContext",
     "Strategy",
+    "check_messages",
     "get_strategy",
     "normalize",
     "parse_strategy_spec",
     "render",
+    "render_with_breakpoints",
     "strategy_names",
 ]
 
@@ -490,24 +491,19 @@ def normalize(compression: Any) -> tuple[str | None, dict[str, Any]]:
     return cls.name, options
 
 
-def render(
+def _prepare(
     turns: Iterable[Turn],
-    memory: Mapping[str, Any] | None = None,
+    memory: Mapping[str, Any] | None,
     *,
     mission: str,
-    system_prompt: str = "",
-    tools: Mapping[str, Any] | None = None,
-    data: Mapping[str, Any] | None = None,
+    system_prompt: str,
+    tools: Mapping[str, Any] | None,
+    data: Mapping[str, Any] | None,
     turns_left: int,
-    compression: Any = True,
-    template_dirs: Iterable[str | os.PathLike[str]] = (),
-) -> list[Message]:
-    """Render the history into the messages for the next LLM call.
-
-    ``memory=None`` means the memory of the last turn (``{}`` before the first).
-    ``compression`` picks the strategy (see :func:`normalize`); ``False`` renders
-    the ``full-history`` baseline. Pure: the same input gives the same output.
-    """
+    compression: Any,
+    template_dirs: Iterable[str | os.PathLike[str]],
+) -> tuple[Any, tuple[Turn, ...], Mapping[str, Any], RenderContext]:
+    """Check ``render()``'s arguments; return (strategy, turns, memory, context)."""
     turns = tuple(turns)
     for i, turn in enumerate(turns):
         if not isinstance(turn, Turn):
@@ -527,15 +523,65 @@ def render(
         turns_left=turns_left,
         template_dirs=resolve_template_dirs(template_dirs),
     )
-    messages = strategy.to_messages(turns, memory, ctx)
-    return _checked(messages, strategy)
+    return strategy, turns, memory, ctx
 
 
-def _checked(messages: Any, strategy: Any) -> list[Message]:
+def render(
+    turns: Iterable[Turn],
+    memory: Mapping[str, Any] | None = None,
+    *,
+    mission: str,
+    system_prompt: str = "",
+    tools: Mapping[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
+    turns_left: int,
+    compression: Any = True,
+    template_dirs: Iterable[str | os.PathLike[str]] = (),
+) -> list[Message]:
+    """Render the history into the messages for the next LLM call.
+
+    ``memory=None`` means the memory of the last turn (``{}`` before the first).
+    ``compression`` picks the strategy (see :func:`normalize`); ``False`` renders
+    the ``full-history`` baseline. Pure: the same input gives the same output.
+    """
+    strategy, turns, memory, ctx = _prepare(
+        turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
+        turns_left=turns_left, compression=compression, template_dirs=template_dirs)
+    return check_messages(strategy.to_messages(turns, memory, ctx), strategy)
+
+
+def render_with_breakpoints(
+    turns: Iterable[Turn],
+    memory: Mapping[str, Any] | None = None,
+    *,
+    mission: str,
+    system_prompt: str = "",
+    tools: Mapping[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
+    turns_left: int,
+    compression: Any = True,
+    template_dirs: Iterable[str | os.PathLike[str]] = (),
+) -> tuple[list[Message], list[Breakpoint]]:
+    """``render(...)``'s messages and the strategy's cache breakpoints for them.
+
+    Takes exactly :func:`render`'s arguments; the breakpoints come from
+    ``strategy.cache_breakpoints`` called with the same turns, memory and context.
+    Feed both to :func:`turnpress.core.providers.to_anthropic`.
+    """
+    strategy, turns, memory, ctx = _prepare(
+        turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
+        turns_left=turns_left, compression=compression, template_dirs=template_dirs)
+    messages = check_messages(strategy.to_messages(turns, memory, ctx), strategy)
+    return messages, list(strategy.cache_breakpoints(turns, memory, ctx))
+
+
+def check_messages(messages: Any, strategy: Any) -> list[Message]:
+    """Return ``messages`` if they are a list of ``{role, content}`` dicts, else raise a
+    ``TypeError`` naming the strategy and the first bad message."""
     if not isinstance(messages, list):
         raise TypeError(f"strategy {strategy.name!r} returned {type(messages).__name__}, "
                         f"not a list of messages")
-    for i, m in enumerate(islice(messages, None)):
+    for i, m in enumerate(messages):
         if (not isinstance(m, Mapping) or m.get("role") not in ("system", "user", "assistant")
                 or not isinstance(m.get("content"), str)):
             raise TypeError(f"strategy {strategy.name!r} returned a bad message at index {i}: "

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from turnpress.core.model import Message, Turn
+from turnpress.core.compression import Breakpoint, render_with_breakpoints
+from turnpress.core.model import Message
 
 if TYPE_CHECKING:
     from turnpress.core.trace import Trace
@@ -21,9 +22,6 @@ __all__ = [
     "to_anthropic",
     "to_openai",
 ]
-
-Breakpoint = tuple[int, "int | None"]
-
 
 def format_text(messages: Sequence[Message]) -> str:
     """Messages as readable text: a ``===== [i] role =====`` header before each content."""
@@ -133,52 +131,10 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
 # -- prompts with their cache breakpoints -------------------------------------------------
 
 
-def render_with_breakpoints(
-    turns: Iterable[Turn],
-    memory: Mapping[str, Any] | None = None,
-    *,
-    mission: str,
-    system_prompt: str = "",
-    tools: Mapping[str, Any] | None = None,
-    data: Mapping[str, Any] | None = None,
-    turns_left: int,
-    compression: Any = True,
-    template_dirs: Iterable[str | os.PathLike[str]] = (),
-) -> tuple[list[Message], list[Breakpoint]]:
-    """``render(...)``'s messages and the strategy's cache breakpoints for them.
-
-    Takes exactly :func:`turnpress.render`'s arguments; the messages are
-    ``render``'s, and the breakpoints come from ``strategy.cache_breakpoints``
-    called with the same turns, memory and context. Feed both to
-    :func:`to_anthropic`.
-    """
-    from turnpress.core.compression import RenderContext, get_strategy, render
-    from turnpress.core.model import coerce_tools
-    from turnpress.core.templates import resolve_template_dirs
-
-    turns = tuple(turns)
-    template_dirs = tuple(template_dirs)
-    messages = render(turns, memory, mission=mission, system_prompt=system_prompt,
-                      tools=tools, data=data, turns_left=turns_left, compression=compression,
-                      template_dirs=template_dirs)
-    if memory is None:
-        memory = turns[-1].memory if turns else {}
-    ctx = RenderContext(mission=mission, system_prompt=system_prompt,
-                        tools=coerce_tools(tools), data=dict(data or {}),
-                        turns_left=turns_left,
-                        template_dirs=resolve_template_dirs(template_dirs))
-    strategy = get_strategy(compression)
-    return messages, list(strategy.cache_breakpoints(turns, memory, ctx))
-
-
 def prompt_with_breakpoints(trace: Trace, n: int, compression: Any = True,
                             template_dirs: Iterable[str | os.PathLike[str]] = ()
                             ) -> tuple[list[Message], list[Breakpoint]]:
     """:func:`render_with_breakpoints` for the prompt of turn ``n`` of ``trace``
     (the messages are ``trace.prompt(n, compression)``)."""
-    messages = trace.prompt(n, compression, template_dirs)
-    _, breakpoints = render_with_breakpoints(
-        trace.turns[: n - 1], mission=trace.mission, system_prompt=trace.system_prompt,
-        tools=trace.tools, data=trace.data, turns_left=trace.max_turns - (n - 1),
-        compression=compression, template_dirs=template_dirs)
-    return messages, breakpoints
+    return render_with_breakpoints(**trace.prompt_arguments(n), compression=compression,
+                                   template_dirs=template_dirs)

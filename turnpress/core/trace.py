@@ -69,17 +69,23 @@ class Trace:
         object.__setattr__(self, "tools", coerce_tools(self.tools))
         object.__setattr__(self, "data", dict(self.data))
 
+    def prompt_arguments(self, n: int) -> dict[str, Any]:
+        """The arguments of ``render()`` (all but ``compression`` and ``template_dirs``)
+        for the prompt of turn ``n`` (1-based): the first n-1 turns, ``max_turns - (n-1)``
+        turns left."""
+        if not 1 <= n <= max(len(self.turns), 1):
+            raise ValueError(f"trace {self.name or '(unnamed)'} has {len(self.turns)} turn(s); "
+                             f"turn must be from 1 to {max(len(self.turns), 1)}, got {n}")
+        return {"turns": self.turns[: n - 1], "mission": self.mission,
+                "system_prompt": self.system_prompt, "tools": self.tools, "data": self.data,
+                "turns_left": self.max_turns - (n - 1)}
+
     def prompt(self, n: int, compression: Any = True,
                template_dirs: Iterable[str | os.PathLike[str]] = ()) -> list[Message]:
         """The messages sent for turn ``n`` (1-based): ``render(turns[:n-1], ...)``."""
         from turnpress.core.compression import render
 
-        if not 1 <= n <= max(len(self.turns), 1):
-            raise ValueError(f"trace {self.name or '(unnamed)'} has {len(self.turns)} turn(s); "
-                             f"turn must be from 1 to {max(len(self.turns), 1)}, got {n}")
-        return render(self.turns[: n - 1], mission=self.mission,
-                      system_prompt=self.system_prompt, tools=self.tools, data=self.data,
-                      turns_left=self.max_turns - (n - 1), compression=compression,
+        return render(**self.prompt_arguments(n), compression=compression,
                       template_dirs=template_dirs)
 
 
