@@ -88,8 +88,8 @@ class Agent:
       the first line of the mission).
     - ``template_dirs``: template override directories; ``limits``: the
       interpreter's :class:`turnpress.lisp.Limits`. Its wall-clock ``timeout_s``
-      (5 s) counts the time spent inside tools too, a child agent's LLM calls
-      included: give slow tools a larger ``Limits(timeout_s=...)``.
+      (5 s) counts the program's own evaluation only: time inside tools, a child
+      agent's LLM calls included, does not count.
     - ``on_turn``: called with each new turn and the messages it was given, as
       the run goes (for live display); child agents do not inherit it.
     """

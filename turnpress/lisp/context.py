@@ -207,12 +207,16 @@ class RunContext:
             self.tool_calls.append(ToolCall(name, lisp_args, None))
             raise LispError("tool_error", f"tool '{name}' failed: NotImplementedError: "
                                           "no Python function is attached to this tool")
+        started = time.monotonic()
         try:
             result = tool.fn(*py_args)
         except Exception as exc:
             self.tool_calls.append(ToolCall(name, lisp_args, None))
             raise LispError("tool_error",
                             f"tool '{name}' failed: {type(exc).__name__}: {exc}") from None
+        finally:
+            # time inside a tool (I/O, a child agent's LLM calls) is not the program's own
+            self.deadline += time.monotonic() - started
         try:
             value = from_python(result, self)
         except BaseException:

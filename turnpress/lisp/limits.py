@@ -14,8 +14,9 @@ class Limits:
     * ``max_steps`` -- evaluation steps: each call and special form is one step,
       and built-ins that walk a collection add one step per item they touch;
     * ``max_depth`` -- nesting of user-function calls (recursion depth);
-    * ``timeout_s`` -- wall-clock seconds (checked every few hundred steps; a
-      tool that blocks is not interrupted, the run fails when it returns);
+    * ``timeout_s`` -- wall-clock seconds of the program's own evaluation
+      (checked every few hundred steps); time spent inside tools does not count,
+      so a slow tool or a child agent waiting on its LLM is not cut short;
     * ``max_collection`` -- items in a collection a built-in creates;
     * ``max_string`` -- characters in a string a built-in creates;
     * ``max_prints`` -- ``println`` calls per run;
