@@ -1,0 +1,70 @@
+"""The README's Python examples run as printed."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from turnpress import render
+from turnpress.core.registry import Registry, reset_registry
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+BLOCKS = re.findall(r"^```python\n(.*?)^```$", README, flags=re.S | re.M)
+
+
+def run_block(source: str) -> tuple[dict, str]:
+    namespace: dict = {"__name__": "readme_example"}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(source, "README.md", "exec"), namespace)
+    return namespace, out.getvalue()
+
+
+def test_render_example() -> None:
+    _, printed = run_block(BLOCKS[0])
+    assert printed.startswith("Find the cheapest laptop\n\n;; === tool/ ===")
+    assert "Error: undefined symbol 'hitz'" in printed and "Turns left: 3" in printed
+
+
+def test_agent_example() -> None:
+    namespace, printed = run_block(next(b for b in BLOCKS if "ScriptedLLM" in b))
+    assert printed.startswith("True Mouse\n")
+    assert ";; Output:\n2 hits" in printed
+    assert namespace["step"].to_trace("x").turns == namespace["step"].turns
+
+
+def test_strategy_example_is_a_working_plugin() -> None:
+    namespace, _ = run_block(next(b for b in BLOCKS if "class LastTurnOnly" in b))
+    registry = Registry(entry_points=False)
+    registry.register(_module(namespace), name="readme-plugin")
+    previous = reset_registry(registry)
+    try:
+        messages = render([], mission="m", turns_left=2, compression="last-turn-only")
+        assert messages[1]["content"] == "m\n\nTurns left: 2"
+    finally:
+        reset_registry(previous)
+
+
+def test_type_label_example() -> None:
+    import datetime
+
+    namespace, _ = run_block(next(b for b in BLOCKS if "def type_label" in b))
+    assert namespace["type_label"](datetime.datetime(2026, 1, 1)) == "datetime"
+
+
+def _module(namespace: dict):
+    import types
+
+    module = types.ModuleType("readme_plugin")
+    module.__dict__.update(namespace)
+    return module
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if "compare_traces" in b])
+def test_compare_example_names_real_functions(block: str) -> None:
+    from turnpress.compare import compare_traces, write_html_report  # noqa: F401
+    from turnpress.core.providers import prompt_with_breakpoints, to_anthropic  # noqa: F401
