@@ -3,17 +3,12 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from scenarios import SCENARIOS
 from turn_strategies import History, breakpoints_hold, histories, size
 
-from turnpress import Failure, Turn, get_strategy, normalize, render
-from turnpress.cli import main
+from turnpress import Failure, Turn, normalize, render
 from turnpress.plugins.aggressive import Aggressive
 
 NAME = "aggressive"
@@ -31,25 +26,6 @@ def test_defaults() -> None:
     assert Aggressive.option_defaults() == {"println_limit": 3, "tool_call_limit": 5,
                                            "output_chars": 200}
     assert normalize("aggressive:output_chars=50") == (NAME, {"output_chars": 50})
-
-
-@pytest.mark.parametrize(("options", "words"), [
-    ({"output_chars": 3}, ["'output_chars'", ">= 4", "3"]),
-    ({"println_limit": -1}, ["'println_limit'", ">= 0"]),
-    ({"tool_call_limit": None}, ["'tool_call_limit'", "integer", "None"]),
-])
-def test_bad_option_values(options: dict[str, Any], words: list[str]) -> None:
-    """A bad option value raises ValueError naming the strategy, option and range."""
-    with pytest.raises(ValueError) as exc:
-        get_strategy((NAME, options))
-    for word in [f"'{NAME}'", *words]:
-        assert word in str(exc.value)
-
-
-def test_unknown_option() -> None:
-    """API-006: no ``errors`` option; the valid ones are named."""
-    with pytest.raises(ValueError, match=r"has no option 'errors'.*output_chars"):
-        normalize("aggressive:errors=pairs")
 
 
 # -- the format ----------------------------------------------------------------------------
@@ -148,24 +124,3 @@ def test_cache_breakpoints_are_repeated(history: History) -> None:
     """The mission + tool/ + data/ head is repeated byte for byte (NS-012)."""
     for n in range(len(history.turns)):
         assert breakpoints_hold(history, n, NAME)
-
-
-# -- command line ----------------------------------------------------------------------------
-
-
-def test_cli_render_with_options() -> None:
-    """``turnpress render --strategy aggressive:output_chars=40`` works."""
-    result = CliRunner().invoke(main, ["render", "--strategy", f"{NAME}:output_chars=40"])
-    assert result.exit_code == 0, result.output
-    assert f"strategy {NAME}" in result.output and "sample:" not in result.output
-    bad = CliRunner().invoke(main, ["render", "--strategy", f"{NAME}:output_chars=2"])
-    assert bad.exit_code == 2 and "'output_chars' must be an integer >= 4" in bad.output
-
-
-def test_listed_by_turnpress_plugins() -> None:
-    """``turnpress plugins`` lists the strategy as a built-in."""
-    result = CliRunner().invoke(main, ["plugins", "--json"])
-    assert result.exit_code == 0, result.output
-    rows = [row for row in json.loads(result.output)["plugins"]
-            if NAME in row["registers"].get("strategy", [])]
-    assert len(rows) == 1 and rows[0]["builtin"]

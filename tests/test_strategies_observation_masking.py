@@ -3,18 +3,13 @@ replaced by one line, except the latest error."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scenarios import SCENARIOS
 from turn_strategies import History, breakpoints_hold, histories
 
-from turnpress import Failure, Turn, get_strategy, normalize, render
-from turnpress.cli import main
+from turnpress import Failure, Turn, normalize, render
 from turnpress.plugins.observation_masking import ObservationMasking
 
 NAME = "observation-masking"
@@ -40,24 +35,6 @@ def test_defaults() -> None:
     """``window=3``."""
     assert ObservationMasking.option_defaults() == {"window": 3}
     assert normalize("observation-masking:window=1") == (NAME, {"window": 1})
-
-
-@pytest.mark.parametrize(("options", "words"), [
-    ({"window": -1}, ["'window'", ">= 0", "-1"]),
-    ({"window": 2.0}, ["'window'", "integer", "2.0"]),
-])
-def test_bad_option_values(options: dict[str, Any], words: list[str]) -> None:
-    """A bad option value raises ValueError naming the strategy, option and range."""
-    with pytest.raises(ValueError) as exc:
-        get_strategy((NAME, options))
-    for word in [f"'{NAME}'", *words]:
-        assert word in str(exc.value)
-
-
-def test_unknown_option() -> None:
-    """API-006: an unknown option names the valid ones."""
-    with pytest.raises(ValueError, match="has no option 'keep'; valid options: window"):
-        normalize("observation-masking:keep=2")
 
 
 # -- the rules ---------------------------------------------------------------------------
@@ -146,22 +123,3 @@ def test_cache_breakpoints_are_repeated(history: History, window: int) -> None:
     """Each reported cache breakpoint is repeated byte for byte by the next prompt."""
     for n in range(len(history.turns)):
         assert breakpoints_hold(history, n, (NAME, {"window": window}))
-
-
-# -- command line ----------------------------------------------------------------------------
-
-
-def test_cli_render_with_options() -> None:
-    """``turnpress render --strategy observation-masking:window=1`` works."""
-    result = CliRunner().invoke(main, ["render", "--strategy", f"{NAME}:window=1"])
-    assert result.exit_code == 0, result.output
-    assert f"strategy {NAME}" in result.output and "omitted:" in result.output
-
-
-def test_listed_by_turnpress_plugins() -> None:
-    """``turnpress plugins`` lists the strategy as a built-in."""
-    result = CliRunner().invoke(main, ["plugins", "--json"])
-    assert result.exit_code == 0, result.output
-    rows = [row for row in json.loads(result.output)["plugins"]
-            if NAME in row["registers"].get("strategy", [])]
-    assert len(rows) == 1 and rows[0]["builtin"]

@@ -3,17 +3,11 @@ pair per turn, append-only."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from scenarios import SCENARIOS
 from turn_strategies import History, breakpoints_hold, histories, is_prefix
 
-from turnpress import Failure, Fn, Turn, get_strategy, normalize, render
-from turnpress.cli import main
+from turnpress import Failure, Fn, Turn, normalize, render
 from turnpress.plugins.per_turn_summary import PerTurnSummary
 
 NAME = "per-turn-summary"
@@ -30,24 +24,6 @@ def test_defaults() -> None:
     """Per-turn limits default to single-user-coalesced's (API-004, API-005)."""
     assert PerTurnSummary.option_defaults() == {"println_limit": 15, "tool_call_limit": 20}
     assert normalize(NAME) == (NAME, {})
-
-
-@pytest.mark.parametrize(("options", "words"), [
-    ({"println_limit": -1}, ["'println_limit'", ">= 0", "-1"]),
-    ({"tool_call_limit": 1.5}, ["'tool_call_limit'", "integer", "1.5"]),
-])
-def test_bad_option_values(options: dict[str, Any], words: list[str]) -> None:
-    """A bad option value raises ValueError naming the strategy, option and range."""
-    with pytest.raises(ValueError) as exc:
-        get_strategy((NAME, options))
-    for word in [f"'{NAME}'", *words]:
-        assert word in str(exc.value)
-
-
-def test_unknown_option() -> None:
-    """API-006: an unknown option names the valid ones."""
-    with pytest.raises(ValueError, match=r"has no option 'window'.*println_limit, tool_call_limit"):
-        normalize("per-turn-summary:window=2")
 
 
 # -- the format ----------------------------------------------------------------------------
@@ -169,22 +145,3 @@ def test_cache_breakpoints_are_repeated(history: History) -> None:
     """The whole previous conversation is a cacheable prefix."""
     for n in range(len(history.turns)):
         assert breakpoints_hold(history, n, NAME)
-
-
-# -- command line ----------------------------------------------------------------------------
-
-
-def test_cli_render_with_options() -> None:
-    """``turnpress render --strategy per-turn-summary:println_limit=5`` works."""
-    result = CliRunner().invoke(main, ["render", "--strategy", f"{NAME}:println_limit=5"])
-    assert result.exit_code == 0, result.output
-    assert f"strategy {NAME}" in result.output and "```clojure" in result.output
-
-
-def test_listed_by_turnpress_plugins() -> None:
-    """``turnpress plugins`` lists the strategy as a built-in."""
-    result = CliRunner().invoke(main, ["plugins", "--json"])
-    assert result.exit_code == 0, result.output
-    rows = [row for row in json.loads(result.output)["plugins"]
-            if NAME in row["registers"].get("strategy", [])]
-    assert len(rows) == 1 and rows[0]["builtin"]

@@ -3,18 +3,14 @@ with the spec's flaws fixed."""
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from turn_strategies import History, breakpoints_hold, histories, is_prefix
 
-from turnpress import Failure, Fn, ToolCall, Turn, get_strategy, load_trace, normalize, render
-from turnpress.cli import main
+from turnpress import Failure, Fn, ToolCall, Turn, load_trace, normalize, render
 from turnpress.examples import EXAMPLES_DIR
 from turnpress.plugins.progressive_batch import ProgressiveBatch, recap_line
 
@@ -49,25 +45,6 @@ def test_defaults() -> None:
     """Spec 05's defaults: keep 3, compact in blocks of 4."""
     assert ProgressiveBatch.option_defaults() == {"min_preserved": 3, "batch_size": 4}
     assert normalize("progressive-batch:min_preserved=0") == (NAME, {"min_preserved": 0})
-
-
-@pytest.mark.parametrize(("options", "words"), [
-    ({"min_preserved": -1}, ["'min_preserved'", ">= 0", "-1"]),
-    ({"batch_size": 0}, ["'batch_size'", ">= 1", "0"]),
-    ({"batch_size": "4"}, ["'batch_size'", "integer", "'4'"]),
-])
-def test_bad_option_values(options: dict[str, Any], words: list[str]) -> None:
-    """A bad option value raises ValueError naming the strategy, option and range."""
-    with pytest.raises(ValueError) as exc:
-        get_strategy((NAME, options))
-    for word in [f"'{NAME}'", *words]:
-        assert word in str(exc.value)
-
-
-def test_unknown_option() -> None:
-    """API-006: an unknown option names the valid ones."""
-    with pytest.raises(ValueError, match=r"has no option 'enabled'.*min_preserved, batch_size"):
-        normalize("progressive-batch:enabled=true")
 
 
 # -- the rules ---------------------------------------------------------------------------
@@ -219,23 +196,3 @@ def test_cache_breakpoints_are_repeated(history: History, min_preserved: int,
     spec = (NAME, {"min_preserved": min_preserved, "batch_size": batch_size})
     for n in range(len(history.turns)):
         assert breakpoints_hold(history, n, spec)
-
-
-# -- command line ----------------------------------------------------------------------------
-
-
-def test_cli_render_with_options() -> None:
-    """``turnpress render --strategy progressive-batch:min_preserved=1,batch_size=2``."""
-    result = CliRunner().invoke(main, ["render", "--strategy",
-                                       f"{NAME}:min_preserved=1,batch_size=2"])
-    assert result.exit_code == 0, result.output
-    assert f"strategy {NAME}" in result.output and "recap - turn 1" in result.output
-
-
-def test_listed_by_turnpress_plugins() -> None:
-    """``turnpress plugins`` lists the strategy as a built-in."""
-    result = CliRunner().invoke(main, ["plugins", "--json"])
-    assert result.exit_code == 0, result.output
-    rows = [row for row in json.loads(result.output)["plugins"]
-            if NAME in row["registers"].get("strategy", [])]
-    assert len(rows) == 1 and rows[0]["builtin"]

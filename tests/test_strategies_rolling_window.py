@@ -3,19 +3,15 @@ coalesced into the first USER message, the boundary moving ``step`` turns at a t
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scenarios import SCENARIOS
 from turn_strategies import History, breakpoints_hold, histories, is_prefix
 
-from turnpress import get_strategy, normalize, render
-from turnpress.cli import main
+from turnpress import normalize, render
 from turnpress.plugins.rolling_window import RollingWindow
 
 NAME = "rolling-window"
@@ -33,30 +29,6 @@ def test_defaults() -> None:
     assert RollingWindow.option_defaults() == {
         "window": 2, "step": 1, "println_limit": 15, "tool_call_limit": 20, "errors": "last"}
     assert normalize("rolling-window:window=3,step=2") == (NAME, {"window": 3, "step": 2})
-
-
-@pytest.mark.parametrize(("options", "words"), [
-    ({"window": -1}, ["'window'", ">= 0", "-1"]),
-    ({"step": 0}, ["'step'", ">= 1", "0"]),
-    ({"window": True}, ["'window'", "integer"]),
-    ({"println_limit": -2}, ["'println_limit'", ">= 0"]),
-    ({"tool_call_limit": "many"}, ["'tool_call_limit'", "integer"]),
-    ({"errors": "all"}, ["'errors'", "'last'", "'pairs'"]),
-])
-def test_bad_option_values(options: dict[str, Any], words: list[str]) -> None:
-    """A bad option value raises ValueError naming the strategy, option and range."""
-    with pytest.raises(ValueError) as exc:
-        get_strategy((NAME, options))
-    for word in [f"'{NAME}'", *words]:
-        assert word in str(exc.value)
-
-
-def test_unknown_option() -> None:
-    """API-006: an unknown option names the valid ones."""
-    with pytest.raises(ValueError, match=r"'rolling-window' has no option 'size'.*window, step"):
-        normalize("rolling-window:size=3")
-    with pytest.raises(ValueError, match="'window' expects a int"):
-        get_strategy("rolling-window:window=two")
 
 
 # -- the rules ---------------------------------------------------------------------------
@@ -205,25 +177,3 @@ def test_cache_breakpoints_are_repeated(history: History, window: int, step: int
     """Each reported cache breakpoint is repeated byte for byte by the next prompt (NS-012)."""
     for n in range(len(history.turns)):
         assert breakpoints_hold(history, n, (NAME, {"window": window, "step": step}))
-
-
-# -- command line ----------------------------------------------------------------------------
-
-
-def test_cli_render_with_options() -> None:
-    """``turnpress render --strategy rolling-window:window=1,step=2`` works."""
-    result = CliRunner().invoke(main, ["render", "--strategy", f"{NAME}:window=1,step=2"])
-    assert result.exit_code == 0, result.output
-    assert f"strategy {NAME}" in result.output
-    bad = CliRunner().invoke(main, ["render", "--strategy", f"{NAME}:step=0"])
-    assert bad.exit_code == 2
-    assert "'step' must be an integer >= 1" in bad.output
-
-
-def test_listed_by_turnpress_plugins() -> None:
-    """``turnpress plugins`` lists the strategy as a built-in."""
-    result = CliRunner().invoke(main, ["plugins", "--json"])
-    assert result.exit_code == 0, result.output
-    rows = [row for row in json.loads(result.output)["plugins"]
-            if NAME in row["registers"].get("strategy", [])]
-    assert len(rows) == 1 and rows[0]["builtin"]
