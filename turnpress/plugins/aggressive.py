@@ -10,12 +10,11 @@ than ``single-user-coalesced`` with its default options.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from turnpress.core.compression import Breakpoint, RenderContext
+from turnpress.core.compression import RenderContext
 from turnpress.core.hookspecs import hookimpl
-from turnpress.core.model import Message, Turn
+from turnpress.core.model import Turn
 from turnpress.plugins.single_user_coalesced import SingleUserCoalesced
 
 FAILED_PROGRAM_LINES = 20
@@ -33,6 +32,8 @@ class Aggressive(SingleUserCoalesced):
     """
 
     name = "aggressive"
+    minimal = True
+    errors = "last"  # not an option: only the latest failed attempt is shown
 
     def __init__(self, *, println_limit: int = 3, tool_call_limit: int = 5,
                  output_chars: int = 200) -> None:
@@ -41,27 +42,11 @@ class Aggressive(SingleUserCoalesced):
         self.output_chars = self.check_int("output_chars", output_chars,
                                            minimum=MIN_OUTPUT_CHARS)
 
-    def stable_head(self, ctx: RenderContext) -> str:
-        """Mission, ``tool/`` and ``data/`` (names and types only): the same every turn."""
-        return ctx.template("single_user_coalesced/stable.j2",
-                            mission=ctx.mission.rstrip("\n"),
-                            namespaces=ctx.namespaces({}, minimal=True, stable=True))
+    def output_section(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
+        """The last ``println_limit`` println calls, each cut to ``output_chars``."""
+        return ctx.output(turns, self.println_limit, max_chars=self.output_chars)
 
-    def user_content(self, turns: Sequence[Turn], memory: Mapping[str, Any],
-                     ctx: RenderContext, *, turns_left: int,
-                     failed_attempt: str | None) -> str:
-        """The minimal USER message."""
-        return ctx.template(
-            "single_user_coalesced/user.j2",
-            stable=self.stable_head(ctx),
-            namespaces=ctx.namespaces(memory, minimal=True, stable=False),
-            tool_calls=ctx.tool_calls(turns, self.tool_call_limit),
-            output=ctx.output(turns, self.println_limit, max_chars=self.output_chars),
-            failed_attempt=failed_attempt,
-            turns_left=ctx.turns_left_line(turns_left),
-        )
-
-    def failed_program(self, ctx: RenderContext, turn: Turn) -> str:
+    def failed_attempt_block(self, turn: Turn, ctx: RenderContext) -> str:
         """The failed-attempt block with the program cut to its first 20 lines.
 
         The cut ends in a comment saying how many lines were left out; when that
@@ -71,21 +56,6 @@ class Aggressive(SingleUserCoalesced):
         cut = ctx.failed_attempt(turn, max_lines=FAILED_PROGRAM_LINES)
         whole = ctx.failed_attempt(turn)
         return cut if len(cut) <= len(whole) else whole
-
-    def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
-                    ctx: RenderContext) -> list[Message]:
-        """``[SYSTEM, USER]``."""
-        last_failed = bool(turns) and not turns[-1].success
-        failed = self.failed_program(ctx, turns[-1]) if last_failed else None
-        user = self.user_content(turns, memory, ctx, turns_left=ctx.turns_left,
-                                 failed_attempt=failed)
-        return [ctx.message("system", ctx.system_prompt), ctx.message("user", user)]
-
-    def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
-                          ctx: RenderContext) -> list[Breakpoint]:
-        """The system prompt, and the mission + ``tool/`` + ``data/`` head of the USER
-        message."""
-        return [(0, None), (1, len(self.stable_head(ctx)))]
 
 
 @hookimpl

@@ -8,7 +8,7 @@ turns left); its old code is dropped (spec 01, MSG-001/MSG-002).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from turnpress.core.compression import RenderContext, Strategy, has_printed
 from turnpress.core.hookspecs import hookimpl
@@ -27,6 +27,7 @@ class SingleUserCoalesced(Strategy):
     """
 
     name = "single-user-coalesced"
+    minimal: ClassVar[bool] = False  # namespaces with names and types only (aggressive)
 
     def __init__(self, *, println_limit: int = 15, tool_call_limit: int = 20,
                  errors: str = "last") -> None:
@@ -39,7 +40,15 @@ class SingleUserCoalesced(Strategy):
         same on every turn (NS-012), so providers can cache it."""
         return ctx.template("single_user_coalesced/stable.j2",
                             mission=ctx.mission.rstrip("\n"),
-                            namespaces=ctx.namespaces({}, stable=True))
+                            namespaces=ctx.namespaces({}, minimal=self.minimal, stable=True))
+
+    def output_section(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
+        """The ``;; Output:`` section (the last ``println_limit`` println calls)."""
+        return ctx.output(turns, self.println_limit)
+
+    def failed_attempt_block(self, turn: Turn, ctx: RenderContext) -> str:
+        """The ``Your previous attempt`` block shown while the last turn failed."""
+        return ctx.failed_attempt(turn)
 
     def user_content(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                      ctx: RenderContext, *, turns_left: int,
@@ -49,9 +58,9 @@ class SingleUserCoalesced(Strategy):
             "single_user_coalesced/user.j2",
             stable=self.stable_head(ctx),
             namespaces=ctx.namespaces(memory, show_samples=not has_printed(turns),
-                                      stable=False),
+                                      minimal=self.minimal, stable=False),
             tool_calls=ctx.tool_calls(turns, self.tool_call_limit),
-            output=ctx.output(turns, self.println_limit),
+            output=self.output_section(turns, ctx),
             failed_attempt=failed_attempt,
             turns_left=ctx.turns_left_line(turns_left),
         )
@@ -74,7 +83,7 @@ class SingleUserCoalesced(Strategy):
         else:
             turns_left = ctx.turns_left
             last_failed = bool(turns) and not turns[-1].success
-            failed_attempt = ctx.failed_attempt(turns[-1]) if last_failed else None
+            failed_attempt = self.failed_attempt_block(turns[-1], ctx) if last_failed else None
         user = self.user_content(turns, memory, ctx, turns_left=turns_left,
                                  failed_attempt=failed_attempt)
         return [ctx.message("system", ctx.system_prompt), ctx.message("user", user), *pairs]
