@@ -47,3 +47,26 @@ def test_bundled_trace_last_prompt(path, strategy: str, snapshot) -> None:
     """The prompt of the last turn of each bundled trace."""
     trace = load_trace(path)
     assert format_text(trace.prompt(len(trace.turns), strategy)) == snapshot
+
+
+def test_agent_system_prompt(snapshot) -> None:
+    """The static system prompt (agent/system_prompt.j2 + the PTC-Lisp reference)."""
+    from turnpress.agent import system_prompt
+
+    assert system_prompt() + "\n" == snapshot
+
+
+@pytest.mark.parametrize("task", ["order-summary", "phone-campaign", "product-research"])
+def test_bundled_task_run(task: str, snapshot) -> None:
+    """A bundled task run end to end, offline: the prompts the LLM received on every turn
+    (system prompt elided), from real execution of its scripted programs."""
+    from turnpress.agent import load_task
+
+    step = load_task(task).build_agent().run()
+    blocks = []
+    for n, messages in enumerate(step.messages, 1):
+        shown = [m if m["role"] != "system" else {**m, "content": "(system prompt)"}
+                 for m in messages]
+        blocks.append(f"######## turn {n}\n{format_text(shown)}")
+    blocks.append(f"######## result\nsuccess={step.success} result={step.result!r}\n")
+    assert "\n".join(blocks) == snapshot

@@ -260,7 +260,8 @@ def eq(ctx: Any, x: Any, *xs: Any) -> bool:
     return all(lisp_eq(x, y, ctx) for y in xs)
 
 
-@core("not=", "(not (= ...)).", category="compare", binary=_not_eq2)
+@core("not=", "True unless all arguments are equal: (not (= ...)).", category="compare",
+      binary=_not_eq2)
 def not_eq(ctx: Any, x: Any, *xs: Any) -> bool:
     return not all(lisp_eq(x, y, ctx) for y in xs)
 

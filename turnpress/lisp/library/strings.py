@@ -149,13 +149,13 @@ def includes(s: Any, sub: Any) -> bool:
     return _s(sub, "includes?") in _s(s, "includes?")
 
 
-@core("starts-with?", "(starts-with? s prefix).", category="strings",
+@core("starts-with?", "True when s begins with prefix.", category="strings",
       qualified=_q("starts-with?"))
 def starts_with(s: Any, prefix: Any) -> bool:
     return _s(s, "starts-with?").startswith(_s(prefix, "starts-with?"))
 
 
-@core("ends-with?", "(ends-with? s suffix).", category="strings", qualified=_q("ends-with?"))
+@core("ends-with?", "True when s ends with suffix.", category="strings", qualified=_q("ends-with?"))
 def ends_with(s: Any, suffix: Any) -> bool:
     return _s(s, "ends-with?").endswith(_s(suffix, "ends-with?"))
 
@@ -215,7 +215,7 @@ def replace(ctx: Any, a: Any, b: Any, c: Any = MISSING) -> Any:
     return _replace_string(ctx, _s(a, "replace"), b, c)
 
 
-@core("string-replace", "(clojure.string/replace s match replacement).", category="strings",
+@core("string-replace", "Every match in s replaced, like replace.", category="strings",
       bare=False, qualified=_q("replace"))
 def string_replace(ctx: Any, s: Any, match: Any, repl: Any) -> str:
     return _replace_string(ctx, _s(s, "replace"), match, repl)
