@@ -17,7 +17,8 @@ SNAPSHOT_DIR = ROOT / "snapshots"
 class TextSnapshot(SingleFileSnapshotExtension):
     """One ``.txt`` file per snapshot, in ``snapshots/<test module>/``."""
 
-    file_extension = "txt"
+    file_extension = "txt"  # syrupy >= 5 (Python >= 3.11)
+    _file_extension = "txt"  # syrupy 4 (the last for Python 3.10)
     _write_mode = WriteMode.TEXT
 
     @classmethod

@@ -22,7 +22,9 @@ __all__ = ["ExecutionResult", "run_program"]
 
 # Python frames one level of Lisp call depth may need (nested expressions included).
 _FRAMES_PER_DEPTH = 40
-_MAX_RECURSION_LIMIT = 20_000
+# Python 3.11+ runs Python-to-Python calls without growing the C stack; older
+# versions overflow it (a segfault, not a RecursionError) well before 20,000 frames.
+_MAX_RECURSION_LIMIT = 20_000 if sys.version_info >= (3, 11) else 8_000
 _recursion_lock = threading.Lock()
 _recursion_users = 0
 _recursion_saved = 0
