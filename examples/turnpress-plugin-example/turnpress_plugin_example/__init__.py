@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from turnpress import Strategy, hookimpl
+from turnpress import Message, Strategy, Turn, hookimpl
+from turnpress.core.compression import RenderContext
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -18,7 +21,8 @@ class LastTurnOnly(Strategy):
     def __init__(self, *, show_errors: bool = True) -> None:
         self.show_errors = show_errors
 
-    def to_messages(self, turns, memory, ctx):
+    def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                    ctx: RenderContext) -> list[Message]:
         """``[SYSTEM, USER]`` built from this plugin's own template."""
         last = turns[-1] if turns else None
         feedback = None
@@ -35,13 +39,13 @@ class LastTurnOnly(Strategy):
 
 
 @hookimpl
-def register_strategies(register):
+def register_strategies(register: Callable[[type], None]) -> None:
     """Register ``last-turn-only``."""
     register(LastTurnOnly)
 
 
 @hookimpl
-def type_label(value):
+def type_label(value: Any) -> str | None:
     """Label datetimes as ``datetime`` instead of ``unknown``."""
     if isinstance(value, datetime.datetime):
         return "datetime"
@@ -49,6 +53,6 @@ def type_label(value):
 
 
 @hookimpl
-def template_dirs():
+def template_dirs() -> Iterable[str]:
     """This plugin's templates."""
     return [str(TEMPLATES)]
