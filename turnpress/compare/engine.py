@@ -41,7 +41,7 @@ from turnpress.core.compression import (
 from turnpress.core.model import Message
 from turnpress.core.pricing import Price, cost_usd, get_price
 from turnpress.core.providers import anthropic_breakpoints
-from turnpress.core.retention import Fact, fact_present, history_facts, prompt_haystack
+from turnpress.core.retention import Fact, counted_facts, prompt_haystack, score_facts
 from turnpress.core.retention import strategy_tool_call_limit as _tool_call_limit
 from turnpress.core.templates import resolve_template_dirs
 from turnpress.core.tokens import DEFAULT_TOKENIZER, TokenCounter, Tokenizer, get_tokenizer
@@ -412,15 +412,13 @@ class _Worker:
                 usage = caches[i].account(prompt)
                 limit = _tool_call_limit(strategy)
                 if limit not in facts_by_limit:
-                    facts_by_limit[limit] = [
-                        f for f in history_facts(turns, trace.mission, tool_call_limit=limit)
-                        if fact_present(f, reference)]
-                facts = facts_by_limit[limit]
-                haystack = prompt_haystack(messages, exclude)
-                dropped = [f for f in facts if not fact_present(f, haystack)]
-                score = 1.0 if not facts else (len(facts) - len(dropped)) / len(facts)
-                outcome.rows[i].append((n, prompt.total, usage.cached, usage.written, score))
-                outcome.dropped[i].extend((n, f) for f in dropped)
+                    facts_by_limit[limit] = counted_facts(turns, trace.mission,
+                                                          tool_call_limit=limit,
+                                                          reference=reference)
+                kept = score_facts(facts_by_limit[limit], prompt_haystack(messages, exclude))
+                outcome.rows[i].append((n, prompt.total, usage.cached, usage.written,
+                                        kept.score))
+                outcome.dropped[i].extend((n, f) for f in kept.dropped)
                 if keep:
                     kept_messages.append(messages)
                     kept_tokens.append(prompt.total)

@@ -36,10 +36,12 @@ __all__ = [
     "FACT_KINDS",
     "Fact",
     "Retention",
+    "counted_facts",
     "fact_present",
     "history_facts",
     "prompt_haystack",
     "retention",
+    "score_facts",
     "strategy_tool_call_limit",
 ]
 
@@ -130,6 +132,22 @@ def prompt_haystack(messages: Iterable[Mapping[str, Any]], exclude: Iterable[str
     return text
 
 
+def counted_facts(turns: Sequence[Turn], mission: str, *, tool_call_limit: int | None = None,
+                  reference: str | None = None) -> list[Fact]:
+    """:func:`history_facts`, keeping only those the ``reference`` haystack carries."""
+    facts = history_facts(turns, mission, tool_call_limit=tool_call_limit)
+    if reference is None:
+        return facts
+    return [f for f in facts if fact_present(f, reference)]
+
+
+def score_facts(facts: Sequence[Fact], haystack: str) -> Retention:
+    """The :class:`Retention` of a prompt (as :func:`prompt_haystack`) for ``facts``."""
+    dropped = tuple(f for f in facts if not fact_present(f, haystack))
+    value = 1.0 if not facts else (len(facts) - len(dropped)) / len(facts)
+    return Retention(value, tuple(facts), dropped)
+
+
 def retention(turns: Sequence[Turn], messages: Sequence[Mapping[str, Any]], *, mission: str,
               strategy: Any = None, exclude: Iterable[str] = (),
               reference: Sequence[Mapping[str, Any]] | str | None = None) -> Retention:
@@ -139,11 +157,8 @@ def retention(turns: Sequence[Turn], messages: Sequence[Mapping[str, Any]], *, m
     :func:`prompt_haystack`) is the full-history prompt whose facts alone count.
     """
     exclude = tuple(exclude)
-    facts = history_facts(turns, mission, tool_call_limit=strategy_tool_call_limit(strategy))
-    if reference is not None:
-        ref = reference if isinstance(reference, str) else prompt_haystack(reference, exclude)
-        facts = [f for f in facts if fact_present(f, ref)]
-    haystack = prompt_haystack(messages, exclude)
-    dropped = tuple(f for f in facts if not fact_present(f, haystack))
-    score = 1.0 if not facts else (len(facts) - len(dropped)) / len(facts)
-    return Retention(score, tuple(facts), dropped)
+    if reference is not None and not isinstance(reference, str):
+        reference = prompt_haystack(reference, exclude)
+    facts = counted_facts(turns, mission, tool_call_limit=strategy_tool_call_limit(strategy),
+                          reference=reference)
+    return score_facts(facts, prompt_haystack(messages, exclude))
