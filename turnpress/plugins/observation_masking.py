@@ -70,9 +70,9 @@ class ObservationMasking(Strategy):
         turn may mask: the one sliding out of the window, or the latest error kept
         in full outside it (masked as soon as a newer turn fails)."""
         n = len(turns)
+        masked = self.masked(turns)
         candidates = [n + 1 - self.window] if n + 1 - self.window >= 1 else []
-        candidates += [pos for pos in range(1, n + 1)
-                       if pos <= n - self.window and pos not in self.masked(turns)]
+        candidates += [pos for pos in range(1, n - self.window + 1) if pos not in masked]
         if not candidates:
             return [(0, None), (1 + 2 * n, None)]
         # messages before the first changing feedback: up to that turn's ASSISTANT
