@@ -85,8 +85,9 @@ class PerTurnSummary(Strategy):
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
-        """Append-only: the system prompt and the whole conversation so far."""
-        return [(0, None), (1 + 2 * len(turns), None)]
+        """Append-only, like ``full-history``: the system prompt and the whole
+        conversation so far."""
+        return self._full.cache_breakpoints(turns, memory, ctx)
 
 
 @hookimpl
