@@ -332,6 +332,11 @@ def _same_definition(a: Any, b: Any) -> bool:
         return False
 
 
+def printed_lines(turn: Turn) -> int:
+    """How many lines a turn printed (a println call of n lines counts n)."""
+    return sum(text.count("\n") + 1 for text in turn.prints)
+
+
 def error_message(turn: Turn) -> str:
     """The message of a failed turn's :class:`Failure`."""
     error = turn.result

@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from turnpress.core.compression import Breakpoint, RenderContext, Strategy, error_message
+from turnpress.core.compression import (
+    Breakpoint,
+    RenderContext,
+    Strategy,
+    error_message,
+    printed_lines,
+)
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
 from turnpress.plugins.full_history import FullHistory
@@ -25,7 +31,7 @@ def output_lines(turn: Turn) -> int:
     if not turn.success:
         return error_message(turn).count("\n") + 1
     if turn.prints:
-        return sum(text.count("\n") + 1 for text in turn.prints)
+        return printed_lines(turn)
     return 1
 
 

@@ -27,6 +27,7 @@ from turnpress.core.compression import (
     Strategy,
     defined_names,
     error_message,
+    printed_lines,
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
@@ -45,11 +46,6 @@ def recap_line(response: str) -> str | None:
         if line.startswith(RECAP_PREFIX) and line[len(RECAP_PREFIX):].strip():
             return line
     return None
-
-
-def printed_lines(turn: Turn) -> int:
-    """How many lines a turn printed (a println call of n lines counts n)."""
-    return sum(text.count("\n") + 1 for text in turn.prints)
 
 
 def messages_size(messages: Sequence[Message]) -> int:
