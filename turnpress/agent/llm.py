@@ -158,6 +158,16 @@ def _usage(**counts: int | None) -> dict[str, int] | None:
     return usage or None
 
 
+def _api_key(given: str | None, env_var: str, base_url: str | None) -> str:
+    """``given``, else ``$env_var``; a server at a custom ``base_url`` may need none."""
+    key = given or os.environ.get(env_var)
+    if key:
+        return key
+    if base_url is None:
+        raise LLMError(f"no API key: set {env_var} or pass api_key=")
+    return "not-needed"
+
+
 class OpenAICompatible:
     """A chat-completions endpoint: OpenAI, or any server that speaks its protocol.
 
@@ -171,11 +181,7 @@ class OpenAICompatible:
                  *, timeout: float = 120.0, max_retries: int = 2, **options: Any) -> None:
         """Build the client; raises :class:`MissingDependencyError` without the SDK."""
         openai = _import_sdk("openai", "openai", "OpenAI-compatible")
-        api_key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not api_key:
-            if base_url is None:
-                raise LLMError("no API key: set OPENAI_API_KEY or pass api_key=")
-            api_key = "not-needed"
+        api_key = _api_key(api_key, "OPENAI_API_KEY", base_url)
         self.model = model
         self.base_url = base_url
         self.options = options
@@ -215,11 +221,7 @@ class Anthropic:
                  timeout: float = 120.0, max_retries: int = 2, **options: Any) -> None:
         """Build the client; raises :class:`MissingDependencyError` without the SDK."""
         anthropic = _import_sdk("anthropic", "anthropic", "Anthropic")
-        api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not api_key:
-            if base_url is None:
-                raise LLMError("no API key: set ANTHROPIC_API_KEY or pass api_key=")
-            api_key = "not-needed"
+        api_key = _api_key(api_key, "ANTHROPIC_API_KEY", base_url)
         self.model = model
         self.base_url = base_url
         self.max_tokens = max_tokens
