@@ -235,19 +235,14 @@ class Anthropic:
 
     def request(self, messages: Iterable[Message]) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``messages``."""
-        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": self.max_tokens,
-            "messages": [{"role": m["role"], "content": m["content"]}
-                         for m in messages if m["role"] != "system"],
-            **self.options,
-        }
+        from turnpress.core.providers import to_anthropic
+
+        system, conversation = to_anthropic(
+            list(messages), [(0, None)] if self.cache_system_prompt else [])
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens,
+                                  "messages": conversation, **self.options}
         if system:
-            block: dict[str, Any] = {"type": "text", "text": system}
-            if self.cache_system_prompt:
-                block["cache_control"] = {"type": "ephemeral"}
-            kwargs["system"] = [block]
+            kwargs["system"] = system
         return kwargs
 
     def __call__(self, messages: list[Message]) -> LLMReply:
