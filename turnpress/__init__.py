@@ -7,10 +7,19 @@ they are found through the ``turnpress`` entry-point group on first use.
 """
 
 from turnpress.core.clojure import to_clojure
-from turnpress.core.compression import Strategy, get_strategy, normalize, render
+from turnpress.core.compression import (
+    NamespaceView,
+    RenderContext,
+    Strategy,
+    get_strategy,
+    normalize,
+    render,
+)
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.labels import type_label
 from turnpress.core.model import Failure, Fn, Keyword, Memory, Message, Tool, ToolCall, Turn
+from turnpress.core.registry import PluginError, PluginWarning
+from turnpress.core.templates import TemplateProblem
 from turnpress.core.trace import Trace, load_trace, save_trace
 
 __version__ = "0.1.0"
@@ -21,7 +30,12 @@ __all__ = [
     "Keyword",
     "Memory",
     "Message",
+    "NamespaceView",
+    "PluginError",
+    "PluginWarning",
+    "RenderContext",
     "Strategy",
+    "TemplateProblem",
     "Tool",
     "ToolCall",
     "Trace",
