@@ -85,7 +85,11 @@ class TurnpressGroup(click.Group):
                 formatter.write_dl(rows)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the command with warnings shown as one line each."""
+        from turnpress.core.registry import PluginWarning
+
         with warnings.catch_warnings():
+            warnings.simplefilter("always", PluginWarning)
             warnings.showwarning = _show_warning
             return super().main(*args, **kwargs)
 
