@@ -28,6 +28,7 @@ __all__ = [
     "NamespaceView",
     "RenderContext",
     "Strategy",
+    "StrategyNotApplicable",
     "check_messages",
     "get_strategy",
     "normalize",
@@ -51,6 +52,15 @@ ARG_PRINTABLE_LIMIT = 60
 
 
 Breakpoint = tuple[int, "int | None"]
+
+
+class StrategyNotApplicable(ValueError):
+    """A strategy cannot render this kind of history; the message says why in one line.
+
+    Raised from ``to_messages`` (e.g. a PTC-Lisp-only strategy given an imported
+    tool-calling transcript). ``turnpress compare`` shows such a strategy as ``n/a``
+    with the message; ``Compressor`` raises it when it is created.
+    """
 
 
 class Strategy:
