@@ -11,13 +11,24 @@ from turnpress.core.compression import (
     NamespaceView,
     RenderContext,
     Strategy,
+    StrategyNotApplicable,
     get_strategy,
     normalize,
     render,
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.labels import type_label
-from turnpress.core.model import Failure, Fn, Keyword, Memory, Message, Tool, ToolCall, Turn
+from turnpress.core.model import (
+    Failure,
+    Fn,
+    Keyword,
+    Memory,
+    Message,
+    Tool,
+    ToolCall,
+    Turn,
+    Usage,
+)
 from turnpress.core.registry import PluginError, PluginWarning
 from turnpress.core.templates import TemplateProblem
 from turnpress.core.trace import Trace, load_trace, save_trace
@@ -35,11 +46,13 @@ __all__ = [
     "PluginWarning",
     "RenderContext",
     "Strategy",
+    "StrategyNotApplicable",
     "TemplateProblem",
     "Tool",
     "ToolCall",
     "Trace",
     "Turn",
+    "Usage",
     "__version__",
     "get_strategy",
     "hookimpl",

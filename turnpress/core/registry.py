@@ -520,6 +520,49 @@ class Registry:
 
         return self._collect("register_tokenizers", "tokenizer", make)
 
+    def trace_readers(self) -> dict[str, Registration]:
+        """Registered transcript readers by name; each value is ``(detect, read)``.
+
+        A third-party ``detect`` that raises is reported and counts as "not this
+        format"; a ``read`` that raises something other than a ``ValueError``
+        becomes a ``TraceError`` naming the reader and its plugin.
+        """
+
+        def make(info: PluginInfo, args: tuple[Any, ...]) -> Registration:
+            if (len(args) != 3 or not isinstance(args[0], str) or not callable(args[1])
+                    or not callable(args[2])):
+                raise TypeError("register() takes (name, detect, read)")
+            pair = (args[1], args[2])
+            if not info.builtin:
+                pair = self._guarded_reader(args[0], args[1], args[2], info)
+            return Registration(args[0], pair, info)
+
+        return self._collect("register_trace_readers", "trace reader", make)
+
+    def _guarded_reader(self, name: str, detect: Callable[..., Any], read: Callable[..., Any],
+                        info: PluginInfo) -> tuple[Callable[..., bool], Callable[..., Any]]:
+        def guarded_detect(data: Any, path: Any) -> bool:
+            try:
+                return bool(detect(data, path))
+            except (Exception, SystemExit) as exc:
+                self._problem(info, f"trace reader {name!r} of {info.source}: detect() "
+                                    f"raised {type(exc).__name__}: {exc}; it must return "
+                                    f"False for data it does not read")
+                return False
+
+        def guarded_read(data: Any, where: str) -> Any:
+            try:
+                return read(data, where)
+            except ValueError:
+                raise
+            except (Exception, SystemExit) as exc:
+                from turnpress.core.trace import TraceError
+
+                raise TraceError(f"{where}: trace reader {name!r} of {info.source} failed: "
+                                 f"{type(exc).__name__}: {exc}") from None
+
+        return guarded_detect, guarded_read
+
     def template_dirs(self) -> tuple[Path, ...]:
         """Template directories from plugins, in plugin registration order."""
         return tuple(path for path, _info in self._plugin_template_dirs())
@@ -684,6 +727,7 @@ class Registry:
         self.strategies()
         self.namespace_renderers()
         self.tokenizers()
+        self.trace_readers()
         self.template_layout()
 
     def failure_note(self) -> str:
