@@ -117,8 +117,8 @@ def test_a_misspelled_override_warns_and_is_not_a_new_template(site) -> None:
                                            r"ignored"):
         registry.load_all()
     assert "history/turn_left.j2" not in {i.name for i in list_templates()}
-    with pytest.raises(TemplateProblem, match="template 'history/turn_left.j2' does not "
-                                              "exist"):
+    with pytest.raises(TemplateProblem, match=r"template 'history/turn_left.j2' does not "
+                                              r"exist"):
         render([], mission="m", turns_left=1, compression="own-template")
 
 
@@ -149,8 +149,8 @@ def test_a_broken_override_is_one_line_naming_file_and_line(tmp_path, text, prob
 
 
 def test_a_template_a_plugin_strategy_names_but_does_not_ship(site) -> None:
-    plugin_with(site, {}, template="own/missing.j2")
-    with pytest.raises(TemplateProblem, match="template 'own/missing.j2' does not exist"):
+    plugin_with(site, {"own/user.j2": "shipped"}, template="own/missing.j2")
+    with pytest.raises(TemplateProblem, match=r"template 'own/missing.j2' does not exist"):
         render([], mission="m", turns_left=1, compression="own-template")
     result = CliRunner().invoke(main, ["render", PRODUCT, "-s", "own-template"])
     assert result.exit_code == 2 and "Traceback" not in result.output
