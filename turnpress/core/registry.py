@@ -508,8 +508,8 @@ class Registry:
     def tokenizers(self) -> dict[str, Registration]:
         """Registered token counters by name.
 
-        A third-party counter that raises or does not return a non-negative int
-        raises :class:`PluginError` naming its plugin (a count cannot be guessed).
+        A third-party counter that raises raises :class:`PluginError` naming its
+        plugin (a count cannot be guessed).
         """
 
         def make(info: PluginInfo, args: tuple[Any, ...]) -> Registration:
@@ -751,21 +751,21 @@ def _short_repr(value: Any, limit: int = 60) -> str:
 
 def _guarded_counter(name: str, count: Callable[[str], int],
                      info: PluginInfo) -> Callable[[str], int]:
+    """``count`` whose exceptions become a :class:`PluginError` naming the plugin (the
+    count itself is checked by ``core.tokens``); an ``encode`` attribute is kept."""
+
     def guarded(text: str) -> int:
         try:
-            n = count(text)
+            return count(text)
         except (Exception, SystemExit) as exc:
             raise PluginError(f"tokenizer {name!r} of {info.source} failed: "
                               f"{type(exc).__name__}: {exc}", plugin=info.name,
                               distribution=info.distribution,
                               entry_point=info.entry_point) from None
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise PluginError(f"tokenizer {name!r} of {info.source} returned "
-                              f"{_short_repr(n)}, not a token count (an int >= 0)",
-                              plugin=info.name, distribution=info.distribution,
-                              entry_point=info.entry_point)
-        return n
 
+    encode = getattr(count, "encode", None)
+    if encode is not None:
+        guarded.encode = encode  # type: ignore[attr-defined]
     return guarded
 
 
