@@ -38,11 +38,20 @@ from turnpress.lisp.forms import (
     position,
 )
 from turnpress.lisp.library import CORE, resolve_qualified
+from turnpress.lisp.nodes import (
+    FnCode,
+    Node,
+    Tail,
+    const,
+    is_literal,
+    literal_value,
+    raiser,
+    symbols_in,
+)
+from turnpress.lisp.special_forms import SPECIAL_FORMS
 from turnpress.lisp.values import MISSING, Closure, CoreFn, Recur, ToolFn, freeze, lookup
 
 __all__ = ["Compiler", "Node", "Tail"]
-
-Node = Callable[[dict[str, Any]], Any]
 
 _FORM_TYPES = (Symbol, ListForm, VectorForm, MapForm, SetForm)
 
@@ -69,89 +78,13 @@ UNSUPPORTED = {
 }
 
 
-class Tail:
-    """A recur target: the loop or function that ``(recur ...)`` jumps back to."""
-
-    __slots__ = ("arity", "what")
-
-    def __init__(self, arity: int, what: str) -> None:
-        self.arity = arity
-        self.what = what
-
-
-class _Code:
-    """A user function's compiled parameters and body."""
-
-    __slots__ = ("bind", "body", "rebind", "single")
-
-    def __init__(self, bind: Any, rebind: Any, body: Node, single: str | None = None) -> None:
-        self.bind = bind
-        self.rebind = rebind
-        self.body = body
-        self.single = single  # the parameter name, for exactly one plain parameter
-
-
-def const(value: Any) -> Node:
-    """A node that always gives ``value``."""
-    return lambda env: value
-
-
-def raiser(make_error: Callable[[], Exception]) -> Node:
-    """A node that raises ``make_error()`` when evaluated."""
-
-    def node(env: dict[str, Any]) -> Any:
-        raise make_error()
-
-    return node
-
-
-def is_literal(form: Any) -> bool:
-    """True for forms that are pure data (no symbols, no calls)."""
-    t = type(form)
-    if t is Symbol or t is ListForm:
-        return False
-    if t in (VectorForm, MapForm, SetForm):
-        return all(is_literal(x) for x in form)
-    return True
-
-
-def literal_value(form: Any) -> Any:
-    """The value of a literal (or quoted) form."""
-    t = type(form)
-    if t is VectorForm or t is ListForm:
-        return [literal_value(x) for x in form]
-    if t is MapForm:
-        return {freeze(literal_value(form[i])): literal_value(form[i + 1])
-                for i in range(0, len(form), 2)}
-    if t is SetForm:
-        return frozenset(freeze(literal_value(x)) for x in form)
-    if t is Symbol:
-        raise LispSyntaxError(f"quoted symbols are not supported ('{form.name})",
-                              *position(form, (1, 1)))
-    return form
-
-
-def symbols_in(form: Any, out: set[str]) -> set[str]:
-    """Every unqualified symbol name used anywhere inside ``form``."""
-    t = type(form)
-    if t is Symbol:
-        if form.ns is None:
-            out.add(form.name)
-    elif t in (ListForm, VectorForm, MapForm, SetForm) or isinstance(form, (list, tuple)):
-        for x in form:
-            symbols_in(x, out)
-    return out
-
-
 class Compiler:
     """Compiles forms for one run; also invokes user functions (``ctx.invoke``)."""
 
     def __init__(self, ctx: RunContext) -> None:
-        from turnpress.lisp.special_forms import SPECIAL_FORMS
-
         self.ctx = ctx
         self.specials = SPECIAL_FORMS
-        self.cache: dict[int, tuple[Any, _Code]] = {}
+        self.cache: dict[int, tuple[Any, FnCode]] = {}
         self.prepared: dict[Closure, Callable[..., Any]] = {}
         ctx.invoke = self.invoke
         ctx.prepare = self.prepare
@@ -528,7 +461,7 @@ class Compiler:
 
         return fn_node
 
-    def compile_code(self, param_form: Any, body: Any, base: frozenset[str], where: Any) -> _Code:
+    def compile_code(self, param_form: Any, body: Any, base: frozenset[str], where: Any) -> FnCode:
         """Compile a function's parameter binding and body."""
         items = list(param_form)
         rest_pattern = None
@@ -560,7 +493,7 @@ class Compiler:
             def rebind1(env: dict[str, Any], args: Any) -> None:
                 env[p0] = args[0]
 
-            return _Code(bind1, rebind1, body_node, p0)
+            return FnCode(bind1, rebind1, body_node, p0)
         if simple:
             pnames = tuple(p.name for p in items)
 
@@ -574,7 +507,7 @@ class Compiler:
                 for k, v in zip(pnames, args, strict=False):
                     env[k] = v
 
-            return _Code(bind_simple, rebind_simple, body_node)
+            return FnCode(bind_simple, rebind_simple, body_node)
 
         def bind(env: dict[str, Any], args: Any, clo: Closure) -> None:
             if len(args) < n or (rest is None and len(args) != n):
@@ -590,9 +523,9 @@ class Compiler:
             if rest is not None:
                 rest(env, args[n])
 
-        return _Code(bind, rebind, body_node)
+        return FnCode(bind, rebind, body_node)
 
-    def code_for(self, clo: Closure) -> _Code:
+    def code_for(self, clo: Closure) -> FnCode:
         """The compiled code of ``clo`` (compiled on first use for closures of earlier runs)."""
         entry = self.cache.get(id(clo.param_form))
         if entry is not None:

@@ -8,20 +8,23 @@ Malformed special forms are syntax errors pointing at the form.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turnpress.core.model import Keyword
-from turnpress.lisp.compiler import Compiler, Node, Tail, const, is_literal, literal_value
 from turnpress.lisp.destructure import Binder, compile_pattern
 from turnpress.lisp.errors import LispError, ReturnSignal
 from turnpress.lisp.forms import ListForm, MapForm, Symbol, VectorForm
+from turnpress.lisp.nodes import Node, Tail, const, is_literal, literal_value
 from turnpress.lisp.render import render_prefix
 from turnpress.lisp.values import Recur, lisp_eq, seq
+
+if TYPE_CHECKING:
+    from turnpress.lisp.compiler import Compiler
 
 __all__ = ["SPECIAL_FORMS"]
 
 Env = dict[str, Any]
-SpecialForm = Callable[[Compiler, ListForm, frozenset[str], "Tail | None"], Node]
+SpecialForm = Callable[["Compiler", ListForm, frozenset[str], "Tail | None"], Node]
 SPECIAL_FORMS: dict[str, SpecialForm] = {}
 
 
