@@ -47,6 +47,7 @@ from turnpress.lisp.nodes import (
     literal_value,
     raiser,
     symbols_in,
+    weigh,
 )
 from turnpress.lisp.special_forms import SPECIAL_FORMS
 from turnpress.lisp.values import MISSING, Closure, CoreFn, Recur, ToolFn, freeze, lookup
@@ -134,13 +135,16 @@ class Compiler:
                 n(env)
             return last(env)
 
-        return do_n
+        return weigh(self.ctx, do_n, len(nodes))
 
     # --- literals ---------------------------------------------------------------------------
     def collection(self, form: Any, scope: frozenset[str]) -> Node:
         """Vector, map and set literals (constant ones are built once)."""
         if is_literal(form):
             return const(literal_value(form))
+        return weigh(self.ctx, self._collection(form, scope), len(form))
+
+    def _collection(self, form: Any, scope: frozenset[str]) -> Node:
         nodes = [self.expr(x, scope) for x in form]
         t = type(form)
         if t is VectorForm:
@@ -239,6 +243,9 @@ class Compiler:
             if special is not None:
                 return special(self, form, scope, tail)
         args = [self.expr(a, scope) for a in form[1:]]
+        return weigh(self.ctx, self._call(form, head, args, scope), len(args))
+
+    def _call(self, form: ListForm, head: Any, args: list[Node], scope: frozenset[str]) -> Node:
         if type(head) is Keyword:
             return self.keyword_call(head, args)
         if type(head) is Symbol:
@@ -480,7 +487,7 @@ class Compiler:
         scope = base | frozenset(names)
         n = len(fixed)
         tail = Tail(n + (1 if amp else 0), "function")
-        body_node = self.body(body, scope, tail)
+        body_node = weigh(self.ctx, self.body(body, scope, tail), len(names))
         simple = rest is None and all(isinstance(p, Symbol) for p in items)
         if simple and n == 1:
             p0 = items[0].name
@@ -555,6 +562,9 @@ class Compiler:
 
         if p0 is not None:
             def run1(*args: Any) -> Any:
+                ctx.steps += 1  # a call through a built-in (map, sort, comp...) is a step too
+                if ctx.steps > ctx.check_at:
+                    ctx.check()
                 ctx.depth += 1
                 if ctx.depth > max_depth:
                     raise _too_deep(ctx, clo)
@@ -573,6 +583,9 @@ class Compiler:
             fn = run1
         else:
             def run(*args: Any) -> Any:
+                ctx.steps += 1  # a call through a built-in (map, sort, comp...) is a step too
+                if ctx.steps > ctx.check_at:
+                    ctx.check()
                 ctx.depth += 1
                 if ctx.depth > max_depth:
                     raise _too_deep(ctx, clo)

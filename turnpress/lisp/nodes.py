@@ -16,7 +16,18 @@ from turnpress.lisp.errors import LispSyntaxError
 from turnpress.lisp.forms import ListForm, MapForm, SetForm, Symbol, VectorForm, position
 from turnpress.lisp.values import freeze
 
-__all__ = ["FnCode", "Node", "Tail", "const", "is_literal", "literal_value", "raiser", "symbols_in"]
+__all__ = [
+    "WIDE",
+    "FnCode",
+    "Node",
+    "Tail",
+    "const",
+    "is_literal",
+    "literal_value",
+    "raiser",
+    "symbols_in",
+    "weigh",
+]
 
 Node = Callable[[dict[str, Any]], Any]
 
@@ -95,3 +106,27 @@ def symbols_in(form: Any, out: set[str]) -> set[str]:
     return out
 
 
+
+
+#: Forms with more parts than this count one step per part (see :func:`weigh`).
+WIDE = 8
+
+
+def weigh(ctx: Any, node: Node, parts: int) -> Node:
+    """``node``, counting ``parts`` steps per evaluation when the form is wide.
+
+    A form's own step does not cover the work of its parts when they are
+    constants (``(do 1 1 1 ...)``, ``[x 1 1 ...]``, ``(cond false 1 ...)``); for
+    forms with more than :data:`WIDE` parts every evaluation counts them, so a
+    huge form run in a loop still meets the step limit and the clock.
+    """
+    if parts <= WIDE:
+        return node
+
+    def weighed(env: dict[str, Any]) -> Any:
+        ctx.steps += parts
+        if ctx.steps > ctx.check_at:
+            ctx.check()
+        return node(env)
+
+    return weighed
