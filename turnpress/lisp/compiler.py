@@ -87,6 +87,7 @@ class Compiler:
         self.specials = SPECIAL_FORMS
         self.cache: dict[int, tuple[Any, FnCode]] = {}
         self.prepared: dict[Closure, Callable[..., Any]] = {}
+        self.compiled = 0  # forms compiled, to check the clock now and then
         ctx.invoke = self.invoke
         ctx.prepare = self.prepare
 
@@ -99,6 +100,9 @@ class Compiler:
     # --- dispatch -------------------------------------------------------------------------
     def compile(self, form: Any, scope: frozenset[str], tail: Tail | None = None) -> Node:
         """The node for ``form``; ``scope`` holds the local names, ``tail`` the recur target."""
+        self.compiled += 1
+        if not self.compiled & 1023:
+            self.ctx.check_clock()  # compiling counts toward the time limit
         t = type(form)
         if t is Symbol:
             return self.symbol(form, scope)

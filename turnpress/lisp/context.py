@@ -32,6 +32,8 @@ def host_error(name: str, args: tuple[Any, ...] | list[Any], exc: Exception) -> 
         return LispError("runtime_error", f"division by zero in ({name} ...)")
     if isinstance(exc, OverflowError):
         return LispError("runtime_error", f"number too large in ({name} ...)")
+    if isinstance(exc, ValueError) and "int_max_str_digits" in str(exc):
+        return LispError("size_limit", f"integer too large to show in ({name} ...)")
     if isinstance(exc, TypeError):
         kinds = ", ".join(kind_name(a) for a in args) or "no arguments"
         return LispError("type_error", f"{name} cannot be applied to ({kinds})")
@@ -80,6 +82,12 @@ class RunContext:
             raise LispError(
                 "timeout", f"timeout: the program ran longer than {self.limits.timeout_s} s")
         self.check_at = min(self.steps + _CHECK_EVERY, self.max_steps)
+
+    def check_clock(self) -> None:
+        """Raise ``timeout`` when the time is up (used while reading and compiling)."""
+        if time.monotonic() > self.deadline:
+            raise LispError(
+                "timeout", f"timeout: the program ran longer than {self.limits.timeout_s} s")
 
     def charge(self, n: int) -> None:
         """Count ``n`` steps of work done by a built-in."""

@@ -85,7 +85,11 @@ def run_program(
     failure: Failure | None = None
     _raise_recursion_limit(limits.max_depth)
     try:
-        for form in read_program(source):
+        if isinstance(source, str) and len(source) > limits.max_source:
+            raise LispError(
+                "size_limit", f"program too long: {len(source)} characters (the limit is "
+                              f"{limits.max_source}, Limits.max_source)")
+        for form in read_program(source, check=ctx.check_clock):
             value = compiler.compile(form, frozenset())({})
     except ReturnSignal as signal:
         value, returned = signal.value, True

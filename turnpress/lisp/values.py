@@ -22,6 +22,7 @@ from turnpress.core.model import Fn, FrozenMap, Keyword
 from turnpress.lisp.errors import ArgumentError, LispError
 
 __all__ = [
+    "MAX_INT_BITS",
     "MISSING",
     "Closure",
     "CoreFn",
@@ -39,6 +40,11 @@ __all__ = [
     "seq",
     "truthy",
 ]
+
+
+#: Integers may not grow past this many bits (``size_limit``); far below the
+#: 4,300 digits CPython refuses to print, so every integer can be shown.
+MAX_INT_BITS = 4096
 
 
 class _Missing:
