@@ -15,6 +15,7 @@ from turnpress.core.model import Keyword, Tool, ToolCall
 from turnpress.lisp.bridge import from_python, to_python
 from turnpress.lisp.errors import ArgumentError, LispError
 from turnpress.lisp.limits import Limits
+from turnpress.lisp.memory import estimate_size, resident_bytes
 from turnpress.lisp.render import short
 from turnpress.lisp.values import Closure, CoreFn, ToolFn, kind_name, lookup
 
@@ -24,6 +25,9 @@ __all__ = ["HOST_ERRORS", "RunContext", "host_error"]
 HOST_ERRORS = (TypeError, ValueError, ArithmeticError, LookupError, AttributeError)
 
 _CHECK_EVERY = 256
+# Memory is measured every this many clock checks, and after this many bytes allocated.
+_MEMORY_EVERY_CHECKS = 16
+_MEMORY_EVERY_BYTES = 4 * 2**20
 
 
 def host_error(name: str, args: tuple[Any, ...] | list[Any], exc: Exception) -> LispError:
@@ -67,6 +71,12 @@ class RunContext:
         self.prints: list[str] = []
         self.tool_calls: list[ToolCall] = []
         self.returns: dict[Closure, Any] = {}
+        self.max_memory = limits.max_memory
+        self.memory_base = estimate_size(definitions.values())  # kept from earlier turns
+        self.resident_start = resident_bytes()
+        self.allocated = 0  # bytes built-ins reported creating (all of this run)
+        self.alloc_at = _MEMORY_EVERY_BYTES
+        self.checks = 0
         self.invoke: Callable[[Closure, Any], Any] = _no_invoke
         self.prepare: Callable[[Closure], Callable[..., Any]] = _no_invoke  # type: ignore[assignment]
 
@@ -81,7 +91,35 @@ class RunContext:
         if time.monotonic() > self.deadline:
             raise LispError(
                 "timeout", f"timeout: the program ran longer than {self.limits.timeout_s} s")
+        self.checks += 1
+        if not self.checks % _MEMORY_EVERY_CHECKS:
+            self.check_memory()
         self.check_at = min(self.steps + _CHECK_EVERY, self.max_steps)
+
+    def memory_used(self) -> int:
+        """Bytes charged to the program now (see :mod:`turnpress.lisp.memory`)."""
+        if self.resident_start is not None:
+            now = resident_bytes()
+            if now is not None:
+                return self.memory_base + max(now - self.resident_start, 0)
+        return self.memory_base + self.allocated
+
+    def check_memory(self) -> None:
+        """Raise ``memory_limit`` when the program's values hold more than ``max_memory``."""
+        used = self.memory_used()
+        if used > self.max_memory:
+            raise LispError(
+                "memory_limit",
+                f"memory limit exceeded: the program's values hold about {used >> 20} MB "
+                f"(the limit is {self.max_memory >> 20} MB); keep less in memory, e.g. "
+                "select the fields you need instead of keeping whole results")
+
+    def alloc(self, nbytes: int) -> None:
+        """Note that a built-in created a value of about ``nbytes`` bytes."""
+        self.allocated += nbytes
+        if self.allocated > self.alloc_at:
+            self.alloc_at = self.allocated + _MEMORY_EVERY_BYTES
+            self.check_memory()
 
     def check_clock(self) -> None:
         """Raise ``timeout`` when the time is up (used while reading and compiling)."""
@@ -98,6 +136,8 @@ class RunContext:
     def charge_copy(self, n: int) -> None:
         """Count copying ``n`` items in bulk (cheap: one step per 256 items)."""
         self.charge((n >> 8) + 1)
+        if n > 64:
+            self.alloc(8 * n)
 
     def check_count(self, n: int, what: str = "collection") -> None:
         """Raise ``size_limit`` before building a collection of ``n`` items."""
@@ -113,7 +153,9 @@ class RunContext:
             raise LispError(
                 "size_limit",
                 f"string too long: {n} characters (the limit is {self.max_string})")
-        self.charge_copy(n)
+        self.charge((n >> 8) + 1)
+        if n > 64:
+            self.alloc(n)
 
     # --- output -------------------------------------------------------------
     def emit_print(self, text: str) -> None:
