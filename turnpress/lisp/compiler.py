@@ -260,7 +260,7 @@ class Compiler:
             return self.qualified_call(head, args)
         if isinstance(head, (int, float, str, bool)) or head is None:
             return raiser(lambda: LispError(
-                "type_error", f"cannot call {head!r} as a function"))
+                "type_error", f"cannot call {form_text(head)} as a function"))
         return self.dynamic_call(self.expr(head, scope), args)
 
     def keyword_call(self, kw: Keyword, args: list[Node]) -> Node:

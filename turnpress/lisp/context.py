@@ -38,9 +38,11 @@ def host_error(name: str, args: tuple[Any, ...] | list[Any], exc: Exception) -> 
         return LispError("runtime_error", f"number too large in ({name} ...)")
     if isinstance(exc, ValueError) and "int_max_str_digits" in str(exc):
         return LispError("size_limit", f"integer too large to show in ({name} ...)")
-    if isinstance(exc, TypeError):
+    if isinstance(exc, (TypeError, AttributeError)):
         kinds = ", ".join(kind_name(a) for a in args) or "no arguments"
         return LispError("type_error", f"{name} cannot be applied to ({kinds})")
+    if isinstance(exc, LookupError):
+        return LispError("runtime_error", f"{name}: no such key or index")
     return LispError("runtime_error", f"{name} failed: {exc}")
 
 

@@ -119,7 +119,7 @@ def _read_atom(src: _Source, token: str, offset: int) -> Any:
             raise src.error(f"invalid keyword {token}", offset)
         return Keyword(name)
     if first in "#@~^`":
-        raise src.error(f"unsupported reader syntax {token!r}", offset)
+        raise src.error(f"unsupported reader syntax {token}", offset)
     if token != "/" and (token.startswith("/") or token.endswith("/") or token.count("/") > 1):
         raise src.error(f"invalid symbol {token}", offset)
     line, column = src.where(offset)

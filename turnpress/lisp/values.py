@@ -180,6 +180,8 @@ def kind_name(value: Any) -> str:
         return "list"
     if isinstance(value, (set, frozenset)):
         return "set"
+    if type(value).__name__ == "Regex":
+        return "regex"
     return type(value).__name__
 
 
