@@ -28,6 +28,7 @@ _CHECK_EVERY = 256
 # Memory is measured every this many clock checks, and after this many bytes allocated.
 _MEMORY_EVERY_CHECKS = 16
 _MEMORY_EVERY_BYTES = 4 * 2**20
+_MEMORY_HEADROOM = 2**20
 
 
 def host_error(name: str, args: tuple[Any, ...] | list[Any], exc: Exception) -> LispError:
@@ -74,10 +75,13 @@ class RunContext:
         self.tool_calls: list[ToolCall] = []
         self.returns: dict[Closure, Any] = {}
         self.max_memory = limits.max_memory
+        # values may fill the budget but for a little room for the interpreter's own objects
+        self.value_memory = limits.max_memory - min(_MEMORY_HEADROOM, limits.max_memory // 16)
         self.memory_base = estimate_size(definitions.values())  # kept from earlier turns
         self.resident_start = resident_bytes()
         self.allocated = 0  # bytes built-ins reported creating (all of this run)
-        self.alloc_at = _MEMORY_EVERY_BYTES
+        self.pending = 0  # ... since memory was last measured
+        self.last_used = self.memory_base
         self.checks = 0
         self.invoke: Callable[[Closure, Any], Any] = _no_invoke
         self.prepare: Callable[[Closure], Callable[..., Any]] = _no_invoke  # type: ignore[assignment]
@@ -106,22 +110,30 @@ class RunContext:
                 return self.memory_base + max(now - self.resident_start, 0)
         return self.memory_base + self.allocated
 
-    def check_memory(self) -> None:
-        """Raise ``memory_limit`` when the program's values hold more than ``max_memory``."""
-        used = self.memory_used()
-        if used > self.max_memory:
+    def check_memory(self, upcoming: int = 0) -> None:
+        """Raise ``memory_limit`` when the program's values (plus ``upcoming`` bytes about
+        to be created) would hold more than ``max_memory``."""
+        self.last_used = self.memory_used()
+        self.pending = 0
+        used = self.last_used + upcoming
+        if used > self.value_memory:
             raise LispError(
                 "memory_limit",
-                f"memory limit exceeded: the program's values hold about {used >> 20} MB "
-                f"(the limit is {self.max_memory >> 20} MB); keep less in memory, e.g. "
+                f"memory limit exceeded: the program's values would hold about {used >> 20} "
+                f"MB (the limit is {self.max_memory >> 20} MB); keep less in memory, e.g. "
                 "select the fields you need instead of keeping whole results")
 
     def alloc(self, nbytes: int) -> None:
-        """Note that a built-in created a value of about ``nbytes`` bytes."""
+        """Note that a built-in is about to create a value of about ``nbytes`` bytes.
+
+        The memory is measured again after every few megabytes, and whenever the
+        last measurement plus what was created since would pass the budget.
+        """
         self.allocated += nbytes
-        if self.allocated > self.alloc_at:
-            self.alloc_at = self.allocated + _MEMORY_EVERY_BYTES
-            self.check_memory()
+        self.pending += nbytes
+        if self.pending > _MEMORY_EVERY_BYTES or \
+                self.last_used + self.pending > self.value_memory:
+            self.check_memory(nbytes)
 
     def check_clock(self) -> None:
         """Raise ``timeout`` when the time is up (used while reading and compiling)."""
