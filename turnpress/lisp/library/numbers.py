@@ -32,6 +32,7 @@ def _int(x: Any, fname: str) -> int:
 
 
 _INT_LIMIT = 1 << MAX_INT_BITS
+_INT_MAX = _INT_LIMIT - 1
 
 
 def _too_big() -> LispError:
@@ -46,20 +47,26 @@ def _big(r: Any) -> Any:
 
 
 def _add2(a: Any, b: Any) -> Any:
-    if type(a) in _NUM and type(b) in _NUM:
+    ta, tb = type(a), type(b)
+    if ta is int and tb is int:
         r = a + b
-        if type(r) is int and not -_INT_LIMIT < r < _INT_LIMIT:
-            raise _too_big()
-        return r
+        if -_INT_LIMIT < r < _INT_LIMIT:
+            return r
+        raise _too_big()
+    if ta in _NUM and tb in _NUM:
+        return a + b  # a float
     return add(a, b)
 
 
 def _sub2(a: Any, b: Any) -> Any:
-    if type(a) in _NUM and type(b) in _NUM:
+    ta, tb = type(a), type(b)
+    if ta is int and tb is int:
         r = a - b
-        if type(r) is int and not -_INT_LIMIT < r < _INT_LIMIT:
-            raise _too_big()
-        return r
+        if -_INT_LIMIT < r < _INT_LIMIT:
+            return r
+        raise _too_big()
+    if ta in _NUM and tb in _NUM:
+        return a - b  # a float
     return sub(a, b)
 
 
@@ -79,8 +86,16 @@ def _not_eq2(ctx: Any, a: Any, b: Any) -> bool:
 
 @core("+", "Sum of the numbers; (+) is 0.", category="numbers", binary=_add2)
 def add(*xs: Any) -> Any:
-    if len(xs) == 2 and type(xs[0]) in _NUM and type(xs[1]) in _NUM:
-        return _add2(*xs)
+    if len(xs) == 2:
+        a, b = xs
+        ta, tb = type(a), type(b)
+        if (ta is float and tb in _NUM) or (tb is float and ta is int):
+            return a + b
+        if ta is int and tb is int:
+            r = a + b
+            if -_INT_LIMIT < r < _INT_LIMIT:
+                return r
+            raise _too_big()
     total: Any = 0
     for x in xs:
         total = _big(total + _num(x, "+"))
@@ -157,11 +172,15 @@ def mod(a: Any, b: Any) -> Any:
 
 @core("inc", "x + 1.", category="numbers")
 def inc(x: Any) -> Any:
+    if type(x) is int and x < _INT_MAX:
+        return x + 1
     return _big(_num(x, "inc") + 1)
 
 
 @core("dec", "x - 1.", category="numbers")
 def dec(x: Any) -> Any:
+    if type(x) is int and x > -_INT_MAX:
+        return x - 1
     return _big(_num(x, "dec") - 1)
 
 
