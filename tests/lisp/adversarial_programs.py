@@ -67,6 +67,20 @@ ADVERSARIAL_PROGRAMS: list[tuple[str, str, str | None]] = [
     ("sort-mixed-nil", "(sort (conj (vec (range 200000)) nil))", "step_limit"),
     ("map-of-comp", "(count (map (apply comp (repeat 1000 inc)) (range 1000)))",
      "step_limit"),
+    # --- whole-collection work inside a loop counts in proportion to the collection
+    ("equal-big-vectors", "(def a (vec (range 100000))) (def b (vec (range 100000))) "
+                          "(dotimes [i 1000] (= a b))", "step_limit"),
+    ("keys-big-map", "(def m (zipmap (range 100000) (range 100000))) "
+                     "(dotimes [i 1000] (keys m))", "step_limit"),
+    ("update-big-map", "(def m (zipmap (range 50000) (range 50000))) "
+                       "(dotimes [i 1000] (update m 1 inc))", "step_limit"),
+    ("last-of-big-set", "(def s (set (range 100000))) (dotimes [i 1000] (last s))",
+     "step_limit"),
+    ("includes-big-string", _BIG_STRING + ' (dotimes [i 100000] (includes? s "b"))',
+     "step_limit"),
+    ("assoc-many", "(count (apply assoc {} (range 200000)))", "step_limit"),
+    ("apply-str-in-loop", _BIG_STRING + ' (dotimes [i 1000] (count (str s "b")))',
+     "step_limit"),
     # --- reading and compiling count toward the time limit; the source has a size limit
     ("let-30000", _let(30_000), None),
     ("let-100000", _let(100_000), "timeout"),

@@ -147,13 +147,15 @@ def trimr(ctx: Any, s: Any) -> str:
 @core("blank?", "True for nil, \"\" or only whitespace.", category="strings",
       qualified=_q("blank?"))
 def is_blank(s: Any) -> bool:
-    return s is None or _s(s, "blank?").strip() == ""
+    return s is None or _s(s, "blank?").isspace() or s == ""
 
 
 @core("includes?", "(includes? s sub): s contains sub.", category="strings",
       qualified=_q("includes?"))
-def includes(s: Any, sub: Any) -> bool:
-    return _s(sub, "includes?") in _s(s, "includes?")
+def includes(ctx: Any, s: Any, sub: Any) -> bool:
+    s = _s(s, "includes?")
+    ctx.charge((len(s) >> 8) + 1)
+    return _s(sub, "includes?") in s
 
 
 @core("starts-with?", "True when s begins with prefix.", category="strings",
@@ -169,15 +171,19 @@ def ends_with(s: Any, suffix: Any) -> bool:
 
 @core("index-of", "(index-of s sub): position of the first sub in s, or nil.",
       category="strings", qualified=_q("index-of"))
-def index_of(s: Any, sub: Any) -> Any:
-    i = _s(s, "index-of").find(_s(sub, "index-of"))
+def index_of(ctx: Any, s: Any, sub: Any) -> Any:
+    s = _s(s, "index-of")
+    ctx.charge((len(s) >> 8) + 1)
+    i = s.find(_s(sub, "index-of"))
     return None if i < 0 else i
 
 
 @core("last-index-of", "(last-index-of s sub): position of the last sub in s, or nil.",
       category="strings", qualified=_q("last-index-of"))
-def last_index_of(s: Any, sub: Any) -> Any:
-    i = _s(s, "last-index-of").rfind(_s(sub, "last-index-of"))
+def last_index_of(ctx: Any, s: Any, sub: Any) -> Any:
+    s = _s(s, "last-index-of")
+    ctx.charge((len(s) >> 8) + 1)
+    i = s.rfind(_s(sub, "last-index-of"))
     return None if i < 0 else i
 
 
