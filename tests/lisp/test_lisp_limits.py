@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -198,14 +199,19 @@ def test_memory_budget_has_a_default_and_can_be_set():
         Limits(max_memory=0)
 
 
-def test_estimate_size_counts_shared_structure_once_and_stays_bounded():
+def test_estimate_size_counts_shared_structure_once_and_samples_big_collections():
     leaf = "x" * 10_000
     shared: list = [leaf]
     for _ in range(40):
         shared = [shared, shared]
     assert 10_000 < estimate_size([shared]) < 20_000
-    many = [str(i) for i in range(50_000)]
-    assert estimate_size([many], max_walk=1_000) < estimate_size([many])
+    rows = [{"id": i, "name": f"name-{i}", "tags": ["a", f"t{i}"]} for i in range(50_000)]
+    exact = sys.getsizeof(rows) + sum(
+        sys.getsizeof(r) + sys.getsizeof(r["id"]) + sys.getsizeof(r["name"])
+        + sys.getsizeof(r["tags"]) + sys.getsizeof(r["tags"][1]) for r in rows)
+    estimate = estimate_size([rows])
+    assert 0.7 * exact < estimate < 1.3 * exact
+    assert estimate_size([rows], max_walk=10) < estimate
 
 
 # --- messages -----------------------------------------------------------------------------------
