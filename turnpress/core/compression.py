@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import inspect
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from turnpress.core.clojure import to_clojure
 from turnpress.core.model import Fn, Message, Tool, Turn, coerce_tools
@@ -25,14 +28,18 @@ __all__ = [
     "BASELINE_STRATEGY",
     "DEFAULT_STRATEGY",
     "Breakpoint",
+    "Compression",
     "NamespaceView",
     "RenderContext",
+    "RunCache",
+    "RunState",
     "Strategy",
     "StrategyNotApplicable",
     "check_messages",
     "get_strategy",
     "normalize",
     "parse_strategy_spec",
+    "prompt_arguments",
     "render",
     "render_with_breakpoints",
     "strategy_names",
@@ -137,7 +144,15 @@ class Strategy:
 
 
 def option_defaults(cls: type) -> dict[str, Any]:
-    """The keyword-only constructor arguments of a strategy class, with defaults."""
+    """The keyword-only constructor arguments of a strategy class, with defaults.
+
+    Read once per class (``inspect.signature`` is slow), then served from a cache.
+    """
+    return dict(_option_defaults(cls))
+
+
+@lru_cache(maxsize=256)
+def _option_defaults(cls: type) -> dict[str, Any]:
     try:
         sig = inspect.signature(cls)
     except (TypeError, ValueError):
@@ -147,6 +162,15 @@ def option_defaults(cls: type) -> dict[str, Any]:
         for p in sig.parameters.values()
         if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is not p.empty
     }
+
+
+Compression = (bool | str | type[Strategy] | Strategy
+               | tuple[str | type[Strategy], Mapping[str, Any]] | None)
+"""What ``compression=`` accepts (``render``, ``Agent``, ``get_strategy``, ``normalize``):
+``True`` (the default strategy, ``single-user-coalesced``; the default everywhere),
+``False``/``None`` (the ``full-history`` baseline), a strategy name or spec string
+(``"rolling-window:window=3"``), a Strategy class, a Strategy instance, or
+``(name_or_class, {options})``."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +188,82 @@ class NamespaceView:
     minimal: bool = False
 
 
+class RunCache:
+    """What every render of one run shares, rendered once and reused.
+
+    A run is fixed by its tools, its data, the template directories and the
+    plugin registry; sections that depend on nothing else (the namespace sections
+    ordered before ``user/``: ``tool/``, ``data/``, NS-012) and template texts
+    whose variables are plain strings and numbers are kept here. Found by
+    :func:`run_cache_for` from the identity of those objects and of every tool
+    and data value, so replacing a value starts a new cache; changing a value in
+    place (appending to a list inside ``data``) is not seen: pass new data instead.
+    """
+
+    __slots__ = ("data", "keep", "lock", "sections", "texts", "tools")
+
+    def __init__(self, keep: tuple[Any, ...]) -> None:
+        self.keep = keep  # strong references: the ids in the lookup key stay unique
+        self.sections: dict[tuple[Any, ...], tuple[Any, str]] = {}
+        self.texts: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        self.tools: dict[str, Tool] | None = None  # the coerced tools (render())
+        self.data: dict[str, Any] | None = None
+        self.lock = threading.Lock()
+
+
+_RUNS: OrderedDict[tuple[Any, ...], RunCache] = OrderedDict()
+_RUNS_LOCK = threading.Lock()
+_MAX_RUNS = 8
+_MAX_TEXTS = 64
+
+
+def _items(mapping: Mapping[str, Any] | None) -> tuple[tuple[Any, Any], ...]:
+    return () if mapping is None else tuple(mapping.items())
+
+
+def _same_items(a: tuple[tuple[Any, Any], ...], b: tuple[tuple[Any, Any], ...]) -> bool:
+    return len(a) == len(b) and all(
+        x[1] is y[1] and x[0] == y[0] for x, y in zip(a, b, strict=True))
+
+
+def run_cache_for(tools: Mapping[str, Any] | None, data: Mapping[str, Any] | None,
+                  template_dirs: tuple[Path, ...], registry: Registry) -> RunCache:
+    """The :class:`RunCache` of the run with these tools, data, templates and plugins."""
+    key = (id(tools), id(data), tuple(template_dirs), id(registry))
+    tool_items, data_items = _items(tools), _items(data)
+    with _RUNS_LOCK:
+        entry = _RUNS.get(key)
+        if entry is not None:
+            kept_tools, kept_data, kept_registry, kept_tool_items, kept_data_items = entry.keep
+            if (kept_tools is tools and kept_data is data and kept_registry is registry
+                    and _same_items(kept_tool_items, tool_items)
+                    and _same_items(kept_data_items, data_items)):
+                _RUNS.move_to_end(key)
+                return entry
+        entry = RunCache((tools, data, registry, tool_items, data_items))
+        _RUNS[key] = entry
+        _RUNS.move_to_end(key)
+        while len(_RUNS) > _MAX_RUNS:
+            _RUNS.popitem(last=False)
+        return entry
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _text_key(name: str, variables: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """A cache key for a template call whose variables are plain values, else None."""
+    key: list[Any] = [name]
+    for k, v in variables.items():
+        if isinstance(v, _PLAIN):
+            key.append((k, type(v), v))
+        elif isinstance(v, (list, tuple)) and all(isinstance(x, _PLAIN) for x in v):
+            key.append((k, tuple, tuple((type(x), x) for x in v)))
+        else:
+            return None
+    return tuple(key)
+
+
 @dataclass(frozen=True)
 class RenderContext:
     """Everything a strategy needs besides the turns, and the shared building blocks."""
@@ -178,6 +278,14 @@ class RenderContext:
     #: an imported transcript's original messages before its first turn (empty for a
     #: PTC-Lisp run); its turns carry their own original ``Turn.messages``
     preamble: tuple[Message, ...] = ()
+    #: what the renders of this run share (see :class:`RunCache`); found from
+    #: ``tools``, ``data``, ``template_dirs`` and ``registry`` when not given
+    run_cache: RunCache | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.run_cache is None:
+            object.__setattr__(self, "run_cache", run_cache_for(
+                self.tools, self.data, tuple(self.template_dirs), self.registry))
 
     @property
     def is_transcript(self) -> bool:
@@ -214,9 +322,25 @@ class RenderContext:
     # -- templates ------------------------------------------------------------------
 
     def template(self, name: str, /, **variables: Any) -> str:
-        """Render template ``name`` with ``variables`` (trailing newlines removed)."""
+        """Render template ``name`` with ``variables`` (trailing newlines removed).
+
+        Templates are pure: when every variable is a plain string, number, boolean,
+        None, or a list of those, the text is remembered for the rest of the run.
+        """
+        cache: RunCache = self.run_cache  # type: ignore[assignment]
+        key = _text_key(name, variables)
+        if key is not None:
+            text = cache.texts.get(key)
+            if text is not None:
+                return text
         env = get_environment(self.template_dirs)
-        return env.get_template(name).render(**variables).rstrip("\n")
+        text = env.get_template(name).render(**variables).rstrip("\n")
+        if key is not None:
+            with cache.lock:
+                cache.texts[key] = text
+                if len(cache.texts) > _MAX_TEXTS:
+                    cache.texts.popitem(last=False)
+        return text
 
     def message(self, role: str, content: str) -> Message:
         """A message dict."""
@@ -231,16 +355,26 @@ class RenderContext:
 
         ``only`` restricts to the named sections (``["tool/", "data/"]``);
         ``stable=True`` keeps the sections ordered before ``user/`` (which must not
-        depend on memory), ``stable=False`` the others.
+        depend on memory), ``stable=False`` the others. The stable sections are
+        rendered once per run (:class:`RunCache`) and reused.
         """
         view = NamespaceView(self, memory, show_samples, minimal)
         wanted = None if only is None else set(only)
         sections = []
+        cache: RunCache = self.run_cache  # type: ignore[assignment]
         for reg in self.registry.namespace_renderers():
             if wanted is not None and reg.name not in wanted:
                 continue
-            if stable is not None and (reg.order < USER_NAMESPACE_ORDER) != stable:
+            is_stable = reg.order < USER_NAMESPACE_ORDER
+            if stable is not None and is_stable != stable:
                 continue
+            key = (id(reg), show_samples, minimal)
+            if is_stable:
+                hit = cache.sections.get(key)
+                if hit is not None and hit[0] is reg:
+                    if hit[1]:
+                        sections.append(hit[1])
+                    continue
             try:
                 text = reg.value(view)
             except Exception as exc:
@@ -249,8 +383,11 @@ class RenderContext:
                     f"{type(exc).__name__}: {exc}", plugin=reg.plugin.name,
                     distribution=reg.plugin.distribution,
                     entry_point=reg.plugin.entry_point) from exc
+            text = text.rstrip("\n") if text else ""
+            if is_stable:
+                cache.sections[key] = (reg, text)
             if text:
-                sections.append(text.rstrip("\n"))
+                sections.append(text)
         return sections
 
     def tool_calls(self, turns: Sequence[Turn], limit: int) -> str | None:
@@ -438,7 +575,7 @@ def _coerce_option(strategy: str, option: str, text: str, default: Any) -> Any:
     return text
 
 
-def _resolve(compression: Any, registry: Registry) -> tuple[type, dict[str, Any]]:
+def _resolve(compression: Compression, registry: Registry) -> tuple[type, dict[str, Any]]:
     """``(strategy class, validated options as given)`` for a ``compression=`` value."""
     if compression is None or compression is False:
         compression = BASELINE_STRATEGY
@@ -485,22 +622,42 @@ def _instantiate(cls: type, options: Mapping[str, Any]) -> Any:
         raise ValueError(f"strategy {cls.name!r}: {exc}") from None
 
 
-def get_strategy(compression: Any = True, /, registry: Registry | None = None,
+_RESOLVED: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+_RESOLVED_LOCK = threading.Lock()
+
+
+def get_strategy(compression: Compression = True, /, registry: Registry | None = None,
                  **options: Any) -> Any:
     """The strategy instance that ``render(..., compression=compression)`` uses.
 
     Accepts everything :func:`normalize` accepts, plus a ready instance; extra
     keyword arguments are options. ``False``/``None`` give the ``full-history``
-    baseline. Bad names and options raise ``ValueError``.
+    baseline. Bad names and options raise ``ValueError``. A name, spec string or
+    ``True``/``False``/``None`` is resolved and its options validated once per
+    set of registered strategies; later calls reuse that instance (strategies are
+    pure, so sharing one is safe).
     """
     registry = registry or get_registry()
     if not options and _is_strategy_class(type(compression)):
         return compression
+    cacheable = not options and (compression is None or isinstance(compression, (bool, str)))
+    if cacheable:
+        key = (type(compression), compression, id(registry))
+        strategies = registry.strategies()
+        hit = _RESOLVED.get(key)
+        if hit is not None and hit[0] is strategies:
+            return hit[1]
     cls, given = _resolve(compression, registry)
-    return _instantiate(cls, _validated(cls, {**given, **options}))
+    instance = _instantiate(cls, _validated(cls, {**given, **options}))
+    if cacheable:
+        with _RESOLVED_LOCK:
+            if len(_RESOLVED) > 256:
+                _RESOLVED.clear()
+            _RESOLVED[key] = (strategies, instance)
+    return instance
 
 
-def normalize(compression: Any) -> tuple[str | None, dict[str, Any]]:
+def normalize(compression: Compression) -> tuple[str | None, dict[str, Any]]:
     """Normalize a ``compression=`` value to ``(strategy_name | None, options)``.
 
     ``True`` -> ``("single-user-coalesced", {})``; ``False``/``None`` -> ``(None, {})``;
@@ -515,6 +672,60 @@ def normalize(compression: Any) -> tuple[str | None, dict[str, Any]]:
     return cls.name, options
 
 
+class RunLike(Protocol):
+    """What :func:`prompt_arguments` reads from a run: a :class:`~turnpress.core.trace.Trace`,
+    a :class:`RunState`, or anything with these attributes (``preamble`` and ``name``
+    are optional)."""
+
+    mission: str
+    system_prompt: str
+    max_turns: int
+    tools: Mapping[str, Any]
+    data: Mapping[str, Any]
+    turns: Sequence[Turn]
+
+
+@dataclass(frozen=True)
+class RunState:
+    """A run in progress, as the render path needs it (the agent loop's view of a
+    :class:`~turnpress.core.trace.Trace`). Nothing is copied, so the tools and data
+    keep their identity from turn to turn and their sections are rendered once."""
+
+    mission: str
+    system_prompt: str
+    max_turns: int
+    tools: Mapping[str, Any]
+    data: Mapping[str, Any]
+    turns: tuple[Turn, ...] = ()
+    preamble: tuple[Mapping[str, Any], ...] = ()
+    name: str = ""
+
+
+def prompt_arguments(run: RunLike, n: int) -> dict[str, Any]:
+    """The arguments of :func:`render` (all but ``compression`` and ``template_dirs``)
+    for the prompt of turn ``n`` (1-based) of ``run``.
+
+    This is the one place that says what "the prompt of turn n" is: the turns before
+    it (``turns[:n-1]``) and ``turns_left = max_turns - (n - 1)`` (ARC-006: counted
+    from turns, never from messages). ``n`` goes from 1 to ``len(turns) + 1``; the
+    last one is the next prompt, the one a live agent sends next (turn 1 of a run
+    with no turns). ``render``, ``trace show``, ``compare`` and the agent loop all
+    come through here. Anything else raises ``ValueError`` naming the run and the
+    valid range.
+    """
+    turns = tuple(run.turns)
+    count = len(turns)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= count + 1:
+        name = getattr(run, "name", "") or "(unnamed)"
+        raise ValueError(f"trace {name} has {count} turn{'' if count == 1 else 's'}; "
+                         f"turn must be from 1 to {count + 1} ({count + 1} is the next "
+                         f"prompt), got {n!r}")
+    return {"turns": turns[: n - 1], "mission": run.mission,
+            "system_prompt": run.system_prompt, "tools": run.tools, "data": run.data,
+            "turns_left": run.max_turns - (n - 1),
+            "preamble": tuple(getattr(run, "preamble", ()))}
+
+
 def _prepare(
     turns: Iterable[Turn],
     memory: Mapping[str, Any] | None,
@@ -524,7 +735,7 @@ def _prepare(
     tools: Mapping[str, Any] | None,
     data: Mapping[str, Any] | None,
     turns_left: int,
-    compression: Any,
+    compression: Compression,
     template_dirs: Iterable[str | os.PathLike[str]],
     preamble: Iterable[Mapping[str, Any]] = (),
 ) -> tuple[Any, tuple[Turn, ...], Mapping[str, Any], RenderContext]:
@@ -540,14 +751,21 @@ def _prepare(
     if memory is None:
         memory = turns[-1].memory if turns else {}
     strategy = get_strategy(compression)
+    registry = get_registry()
+    dirs = resolve_template_dirs(template_dirs)
+    shared = run_cache_for(tools, data, dirs, registry)
+    if shared.tools is None or shared.data is None:
+        shared.tools, shared.data = coerce_tools(tools), dict(data or {})
     ctx = RenderContext(
         mission=mission,
         system_prompt=system_prompt,
-        tools=coerce_tools(tools),
-        data=dict(data or {}),
+        tools=shared.tools,
+        data=shared.data,
         turns_left=turns_left,
-        template_dirs=resolve_template_dirs(template_dirs),
+        template_dirs=dirs,
+        registry=registry,
         preamble=tuple(preamble),  # type: ignore[arg-type]
+        run_cache=shared,
     )
     return strategy, turns, memory, ctx
 
@@ -561,7 +779,7 @@ def render(
     tools: Mapping[str, Any] | None = None,
     data: Mapping[str, Any] | None = None,
     turns_left: int,
-    compression: Any = True,
+    compression: Compression = True,
     template_dirs: Iterable[str | os.PathLike[str]] = (),
     preamble: Iterable[Mapping[str, Any]] = (),
 ) -> list[Message]:
@@ -589,7 +807,7 @@ def render_with_breakpoints(
     tools: Mapping[str, Any] | None = None,
     data: Mapping[str, Any] | None = None,
     turns_left: int,
-    compression: Any = True,
+    compression: Compression = True,
     template_dirs: Iterable[str | os.PathLike[str]] = (),
     preamble: Iterable[Mapping[str, Any]] = (),
 ) -> tuple[list[Message], list[Breakpoint]]:
