@@ -66,8 +66,9 @@ def test_task_file_and_overrides(tmp_path):
                     "[data]\nitems = [1, 2, 3]\n")
     result = invoke(str(path))
     assert result.exit_code == 0, result.output
-    assert "strategy: none (full history)" in result.stdout and "result: 3" in result.stdout
-    cut = invoke(str(path), "--max-turns", "1", "--compression", "single-user-coalesced")
+    # no compression in the file: the one default, the default strategy (as render())
+    assert "strategy: single-user-coalesced" in result.stdout and "result: 3" in result.stdout
+    cut = invoke(str(path), "--max-turns", "1", "--strategy", "single-user-coalesced")
     assert cut.exit_code == 1
     assert "did not succeed after 1 turn: max_turns" in cut.stdout
     assert "strategy: none (full history)" in cut.stdout  # max_turns=1 never compresses
@@ -109,7 +110,7 @@ def test_openai_compatible_llm_via_base_url(monkeypatch):
     (["no-such-example"], "unknown task 'no-such-example'; bundled tasks:"),
     (["--llm", "gemini:pro"], "unknown LLM provider 'gemini'"),
     (["--llm", "openai"], "'openai' names no model"),
-    (["--compression", "nope"], "unknown strategy 'nope'"),
+    (["--strategy", "nope"], "unknown strategy 'nope'"),
     (["--max-turns", "0"], "--max-turns"),
     (["--max-turns", "many"], "--max-turns"),
     (["--bogus"], "--bogus"),

@@ -32,7 +32,7 @@ def test_load_task_default_and_path(tmp_path):
     task = load_task(path)
     assert (task.name, task.mission, task.replies, task.bundled) == (
         "mine", "Count to three", ("(return 3)",), False)
-    assert task.max_turns == 5 and task.compression is False
+    assert task.max_turns == 5 and task.compression is True  # the one default
 
 
 def test_full_format():
@@ -99,7 +99,7 @@ def test_build_agent_uses_scripted_replies_and_overrides():
     agent = task.build_agent()
     assert isinstance(agent, Agent) and isinstance(agent.llm, ScriptedLLM)
     assert agent.llm.replies == ("a", "b")
-    assert (agent.max_turns, agent.compression) == (3, False)
+    assert (agent.max_turns, agent.compression) == (3, True)
     other = task.build_agent(lambda m: "x", max_turns=2, compression=True)
     assert (other.max_turns, other.compression) == (2, True)
     assert task.build_agent().llm is not agent.llm  # fresh script each time
