@@ -293,7 +293,12 @@ def templates_export(directory: str, force: bool) -> None:
 
     try:
         written = export_templates(directory, force=force)
-    except (FileExistsError, OSError) as exc:
+    except FileExistsError as exc:
+        existing = getattr(exc, "existing", None) or [directory]
+        raise CLIError(f"{len(existing)} template(s) already exist in {directory}, e.g. "
+                       f"{existing[0]}; nothing was exported. Add --force to overwrite them, "
+                       f"or export to a new directory.") from None
+    except OSError as exc:
         raise fail_cleanly(exc) from None
     click.echo(f"exported {len(written)} templates to {directory}; use them with "
                f"--templates {directory} or TURNPRESS_TEMPLATES={directory}")

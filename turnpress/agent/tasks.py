@@ -47,6 +47,7 @@ from typing import Any
 
 from turnpress.agent.agent import INHERIT, Agent
 from turnpress.agent.llm import LLM, LLMReply, ScriptedLLM
+from turnpress.agent.mission import expand_mission
 from turnpress.core.compression import Compression, normalize
 from turnpress.core.model import Tool
 
@@ -269,11 +270,17 @@ class _Parser:
             raise self.error("compression", str(exc)) from None
         data = self.get(doc, "data", dict, {})
         self.check_value(data, "data")
+        mission = self.get(doc, "mission", str, ...)
+        try:
+            expand_mission(mission, data)
+        except ValueError as exc:
+            raise self.error("mission", f"{exc}; add the value under [data] in this "
+                                        f"file") from None
         tools = self.get(doc, "tools", dict, {})
         replies = self.get(doc, "replies", list, [])
         return Task(
             name=self.get(doc, "name", str, default_name),
-            mission=self.get(doc, "mission", str, ...),
+            mission=mission,
             description=self.get(doc, "description", str, ""),
             max_turns=max_turns,
             compression=compression,

@@ -550,6 +550,9 @@ def parse_strategy_spec(spec: str) -> tuple[str, dict[str, str]]:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"strategy spec {spec!r}: {item!r} is not option=value")
+        if key.strip() in options:
+            raise ValueError(f"strategy spec {spec!r} gives option {key.strip()!r} twice; "
+                             f"give each option once")
         options[key.strip()] = value.strip()
     return name, options
 
@@ -569,8 +572,9 @@ def _coerce_option(strategy: str, option: str, text: str, default: Any) -> Any:
         if isinstance(default, float):
             return float(text)
     except ValueError:
-        kind = type(default).__name__
-        raise ValueError(f"strategy {strategy!r}: option {option!r} expects a {kind}, "
+        kind = {bool: "a boolean (true or false)", int: "an integer",
+                float: "a number"}.get(type(default), f"a {type(default).__name__}")
+        raise ValueError(f"strategy {strategy!r}: option {option!r} expects {kind}, "
                          f"got {text!r}") from None
     return text
 
