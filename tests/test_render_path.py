@@ -275,3 +275,17 @@ def test_the_stable_sections_are_rendered_once_per_run():
     finally:
         object.__setattr__(data_reg, "value", real)
     assert len(calls) == 1
+
+
+def test_the_readme_cites_documents_that_exist():
+    """The README cites docs/ pages, not specs that are not in the repository."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    assert "DESIGN §" not in readme and "spec 05" not in readme and "spec 01" not in readme
+    links = re.findall(r"\]\((docs/[^)#]+)", readme)
+    assert "docs/format.md" in links and "docs/tasks.md" in links
+    for link in links:
+        assert (root / link).is_file(), link

@@ -141,3 +141,20 @@ def test_unknown_task_lists_the_bundled_ones(tmp_path):
 def test_task_is_a_plain_value():
     task = parse_task(MINIMAL)
     assert isinstance(task, Task) and task.source is None and not task.bundled
+
+
+def test_docs_tasks_md_example_parses_and_runs():
+    """docs/tasks.md documents every field, and its example is a working task."""
+    import re
+    from pathlib import Path
+
+    from turnpress.agent import tasks
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "tasks.md").read_text()
+    example = re.search(r"## Example\n\n```toml\n(.*?)\n```\n\n## ", doc, re.S).group(1)
+    task = parse_task(example, where="docs/tasks.md")
+    assert task.name == "cheapest-laptop" and len(task.replies) == 2
+    step = task.build_agent().run()
+    assert step.success and step.result == "Air"
+    for key in (*tasks._TASK_KEYS, *tasks._TOOL_KEYS, "text", "usage"):
+        assert f"| `{key}` |" in doc, key

@@ -31,7 +31,8 @@ text = '''
 ``replies`` may also be a top-level array of strings (``replies = ["..."]``), written
 before the first ``[table]`` (TOML puts keys after a table header into that table).
 TOML has no nil: a tool without ``result`` returns nil (a side-effect tool).
-Unknown keys are errors, so a typo never goes unnoticed.
+Unknown keys are errors, so a typo never goes unnoticed. docs/tasks.md documents
+every field.
 """
 
 from __future__ import annotations
