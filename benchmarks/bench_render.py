@@ -34,6 +34,7 @@ from turnpress.core.trace import Trace
 TARGET = 3.0
 TOTAL_TURNS = 1000
 MAX_TURNS = 1005
+PROFILE_TURN = 1000
 
 
 def make_trace() -> Trace:
@@ -112,7 +113,7 @@ def main() -> int:
         import pstats
 
         profiler = cProfile.Profile()
-        profiler.runcall(lambda: [trace.prompt(10) for _ in range(300)])
+        profiler.runcall(lambda: [trace.prompt(PROFILE_TURN) for _ in range(300)])
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
         return 0
     failed = False

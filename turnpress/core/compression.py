@@ -397,7 +397,7 @@ class RenderContext:
             return None
         calls = [
             {"name": call.name, "args": self.call_args(call.args)}
-            for call in last_items((t.tool_calls for t in turns), limit)
+            for call in newest_items((t.tool_calls for t in reversed(turns)), limit)
         ]
         return self.template("history/tool_calls.j2", calls=calls)
 
@@ -410,7 +410,7 @@ class RenderContext:
         """
         if not has_printed(turns):
             return None
-        prints = last_items((t.prints for t in turns if t.success), limit)
+        prints = newest_items((t.prints for t in reversed(turns) if t.success), limit)
         return self.template("history/output.j2", prints=prints, max_chars=max_chars)
 
     def failed_attempt(self, turn: Turn, *, max_lines: int | None = None) -> str:
@@ -500,14 +500,17 @@ def error_message(turn: Turn) -> str:
 
 
 def last_items(groups: Iterable[Sequence[Any]], limit: int) -> list[Any]:
-    """The last ``limit`` items of the concatenated ``groups``, oldest first.
+    """The last ``limit`` items of the concatenated ``groups``, oldest first."""
+    return newest_items(reversed(list(groups)), limit)
 
-    Walks from the end, so the cost depends on ``limit``, not on the history length.
-    """
+
+def newest_items(groups_newest_first: Iterable[Sequence[Any]], limit: int) -> list[Any]:
+    """:func:`last_items` given the groups newest first (``reversed(turns)``): it stops
+    once it has ``limit`` items, so the cost depends on ``limit``, not on the history."""
     if limit <= 0:
         return []
     picked: list[Any] = []
-    for group in reversed(list(groups)):
+    for group in groups_newest_first:
         need = limit - len(picked)
         picked.extend(reversed(group[-need:]))
         if len(picked) >= limit:
@@ -745,9 +748,10 @@ def _prepare(
 ) -> tuple[Any, tuple[Turn, ...], Mapping[str, Any], RenderContext]:
     """Check ``render()``'s arguments; return (strategy, turns, memory, context)."""
     turns = tuple(turns)
-    for i, turn in enumerate(turns):
-        if not isinstance(turn, Turn):
-            raise TypeError(f"turns[{i}] is a {type(turn).__name__}, not a Turn")
+    if not set(map(type, turns)) <= {Turn}:  # one C-speed pass; subclasses are checked below
+        for i, turn in enumerate(turns):
+            if not isinstance(turn, Turn):
+                raise TypeError(f"turns[{i}] is a {type(turn).__name__}, not a Turn")
     if not isinstance(mission, str):
         raise TypeError(f"mission must be a string, got {type(mission).__name__}")
     if isinstance(turns_left, bool) or not isinstance(turns_left, int):
