@@ -289,3 +289,10 @@ def test_the_readme_cites_documents_that_exist():
     assert "docs/format.md" in links and "docs/tasks.md" in links
     for link in links:
         assert (root / link).is_file(), link
+
+
+def test_a_resolved_strategy_is_not_shared_between_callers():
+    first = get_strategy("rolling-window:window=3")
+    first.window = 9
+    again = get_strategy("rolling-window:window=3")
+    assert again is not first and again.window == 3

@@ -629,7 +629,7 @@ def _instantiate(cls: type, options: Mapping[str, Any]) -> Any:
         raise ValueError(f"strategy {cls.name!r}: {exc}") from None
 
 
-_RESOLVED: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+_RESOLVED: dict[tuple[Any, ...], tuple[Any, type, dict[str, Any]]] = {}
 _RESOLVED_LOCK = threading.Lock()
 
 
@@ -640,9 +640,8 @@ def get_strategy(compression: Compression = True, /, registry: Registry | None =
     Accepts everything :func:`normalize` accepts, plus a ready instance; extra
     keyword arguments are options. ``False``/``None`` give the ``full-history``
     baseline. Bad names and options raise ``ValueError``. A name, spec string or
-    ``True``/``False``/``None`` is resolved and its options validated once per
-    set of registered strategies; later calls reuse that instance (strategies are
-    pure, so sharing one is safe).
+    ``True``/``False``/``None`` is looked up, parsed and validated once per set of
+    registered strategies; later calls only build a new instance from the result.
     """
     registry = registry or get_registry()
     if not options and _is_strategy_class(type(compression)):
@@ -653,14 +652,15 @@ def get_strategy(compression: Compression = True, /, registry: Registry | None =
         strategies = registry.strategies()
         hit = _RESOLVED.get(key)
         if hit is not None and hit[0] is strategies:
-            return hit[1]
+            return _instantiate(hit[1], hit[2])
     cls, given = _resolve(compression, registry)
-    instance = _instantiate(cls, _validated(cls, {**given, **options}))
+    valid = _validated(cls, {**given, **options})
+    instance = _instantiate(cls, valid)
     if cacheable:
         with _RESOLVED_LOCK:
             if len(_RESOLVED) > 256:
                 _RESOLVED.clear()
-            _RESOLVED[key] = (strategies, instance)
+            _RESOLVED[key] = (strategies, cls, valid)
     return instance
 
 
