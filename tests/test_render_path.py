@@ -296,3 +296,17 @@ def test_a_resolved_strategy_is_not_shared_between_callers():
     first.window = 9
     again = get_strategy("rolling-window:window=3")
     assert again is not first and again.window == 3
+
+
+def test_the_text_cache_of_a_run_stays_bounded():
+    ctx = compression.RenderContext(mission="m", system_prompt="", tools={}, data={"z": 1},
+                                    turns_left=3)
+    for i in range(500):
+        assert ctx.turns_left_line(i + 2) == f"Turns left: {i + 2}"
+        ctx.template("history/output.j2", prints=["x" * 5000, str(i)], max_chars=None)
+    cache = ctx.run_cache
+    assert len(cache.texts) <= compression._MAX_TEXTS
+    assert cache.text_chars <= compression._MAX_TEXT_CHARS
+    big = "y" * compression._MAX_TEXT_CHARS
+    ctx.template("history/output.j2", prints=[big], max_chars=None)
+    assert all(big not in text for text in cache.texts.values())

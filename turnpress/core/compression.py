@@ -200,7 +200,7 @@ class RunCache:
     place (appending to a list inside ``data``) is not seen: pass new data instead.
     """
 
-    __slots__ = ("data", "keep", "lock", "sections", "texts", "tools")
+    __slots__ = ("data", "keep", "lock", "sections", "text_chars", "texts", "tools")
 
     def __init__(self, keep: tuple[Any, ...]) -> None:
         self.keep = keep  # strong references: the ids in the lookup key stay unique
@@ -209,12 +209,39 @@ class RunCache:
         self.tools: dict[str, Tool] | None = None  # the coerced tools (render())
         self.data: dict[str, Any] | None = None
         self.lock = threading.Lock()
+        self.text_chars = 0
+
+    def remember(self, key: tuple[Any, ...], text: str) -> None:
+        """Keep a template's text, the newest ``_MAX_TEXTS`` within ``_MAX_TEXT_CHARS``."""
+        size = _key_chars(key) + len(text)
+        if size > _MAX_TEXT_CHARS // 4:
+            return
+        with self.lock:
+            if key in self.texts:
+                return
+            self.texts[key] = text
+            self.text_chars += size
+            while len(self.texts) > _MAX_TEXTS or self.text_chars > _MAX_TEXT_CHARS:
+                old_key, old_text = self.texts.popitem(last=False)
+                self.text_chars -= _key_chars(old_key) + len(old_text)
 
 
 _RUNS: OrderedDict[tuple[Any, ...], RunCache] = OrderedDict()
 _RUNS_LOCK = threading.Lock()
 _MAX_RUNS = 8
 _MAX_TEXTS = 64
+_MAX_TEXT_CHARS = 1_000_000  # per run: what the text cache may hold
+
+
+def _key_chars(key: tuple[Any, ...]) -> int:
+    total = 0
+    for part in key[1:]:
+        value = part[2]
+        if isinstance(value, str):
+            total += len(value)
+        elif isinstance(value, tuple):
+            total += sum(len(x[1]) for x in value if isinstance(x[1], str))
+    return total
 
 
 def _items(mapping: Mapping[str, Any] | None) -> tuple[tuple[Any, Any], ...]:
@@ -336,10 +363,7 @@ class RenderContext:
         env = get_environment(self.template_dirs)
         text = env.get_template(name).render(**variables).rstrip("\n")
         if key is not None:
-            with cache.lock:
-                cache.texts[key] = text
-                if len(cache.texts) > _MAX_TEXTS:
-                    cache.texts.popitem(last=False)
+            cache.remember(key, text)
         return text
 
     def message(self, role: str, content: str) -> Message:
