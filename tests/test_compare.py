@@ -281,7 +281,7 @@ def write(tmp_path: Path, name: str, text: str | bytes) -> str:
     (["-s", "nope"], "Error: unknown strategy 'nope'; registered strategies: "),
     (["-s", "rolling-window:size=3"], "Error: strategy 'rolling-window' has no option 'size'"),
     (["-s", "rolling-window:window=x"], "Error: strategy 'rolling-window': option 'window' "
-                                        "expects a int"),
+                                        "expects an integer"),
     (["--tokenizer", "gpt2"], "Error: unknown tokenizer 'gpt2'; registered tokenizers: "
                               "chars4, cl100k_base, o200k_base."),
     (["--price", "gpt-5"], "Error: unknown price preset 'gpt-5'; use a preset "),

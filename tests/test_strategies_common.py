@@ -51,7 +51,7 @@ def test_bad_option_values(name: str, options: dict[str, Any], words: list[str])
     ("per-turn-summary:window=2", r"has no option 'window'.*println_limit, tool_call_limit"),
     ("progressive-batch:enabled=true", r"has no option 'enabled'.*min_preserved, batch_size"),
     ("rolling-window:size=3", r"'rolling-window' has no option 'size'.*window, step"),
-    ("rolling-window:window=two", "'window' expects a int"),
+    ("rolling-window:window=two", "'window' expects an integer"),
     ("full-history:window=1", "'full-history' has no option 'window'; valid options: "
                               r"\(none\)"),
 ])

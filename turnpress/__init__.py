@@ -8,6 +8,7 @@ they are found through the ``turnpress`` entry-point group on first use.
 
 from turnpress.core.clojure import to_clojure
 from turnpress.core.compression import (
+    Compression,
     NamespaceView,
     RenderContext,
     Strategy,
@@ -36,6 +37,7 @@ from turnpress.core.trace import Trace, load_trace, save_trace
 __version__ = "0.1.0"
 
 __all__ = [
+    "Compression",
     "Failure",
     "Fn",
     "Keyword",

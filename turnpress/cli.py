@@ -160,12 +160,30 @@ def run_strategy(strategy: Any, call: Callable[[], T]) -> T:
                        f"{type(exc).__name__}: {exc}") from None
 
 
+def resolve_trace_path(arg: str) -> str:
+    """A trace file path as given, or the bundled example trace named ``arg``
+    (``product-research``), as ``turnpress run NAME`` finds a bundled task."""
+    import os
+    from pathlib import Path
+
+    from turnpress.examples import EXAMPLES_DIR, example_trace_paths
+
+    if Path(arg).exists() or os.sep in arg or "/" in arg or arg.endswith((".json", ".jsonl")):
+        return arg
+    bundled = {p.name.split(".")[0]: p for p in example_trace_paths()}
+    if arg in bundled:
+        return str(bundled[arg])
+    raise CLIError(f"no trace file {arg!r} and no bundled trace of that name; bundled traces "
+                   f"(in {EXAMPLES_DIR}): {', '.join(sorted(bundled)) or '(none)'}")
+
+
 def load_traces_or_examples(paths: tuple[str, ...]) -> list[Any]:
-    """Load the traces named on the command line, or the bundled examples."""
+    """Load the traces named on the command line (a path or a bundled trace's name),
+    or the bundled examples."""
     from turnpress.core.trace import TraceError, iter_traces
     from turnpress.examples import example_trace_paths
 
-    files = list(paths) or [str(p) for p in example_trace_paths()]
+    files = [resolve_trace_path(p) for p in paths] or [str(p) for p in example_trace_paths()]
     traces = []
     for path in files:
         try:
@@ -185,37 +203,54 @@ templates_option = click.option(
 @click.option("--strategy", "-s", default="single-user-coalesced", show_default=True,
               metavar="NAME[:k=v,...]", help="Strategy and options, e.g. rolling-window:window=3.")
 @click.option("--turn", "-t", "turn", type=int, default=None,
-              help="Render the prompt sent for this turn (1-based; default: the last turn).")
+              help="Render the prompt sent for this turn: 1 to the number of turns + 1 "
+                   "(+1: the next prompt a live agent sends). Default: the last turn.")
 @click.option("--format", "-f", "fmt",
               type=click.Choice(["text", "json", "openai", "anthropic"]),
               default="text", show_default=True)
 @templates_option
 def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
            template_dirs: tuple[str, ...]) -> None:
-    """Render the prompt of one turn of TRACE (default: every bundled example)."""
+    """Render the prompt of one turn of TRACE (a file or a bundled trace's name;
+    default: every bundled example).
+
+    With several traces, --turn must be valid for each of them: it is checked
+    before anything is printed.
+    """
     import json
 
     from turnpress.core.providers import format_text, to_openai
 
     chosen = choose_strategy(strategy)
     traces = load_traces_or_examples((trace,) if trace else ())
-    documents = []
+    # every trace's turn is checked before anything is printed
+    chosen_turns = []
     for tr in traces:
-        n = len(tr.turns) if turn is None else turn
+        n = max(len(tr.turns), 1) if turn is None else turn
+        try:
+            tr.prompt_arguments(n)
+        except ValueError as exc:
+            hint = "" if len(traces) == 1 else "; nothing was rendered: give one TRACE"
+            raise fail_cleanly(ValueError(f"--turn {n}: {exc}{hint}")) from None
+        chosen_turns.append(n)
+    documents = []
+    for tr, n in zip(traces, chosen_turns, strict=True):
         messages = run_strategy(chosen, lambda tr=tr, n=n: tr.prompt(
-            max(n, 1), chosen, template_dirs))
+            n, chosen, template_dirs))
         if fmt == "text":
-            click.echo(f"# trace {tr.name}, turn {max(n, 1)} of {len(tr.turns)}, "
-                       f"strategy {chosen.name}\n")
+            which = (f"turn {n} of {len(tr.turns)}" if n <= len(tr.turns) else
+                     f"turn {n} (the next prompt, after {len(tr.turns)} "
+                     f"turn{'' if len(tr.turns) == 1 else 's'})")
+            click.echo(f"# trace {tr.name}, {which}, strategy {chosen.name}\n")
             click.echo(format_text(messages))
         elif fmt == "json":
-            documents.append({"trace": tr.name, "turn": max(n, 1), "strategy": chosen.name,
+            documents.append({"trace": tr.name, "turn": n, "strategy": chosen.name,
                               "options": getattr(chosen, "options", {}), "messages": messages})
         elif fmt == "anthropic":
             from turnpress.core.providers import prompt_with_breakpoints, to_anthropic
 
             _, breakpoints = run_strategy(chosen, lambda tr=tr, n=n: prompt_with_breakpoints(
-                tr, max(n, 1), chosen, template_dirs))
+                tr, n, chosen, template_dirs))
             system, anthropic_messages = to_anthropic(messages, breakpoints)
             documents.append({"system": system, "messages": anthropic_messages})
         else:
@@ -283,7 +318,7 @@ def trace() -> None:
 
 
 @trace.command("show")
-@click.argument("path")
+@click.argument("path", metavar="TRACE")
 @click.option("--view", type=click.Choice(["full", "compressed"]), default="full",
               show_default=True, help="full: every turn as it ran; compressed: the prompt "
               "each turn was given, then its reply.")
@@ -293,7 +328,7 @@ def trace() -> None:
 @templates_option
 def trace_show(path: str, view: str, raw: bool, strategy: str,
                template_dirs: tuple[str, ...]) -> None:
-    """Show the turns of the run(s) in PATH."""
+    """Show the turns of the run(s) in TRACE (a file, or a bundled trace's name)."""
     from turnpress.core.inspect import describe_trace
 
     chosen = choose_strategy(strategy)
@@ -332,7 +367,12 @@ def templates_export(directory: str, force: bool) -> None:
 
     try:
         written = export_templates(directory, force=force)
-    except (FileExistsError, OSError) as exc:
+    except FileExistsError as exc:
+        existing = getattr(exc, "existing", None) or [directory]
+        raise CLIError(f"{len(existing)} template(s) already exist in {directory}, e.g. "
+                       f"{existing[0]}; nothing was exported. Add --force to overwrite them, "
+                       f"or export to a new directory.") from None
+    except OSError as exc:
         raise fail_cleanly(exc) from None
     click.echo(f"exported {len(written)} templates to {directory}; use them with "
                f"--templates {directory} or TURNPRESS_TEMPLATES={directory}")

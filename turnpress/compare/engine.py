@@ -388,11 +388,12 @@ class _Worker:
                            TracePrompts(trace.name, [], []) if keep else None)
         exclude: tuple[str, ...] | None = None
         for n in range(1, len(trace.turns) + 1):
-            turns = trace.turns[: n - 1]
+            args = trace.prompt_arguments(n)  # the one render path
+            turns = args["turns"]
             memory = turns[-1].memory if turns else {}
             ctx = RenderContext(mission=trace.mission, system_prompt=trace.system_prompt,
                                 tools=trace.tools, data=trace.data,
-                                turns_left=trace.max_turns - (n - 1),
+                                turns_left=args["turns_left"],
                                 template_dirs=s.template_dirs)
             base = self._render(self.baseline, turns, memory, ctx, trace, n)
             outcome.baseline.append(self.counter.count(base))

@@ -276,10 +276,11 @@ def export_templates(dest: str | os.PathLike[str], *, force: bool = False) -> li
     clashes = [dest_path / s.relative_to(BUILTIN_TEMPLATE_DIR) for s in sources]
     existing = [c for c in clashes if c.exists()]
     if existing and not force:
-        raise FileExistsError(
+        error = FileExistsError(
             f"{len(existing)} template(s) already exist in {dest_path}, e.g. {existing[0]}; "
-            f"use --force (or force=True) to overwrite them"
-        )
+            f"nothing was copied. Call export_templates(..., force=True) to overwrite them.")
+        error.existing = existing  # type: ignore[attr-defined]
+        raise error
     for src in sources:
         target = dest_path / src.relative_to(BUILTIN_TEMPLATE_DIR)
         target.parent.mkdir(parents=True, exist_ok=True)
