@@ -31,6 +31,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from turnpress.core.model import Failure, Tool, ToolCall, Turn, Usage
@@ -232,13 +233,13 @@ def build_trace(entries: Sequence[Entry], *, where: str, source: str,
         if roles[k] == "tool":
             raise fail(where, entries[k].index, "tool message with no matching call: no "
                                                 "assistant message comes before it")
-    system_prompt = next((text_of(e.message.get("content")) for e, r in zip(entries, roles)
+    pairs = list(zip(entries, roles, strict=True))
+    system_prompt = next((text_of(e.message.get("content")) for e, r in pairs
                           if r == "system"), "")
-    mission = next((text_of(e.message.get("content")) for e, r in zip(entries, roles)
-                    if r == "user"), "")
+    mission = next((text_of(e.message.get("content")) for e, r in pairs if r == "user"), "")
     turns = []
     starts = [k for k, r in enumerate(roles) if r == "assistant"] + [len(entries)]
-    for number, (start, end) in enumerate(zip(starts, starts[1:]), 1):
+    for number, (start, end) in enumerate(pairwise(starts), 1):
         turns.append(_turn(number, entries[start], entries[start + 1: end], where))
     return Trace(mission=mission, turns=tuple(turns), system_prompt=system_prompt,
                  max_turns=len(turns), tools=tools or {}, name=name, source=source,
