@@ -16,6 +16,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module:attribute, one-line help shown by `turnpress --help`)
     "compare": ("turnpress.compare.cli:compare", "Compare strategies on traces."),
     "run": ("turnpress.agent.cli:run", "Run an agent task (offline with scripted replies)."),
+    "import": ("turnpress.importing:import_command",
+               "Import agent transcripts as a turnpress trace file."),
 }
 
 
