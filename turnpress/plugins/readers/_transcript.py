@@ -223,16 +223,16 @@ def build_trace(entries: Sequence[Entry], *, where: str, source: str,
         raise fail(where, None, "empty run: the transcript has no messages")
     roles = [_check_message(e.message, e.index, where) for e in entries]
     first = next((k for k, r in enumerate(roles) if r == "assistant"), None)
+    for k in range(len(entries) if first is None else first):
+        if roles[k] == "tool":
+            raise fail(where, entries[k].index, "tool message with no matching call: no "
+                                                "assistant message comes before it")
     if first is None:
         raise fail(where, None, f"empty run: no assistant message among its {len(entries)} "
                                 f"message(s), so there is no turn to replay")
     if first == 0:
         raise fail(where, entries[0].index, "the run starts with an assistant message; the "
                                             "system prompt or mission must come before it")
-    for k in range(first):
-        if roles[k] == "tool":
-            raise fail(where, entries[k].index, "tool message with no matching call: no "
-                                                "assistant message comes before it")
     pairs = list(zip(entries, roles, strict=True))
     system_prompt = next((text_of(e.message.get("content")) for e, r in pairs
                           if r == "system"), "")
