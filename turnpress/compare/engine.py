@@ -45,7 +45,7 @@ from turnpress.core.retention import Fact, counted_facts, prompt_haystack, score
 from turnpress.core.retention import strategy_tool_call_limit as _tool_call_limit
 from turnpress.core.templates import resolve_template_dirs
 from turnpress.core.tokens import DEFAULT_TOKENIZER, TokenCounter, Tokenizer, get_tokenizer
-from turnpress.core.trace import Trace, TraceError, iter_traces, read_any
+from turnpress.core.trace import Trace, TraceError, iter_traces, trace_from_dict
 
 __all__ = [
     "CompareError",
@@ -313,7 +313,7 @@ def _load(task: tuple[Any, ...]) -> Iterator[Trace]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise TraceError(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}") from None
-        yield read_any(obj, Path(path), where, f"{Path(path).stem}#{count}")
+        yield trace_from_dict(obj, where, f"{Path(path).stem}#{count}")
 
 
 def _as_sources(traces: Any) -> list[TraceSource] | Iterable[TraceSource]:
