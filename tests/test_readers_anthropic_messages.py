@@ -80,7 +80,7 @@ def test_openai_shape_is_the_conversion_prefix():
 
 def test_breakpoints_mark_transcript_blocks():
     trace = load_trace(data(REL))
-    messages, points = prompt_with_breakpoints(trace, 3, "full-history")
+    messages, _ = prompt_with_breakpoints(trace, 3, "full-history")
     system, out = to_anthropic(messages, [(0, None), (len(messages) - 1, None)])
     assert system[0]["cache_control"] == {"type": "ephemeral"}
     assert out[-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
