@@ -212,3 +212,19 @@ def test_import_error_names_the_file_for_a_bad_line(tmp_path):
                    + json.dumps([{"role": "user", "content": "m"}, {"role": "bot"}]) + "\n")
     with pytest.raises(TraceError, match=r"two.jsonl: line 2: message 1: unknown role 'bot'"):
         import_transcripts([bad], tmp_path / "out.jsonl")
+
+
+def test_readme_transcript_example():
+    """The README's "Compare strategies on your own agent's logs" example runs as printed."""
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = next(b for b in re.findall(r"^```python\n(.*?)^```$", readme, flags=re.S | re.M)
+                 if "trace_from_messages" in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, "README.md", "exec"), {"__name__": "readme_example"})
+    assert out.getvalue() == "({'command': 'ls | wc -l'},)\nTrue\n"
