@@ -123,8 +123,9 @@ def test_compare_with_jobs_streams_a_jsonl_of_transcripts(tmp_path):
     mixed.write_text("\n".join(lines) + "\n")
     result = run("compare", str(mixed), "-s", "full-history", "--json", "--jobs", "2")
     assert result.exit_code == 0, result.output
+    # a trajectory names itself by its instance_id; the others by file and line
     assert [t["name"] for t in json.loads(result.output)["traces"]] == [
-        "mixed#1", "mixed#2", "mixed#3"]
+        "mixed#1", "demo__fix-typo", "mixed#3"]
 
 
 def test_render_openai_format_is_the_original_prefix():
