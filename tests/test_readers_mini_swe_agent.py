@@ -69,3 +69,20 @@ def test_exception_info_fails_the_turn(tmp_path):
     path.write_text(json.dumps(raw))
     assert load_trace(path).turns[0].result == Failure(
         "exception", "TimeoutExpired: took longer than 60s")
+
+
+def test_text_based_trajectory_observations_are_user_feedback(tmp_path):
+    """mini-swe-agent 1.0 without tool calls: the command is in the text, the observation
+    a user message (its output becomes the turn's prints; a return code still counts)."""
+    raw = {"trajectory_format": "mini-swe-agent-1", "info": {}, "messages": [
+        {"role": "system", "content": "S"}, {"role": "user", "content": "task"},
+        {"role": "assistant", "content": "THOUGHT\n```bash\nfalse\n```"},
+        {"role": "user", "content": "<returncode>1</returncode>\n<output>\n</output>"},
+        {"role": "assistant", "content": "```bash\necho done\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\ndone\n</output>"}]}
+    path = tmp_path / "old.traj.json"
+    path.write_text(json.dumps(raw))
+    first, second = load_trace(path).turns
+    assert first.result == Failure("nonzero_returncode", "return code 1")
+    assert first.prints == ("<returncode>1</returncode>\n<output>\n</output>",)
+    assert second.success and second.tool_calls == ()
