@@ -453,7 +453,7 @@ def test_a_plugin_adds_commands_and_cannot_replace_builtins(site) -> None:
     assert_builtins_work()
     info = {p["name"]: p for p in json.loads(cli("plugins", "--json").stdout)["plugins"]}
     assert info["cmds"]["registers"]["command"] == ["hello", "later"]
-    assert info["commands"]["registers"]["command"] == ["compare", "run"]
+    assert info["commands"]["registers"]["command"] == ["compare", "run", "import"]
 
 
 def test_a_lazy_command_whose_module_is_missing_is_one_line(site) -> None:

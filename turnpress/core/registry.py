@@ -58,6 +58,9 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "turnpress.plugins.progressive_batch",
     "turnpress.plugins.rolling_window",
     "turnpress.plugins.single_user_coalesced",
+    "turnpress.plugins.readers.mini_swe_agent",
+    "turnpress.plugins.readers.anthropic_messages",
+    "turnpress.plugins.readers.openai_chat",
     "turnpress.plugins.commands",
 )
 """The built-in plugin modules, registered in this order (no directory scanning)."""
