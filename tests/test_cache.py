@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from turnpress import Tool, ToolCall, Trace, Turn
-from turnpress.core.cache import (
+from turnpress.compare.cache import (
     AnthropicCache,
     CacheUsage,
     NoCache,

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from turnpress import Strategy, hookimpl, load_trace, save_trace
 from turnpress.cli import main
 from turnpress.compare import CompareError, compare_traces, count_traces, strategy_label
+from turnpress.compare.pricing import PRICE_PRESETS, cost_usd
 from turnpress.core.compression import get_strategy, strategy_names
-from turnpress.core.pricing import PRICE_PRESETS, cost_usd
 from turnpress.core.registry import get_registry
 from turnpress.core.tokens import TokenCounter
 from turnpress.core.trace import TraceError, save_traces

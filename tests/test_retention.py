@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from turnpress import Failure, Fn, Tool, ToolCall, Trace, Turn, load_trace, render
-from turnpress.core.compression import get_strategy, strategy_names
-from turnpress.core.retention import (
+from turnpress.compare.retention import (
     Fact,
     fact_present,
     history_facts,
     prompt_haystack,
     retention,
 )
+from turnpress.core.compression import get_strategy, strategy_names
 from turnpress.examples import example_trace_paths
 
 TOOLS = {"search": Tool("search", {"query": "string"}, "list", "Search products"),

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import click
 
 from turnpress.cli import CLIError, templates_option
-from turnpress.core.cache import cache_model_names
-from turnpress.core.pricing import PRICE_PRESETS
+from turnpress.compare.cache import cache_model_names
+from turnpress.compare.pricing import PRICE_PRESETS
 from turnpress.core.registry import PluginError
 
 if TYPE_CHECKING:

@@ -29,7 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from turnpress.core.cache import new_cache_model
+from turnpress.compare.cache import new_cache_model
+from turnpress.compare.pricing import Price, cost_usd, get_price
+from turnpress.compare.retention import Fact, counted_facts, prompt_haystack, score_facts
+from turnpress.compare.retention import strategy_tool_call_limit as _tool_call_limit
 from turnpress.core.compression import (
     BASELINE_STRATEGY,
     RenderContext,
@@ -39,10 +42,7 @@ from turnpress.core.compression import (
     strategy_names,
 )
 from turnpress.core.model import Message
-from turnpress.core.pricing import Price, cost_usd, get_price
 from turnpress.core.providers import anthropic_breakpoints
-from turnpress.core.retention import Fact, counted_facts, prompt_haystack, score_facts
-from turnpress.core.retention import strategy_tool_call_limit as _tool_call_limit
 from turnpress.core.templates import resolve_template_dirs
 from turnpress.core.tokens import DEFAULT_TOKENIZER, TokenCounter, Tokenizer, get_tokenizer
 from turnpress.core.trace import Trace, TraceError, iter_traces, trace_from_dict
