@@ -824,8 +824,7 @@ def compare_traces(
             if sr.status is not None:
                 continue
             if status is not None:
-                sr.status = (status[0], f"{status[1]}" if info.name in status[1]
-                             else f"{status[1]} ({info.name or 'trace'})")
+                sr.status = status
                 continue
             _add_rows(sr, trace_index, rows, the_price)
             sr.baseline_tokens += info.baseline_tokens
