@@ -37,7 +37,7 @@ from turnpress.compare.failures import (
     tokenizer_origin,
 )
 from turnpress.compare.pricing import Price, cost_usd, get_price
-from turnpress.compare.retention import Fact, FactIndex, NeededFacts, history_facts
+from turnpress.compare.retention import Fact, FactIndex, NeededFacts, history_facts, name_only
 from turnpress.core.compression import (
     BASELINE_STRATEGY,
     RenderContext,
@@ -622,10 +622,14 @@ class _Worker:
             usage = base_cache.account(base_prompt)
             base_tokens += base_prompt.total
             base_cost += cost_usd(s.price, base_prompt.total, usage.cached, usage.written)
-            fact_ids = index_.ids(history_facts(turns, trace.mission))
+            facts = history_facts(turns, trace.mission)
+            fact_ids = index_.ids(facts)
+            fallback_ids = index_.ids(name_only(f) or f for f in facts)
             need_ids = index_.ids(needed.for_turn(n))
             base_shown = index_.shown([body(m) for m in base])
-            counted = [i for i in fact_ids if i in base_shown]
+            counted = list(dict.fromkeys(
+                i if i in base_shown else j for i, j in zip(fact_ids, fallback_ids, strict=True)
+                if i in base_shown or j in base_shown))
             need = [i for i in need_ids if i in base_shown]
             kept_messages, kept_tokens = [], []
             for i, strategy in enumerate(strategies):

@@ -13,7 +13,9 @@ limits. For the prompt of turn *n* the facts come from the turns before it:
 - ``printed line`` — every distinct non-blank line the agent printed;
 - ``last error`` — the last turn's error message, while that turn failed.
 
-Given the ``full-history`` prompt as reference, only the facts it shows count,
+Given the ``full-history`` prompt as reference, only the facts it shows count
+(a tool call whose arguments it cannot show, because they were computed, counts
+by its name),
 so ``full-history`` scores 1.0 by construction and a strategy that shows 5 of
 20 tool calls keeps 5/20 of them. The system prompt and the ``tool/`` listing
 are cut from the searched text (``exclude``), so static text retains nothing.
@@ -51,6 +53,7 @@ __all__ = [
     "fact_present",
     "history_facts",
     "identifiers",
+    "name_only",
     "prompt_haystack",
     "retention",
     "score_facts",
@@ -143,11 +146,30 @@ def _pattern(kind: str, value: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![{_SYMBOL}]){name}(?![{_SYMBOL}])")
 
 
+def _whole(needle: str, haystack: str) -> bool:
+    """``needle`` occurs in ``haystack`` and not as part of a longer word (``item-1`` is
+    not in ``item-16``)."""
+    at = haystack.find(needle)
+    if at < 0:
+        return False
+    left, right = needle[0].isalnum(), needle[-1].isalnum()
+    if not (left or right):
+        return True
+    size = len(needle)
+    while at >= 0:
+        if not (left and at > 0 and (haystack[at - 1].isalnum() or haystack[at - 1] == "_")) \
+                and not (right and at + size < len(haystack)
+                         and (haystack[at + size].isalnum() or haystack[at + size] == "_")):
+            return True
+        at = haystack.find(needle, at + 1)
+    return False
+
+
 def _literal(needle: str, haystack: str) -> bool:
-    if needle in haystack:
+    if _whole(needle, haystack):
         return True
     escaped = json.dumps(needle, ensure_ascii=False)[1:-1]  # inside JSON arguments
-    return escaped != needle and escaped in haystack
+    return escaped != needle and _whole(escaped, haystack)
 
 
 def fact_present(fact: Fact, haystack: str) -> bool:
@@ -169,13 +191,29 @@ def prompt_haystack(messages: Iterable[Mapping[str, Any]], exclude: Iterable[str
     return text
 
 
+def name_only(fact: Fact) -> Fact | None:
+    """For a tool call with arguments, the same call by name alone (what the reference
+    can still show when the arguments were computed at run time), else None."""
+    return Fact("tool call", fact.value) if fact.kind == "tool call" and fact.leaves else None
+
+
 def counted_facts(turns: Sequence[Turn], mission: str, *,
                   reference: str | None = None) -> list[Fact]:
-    """:func:`history_facts`, keeping only those the ``reference`` haystack carries."""
+    """:func:`history_facts`, keeping only those the ``reference`` haystack carries; a
+    tool call whose arguments the reference does not show (they were computed, as in
+    ``(tool/call (:id x))``) counts by its name alone."""
     facts = history_facts(turns, mission)
     if reference is None:
         return facts
-    return [f for f in facts if fact_present(f, reference)]
+    out: dict[Fact, None] = {}
+    for f in facts:
+        if fact_present(f, reference):
+            out[f] = None
+            continue
+        fallback = name_only(f)
+        if fallback is not None and fact_present(fallback, reference):
+            out[fallback] = None
+    return list(out)
 
 
 def score_facts(facts: Sequence[Fact], haystack: str) -> Retention:
