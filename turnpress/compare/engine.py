@@ -251,6 +251,15 @@ class StrategyResult:
             yield (self._trace[i], self._turn[i], self._input[i], self._cached[i],
                    self._written[i], self._retention[i])
 
+    def trace_costs(self, price: Price) -> list[float]:
+        """The cost of this strategy's prompts on each trace, by trace index (the traces
+        it ran on; see ``ComparisonResult.traces``)."""
+        costs = [0.0] * (max(self._trace) + 1 if len(self._trace) else 0)
+        for i in range(len(self._turn)):
+            costs[self._trace[i]] += cost_usd(price, self._input[i], self._cached[i],
+                                              self._written[i])
+        return costs
+
     def to_json(self) -> dict[str, Any]:
         """This strategy's entry of the ``--json`` document."""
         return {

@@ -165,19 +165,25 @@ def _whole(needle: str, haystack: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=65536)
+def _escaped(needle: str) -> str:
+    return json.dumps(needle, ensure_ascii=False)[1:-1]  # as inside JSON arguments
+
+
 def _literal(needle: str, haystack: str) -> bool:
     if _whole(needle, haystack):
         return True
-    escaped = json.dumps(needle, ensure_ascii=False)[1:-1]  # inside JSON arguments
+    escaped = _escaped(needle)
     return escaped != needle and _whole(escaped, haystack)
 
 
 def fact_present(fact: Fact, haystack: str) -> bool:
     """Whether ``haystack`` (one message's text, or :func:`prompt_haystack`) shows ``fact``."""
     if fact.kind in ("tool call", "name"):
-        if fact.value not in haystack or _pattern(fact.kind, fact.value).search(haystack) is None:
+        # the arguments first: far more selective than the name, and a plain search
+        if fact.value not in haystack or not all(_literal(a, haystack) for a in fact.leaves):
             return False
-        return all(_literal(leaf, haystack) for leaf in fact.leaves)
+        return _pattern(fact.kind, fact.value).search(haystack) is not None
     return _literal(fact.value, haystack)
 
 

@@ -233,13 +233,20 @@ class TokenizedPrompt:
             if a is b or a.digest == b.digest:
                 shared += a.count
                 continue
-            if a.tokens is not None and b.tokens is not None:
-                shared += common_prefix_length(a.tokens, b.tokens) // 4
-            elif a.text is not None and b.text is not None and self._count is not None:
-                n = common_prefix_length(a.text, b.text)
-                shared += min(self._count(a.text[:n]), a.count, b.count)
+            shared += self.segment_prefix(a, b)
             break
         return shared
+
+    def segment_prefix(self, a: Segment, b: Segment) -> int:
+        """The leading tokens two counted texts share (all of them if they are equal)."""
+        if a is b or a.digest == b.digest:
+            return a.count
+        if a.tokens is not None and b.tokens is not None:
+            return common_prefix_length(a.tokens, b.tokens) // 4
+        if a.text is not None and b.text is not None and self._count is not None:
+            n = common_prefix_length(a.text, b.text)
+            return min(self._count(a.text[:n]), a.count, b.count)
+        return 0
 
     def prefix_key(self, index: int, offset: int | None,
                    partial: Segment | None = None) -> bytes | None:
