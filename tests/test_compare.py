@@ -579,3 +579,11 @@ def test_the_table_fits_80_columns_and_numbers_are_whole():
     for s in result.compared:
         assert f"${s.cost_usd:.4f}" in text or f"${s.cost_usd:.2f}" in text
         assert f"{s.cost_ratio:.2f}x" in text
+
+
+def test_full_history_transcript_is_cached_under_anthropic():
+    """The breakpoint at the end of a replayed transcript is in range (it was one past the
+    last message, so nothing was ever cached)."""
+    result = _compare([transcript()], ["full-history"], cache="anthropic")
+    full = result.strategies[0]
+    assert full.written_tokens > 0 and full.cached_tokens > 0
