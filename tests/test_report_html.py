@@ -211,3 +211,36 @@ def test_as_run_cost_and_folded_prompts_in_chromium(browser, tmp_path):
     assert "You are a coding agent." in common.text_content()
     assert "You are a coding agent." not in page.locator("#prompts").inner_text()
     assert problems == []
+
+
+def test_report_of_a_comparison_with_a_failed_strategy(fresh_registry):
+    """The prompts of the strategies that ran stay in their columns when one fails."""
+    from turnpress import Strategy, hookimpl
+    from turnpress.compare.html import report_data
+    from turnpress.core.registry import get_registry
+
+    class Late(Strategy):
+        name = "late-failure"
+
+        def to_messages(self, turns, memory, ctx):
+            if len(turns) >= 2:
+                raise RuntimeError("broken at turn 3")
+            return [ctx.message("user", "late " + ctx.mission)]
+
+    class Plugin:
+        @hookimpl
+        def register_strategies(self, register):
+            register(Late)
+
+    get_registry().register(Plugin(), "late-plugin")
+    trace = load_trace(example_trace_paths()[0])
+    result = compare_traces([trace], ["late-failure", "aggressive"], keep_prompts=1,
+                            tokenizer="chars4")
+    data = report_data(result)
+    assert [s["label"] for s in data["strategies"]] == ["aggressive"]
+    last = data["prompts"][0]["turns"][-1]
+    assert len(last) == 1
+    assert data["texts"][last[0][-1][1]] == trace.prompt(len(trace.turns),
+                                                         "aggressive")[-1]["content"]
+    html = html_report(result)
+    assert "late-failure" in html and "broken at turn 3" in html

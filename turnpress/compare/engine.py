@@ -653,10 +653,14 @@ class _Worker:
                     try:
                         messages = self._render(strategy, turns, memory, ctx, where, n)
                     except StrategyNotApplicable as exc:
-                        status[i] = ("n/a", " ".join(str(exc).split()))
+                        status[i] = ("n/a", " ".join(str(exc).split()) or "not applicable")
+                        kept_messages.append([])
+                        kept_tokens.append(0)
                         continue
                     except _StrategyFailed as exc:
                         status[i] = ("failed", str(exc))
+                        kept_messages.append([])
+                        kept_tokens.append(0)
                         continue
                     try:
                         points = self._points(strategy, messages, turns, memory, ctx)
@@ -664,6 +668,8 @@ class _Worker:
                         status[i] = ("failed", f"{strategy_origin(strategy.name)}: "
                                      f"cache_breakpoints() failed on {where}, turn {n}: "
                                      f"{describe_failure(exc)}")
+                        kept_messages.append([])
+                        kept_tokens.append(0)
                         continue
                     prompt = None
                 if prompt is None:
