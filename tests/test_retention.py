@@ -247,3 +247,19 @@ def test_recall_property(numbers, data):
     assert lossy.needed == full.needed
     assert lossy.needed_fact_recall < 1.0
     assert lossy.retention < 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["search", "get-inventory", "cheap?", "bash"]),
+       st.text(alphabet="ab(/)\"` \n-?.:'_tool/search", max_size=30),
+       st.text(alphabet="ab(/)\"` \n-?.:'_", max_size=30))
+def test_symbol_scan_equals_the_pattern(name, left, right):
+    """The fast occurrence scan decides exactly as the documented regular expression."""
+    from turnpress.compare.retention import _pattern, _symbol_shown
+
+    for form in (name, f"{name}(", f"tool/{name}", f"({name} ", f"({name})", f'"{name}"',
+                 f"```{name}\n"):
+        text = left + form + right
+        for kind in ("tool call", "name"):
+            assert _symbol_shown(kind, name, text) == (
+                _pattern(kind, name).search(text) is not None), (kind, text)

@@ -142,7 +142,7 @@ def _pattern(kind: str, value: str) -> re.Pattern[str]:
     name = re.escape(value)
     if kind == "tool call":
         return re.compile(rf"(?<![{_SYMBOL}]){name}\(|tool/{name}(?![{_SYMBOL}])"
-                          rf"|\({name}[\s)]|\"{name}\"|```{name}\b")
+                          rf"|\({name}[\s)]|\"{name}\"|```{name}(?!\w)")
     return re.compile(rf"(?<![{_SYMBOL}]){name}(?![{_SYMBOL}])")
 
 
@@ -183,8 +183,38 @@ def fact_present(fact: Fact, haystack: str) -> bool:
         # the arguments first: far more selective than the name, and a plain search
         if fact.value not in haystack or not all(_literal(a, haystack) for a in fact.leaves):
             return False
-        return _pattern(fact.kind, fact.value).search(haystack) is not None
+        return _symbol_shown(fact.kind, fact.value, haystack)
     return _literal(fact.value, haystack)
+
+
+_SYMBOL_CHARS = frozenset("-?!*+<>=/.:'_")
+
+
+def _is_symbol_char(c: str) -> bool:
+    return c.isalnum() or c in _SYMBOL_CHARS
+
+
+def _symbol_shown(kind: str, name: str, text: str) -> bool:
+    """What :func:`_pattern` matches, by scanning the occurrences of ``name`` (much
+    faster than the regex on long texts): a whole symbol, or for a tool call one of
+    ``name(``, ``tool/name``, ``(name `` / ``(name)``, ``"name"``, ```` ```name ````."""
+    size = len(name)
+    at = text.find(name)
+    while at >= 0:
+        before = text[at - 1] if at else ""
+        after = text[at + size] if at + size < len(text) else ""
+        free_before = not before or not _is_symbol_char(before)
+        if kind != "tool call":
+            if free_before and (not after or not _is_symbol_char(after)):
+                return True
+        elif ((after == "(" and free_before)
+              or (text.endswith("tool/", 0, at) and (not after or not _is_symbol_char(after)))
+              or (before == "(" and (after == ")" or after.isspace()))
+              or (before == '"' and after == '"')
+              or (text.endswith("```", 0, at) and not (after.isalnum() or after == "_"))):
+            return True
+        at = text.find(name, at + 1)
+    return False
 
 
 def prompt_haystack(messages: Iterable[Mapping[str, Any]], exclude: Iterable[str] = ()) -> str:
