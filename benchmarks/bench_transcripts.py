@@ -99,6 +99,28 @@ def calibration(traces: list[Trace]) -> None:
               f"(target within 3 pp: {verdict})")
 
 
+def render_seconds(traces: list[Trace], strategies: list[str]) -> float:
+    """Seconds (one process) to render every prompt of every run under ``strategies``:
+    the strategies' own share of the comparison's work."""
+    from turnpress.core.compression import RenderContext, get_strategy
+
+    start = time.perf_counter()
+    for name in strategies:
+        strategy = get_strategy(name)
+        for trace in traces:
+            for n in range(1, len(trace.turns) + 1):
+                args = trace.prompt_arguments(n)
+                ctx = RenderContext(mission=trace.mission, system_prompt=trace.system_prompt,
+                                    tools=trace.tools, data=trace.data,
+                                    turns_left=args["turns_left"], preamble=trace.preamble)
+                turns = args["turns"]
+                try:
+                    strategy.to_messages(turns, turns[-1].memory if turns else {}, ctx)
+                except Exception:  # n/a or failing: compare reports it
+                    break
+    return time.perf_counter() - start
+
+
 def speed(paths: list[Path], traces: list[Trace]) -> None:
     """compare (all strategies, jobs=2) against tokenizing each distinct message once."""
     texts = distinct_messages(traces)
@@ -116,6 +138,9 @@ def speed(paths: list[Path], traces: list[Trace]) -> None:
           f"--jobs 2: {took:.2f} s")
     verdict = "OK" if took <= 3 * floor else "MISSED"
     print(f"       ratio compare / floor: {took / floor:.2f}x (target at most 3x: {verdict})")
+    rendering = render_seconds(traces, [s.label for s in result.compared])
+    print(f"       of which the strategies' rendering alone (one process, every prompt): "
+          f"{rendering:.2f} s CPU = {rendering / floor:.0f}x the floor")
     for label, status, reason in result.not_compared:
         print(f"       {label}: {status}: {reason}")
 
