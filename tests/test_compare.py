@@ -587,3 +587,24 @@ def test_full_history_transcript_is_cached_under_anthropic():
     result = _compare([transcript()], ["full-history"], cache="anthropic")
     full = result.strategies[0]
     assert full.written_tokens > 0 and full.cached_tokens > 0
+
+
+def test_jsonl_lines_in_a_registered_transcript_format_are_streamed(fresh_registry, tmp_path):
+    """Each JSONL line goes through the trace readers, as load_trace does (issue 9)."""
+    def detect(data, path):
+        return isinstance(data, dict) and "chat" in data
+
+    def read(data, where):
+        return transcript(name=data["chat"])
+
+    class Plugin:
+        @hookimpl
+        def register_trace_readers(self, register):
+            register("test-chat", detect, read)
+
+    get_registry().register(Plugin(), "chat-reader")
+    path = tmp_path / "chats.jsonl"
+    path.write_text('{"chat": "one"}\n{"chat": "two"}\n')
+    result = _compare(path, ["full-history"], jobs=1)
+    assert [t.name for t in result.traces] == ["one", "two"]
+    assert result.as_run is not None and result.as_run.prompts == 8

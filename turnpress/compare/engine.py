@@ -57,7 +57,7 @@ from turnpress.core.tokens import (
     Tokenizer,
     get_tokenizer,
 )
-from turnpress.core.trace import Trace, TraceError, iter_traces, trace_from_dict
+from turnpress.core.trace import Trace, TraceError, iter_traces, read_any
 
 __all__ = [
     "DEFAULT_MIN_RECALL",
@@ -474,7 +474,7 @@ def _load(task: tuple[Any, ...]) -> Iterator[Trace]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise TraceError(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}") from None
-        yield trace_from_dict(obj, where, f"{Path(path).stem}#{count}")
+        yield read_any(obj, Path(path), where, f"{Path(path).stem}#{count}")
 
 
 def _as_sources(traces: Any) -> list[TraceSource] | Iterable[TraceSource]:
