@@ -101,9 +101,15 @@ class OpenAICache(CacheModel):
         shared = sum(s.count for s in prompt.segments[:lo])
         if lo < len(prompt.segments):
             key = chain[lo - 1] if lo else b""
-            followers = self.after.get(key, {})
-            shared += max((prompt.segment_prefix(prompt.segments[lo], other)
-                           for other in followers.values()), default=0)
+            segment = prompt.segments[lo]
+            best = 0
+            # newest first: the last message after this prefix usually shares the most,
+            # and an older one is measured only if it beats that (one comparison)
+            for other in reversed(list(self.after.get(key, {}).values())):
+                if best and not _longer(segment, other, best):
+                    continue
+                best = max(best, prompt.segment_prefix(segment, other))
+            shared += best
         return shared
 
     def _remember(self, prompt: TokenizedPrompt) -> None:
@@ -121,6 +127,14 @@ class OpenAICache(CacheModel):
             return CacheUsage()
         cached = shared // self.step * self.step
         return CacheUsage(cached if cached >= self.min_cached else 0)
+
+
+def _longer(a: Segment, b: Segment, tokens: int) -> bool:
+    """Whether two counted texts may share more than ``tokens`` leading tokens."""
+    if a.tokens is not None and b.tokens is not None:
+        size = 4 * (tokens + 1)
+        return len(a.tokens) >= size and a.tokens[:size] == b.tokens[:size]
+    return True
 
 
 class AnthropicCache(CacheModel):
