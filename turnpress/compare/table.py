@@ -163,7 +163,9 @@ def plain_lines(result: ComparisonResult) -> list[str]:
         rows.append([AS_RUN_LABEL.replace(" ", "-"), str(run.prompt_tokens), "-",
                      _pct(run.cached_share),
                      *([str(run.cache_write_tokens)] if anthropic else []),
-                     f"{run.cost_usd:.6f}", _ratio(run, result).rstrip("x") or "-"])
+                     f"{run.cost_usd:.6f}",
+                     f"{run.cost_usd / result.baseline_cost_usd:.3f}"
+                     if result.baseline_cost_usd else "-"])
     widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(len(header))]
     lines = [_title(result)]
     for r in rows:
