@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from turnpress.core.tokens import TokenizedPrompt
+from turnpress.core.tokens import Segment, TokenizedPrompt
 
 __all__ = [
     "CACHE_MODELS",
@@ -79,16 +79,62 @@ class OpenAICache(CacheModel):
         self.min_prompt = min_prompt
         self.step = step
         self.min_cached = min_cached
-        self.seen: list[TokenizedPrompt] = []
+        # every whole-message prefix seen so far (its chain digest, b"" for the empty
+        # prefix) -> the distinct messages that followed it, by digest
+        self.after: dict[bytes, dict[bytes, Segment]] = {}
+
+    def shared_prefix(self, prompt: TokenizedPrompt) -> int:
+        """The longest token prefix ``prompt`` shares with an earlier prompt of the run.
+
+        Whole messages are matched through the prefix digests (a prefix seen means
+        all its shorter prefixes were seen), then the next message is compared token
+        by token with each message that followed the same prefix before.
+        """
+        chain = prompt.chain
+        lo, hi = 0, len(chain)  # the first k messages are a seen prefix for k <= lo
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if chain[mid - 1] in self.after:
+                lo = mid
+            else:
+                hi = mid - 1
+        shared = sum(s.count for s in prompt.segments[:lo])
+        if lo < len(prompt.segments):
+            key = chain[lo - 1] if lo else b""
+            segment = prompt.segments[lo]
+            best = 0
+            # newest first: the last message after this prefix usually shares the most,
+            # and an older one is measured only if it beats that (one comparison)
+            for other in reversed(list(self.after.get(key, {}).values())):
+                if best and not _longer(segment, other, best):
+                    continue
+                best = max(best, prompt.segment_prefix(segment, other))
+            shared += best
+        return shared
+
+    def _remember(self, prompt: TokenizedPrompt) -> None:
+        key = b""
+        for segment, digest in zip(prompt.segments, prompt.chain, strict=True):
+            self.after.setdefault(key, {}).setdefault(segment.digest, segment)
+            key = digest
+        self.after.setdefault(key, {})
 
     def account(self, prompt: TokenizedPrompt) -> CacheUsage:
         """The longest prefix shared with an earlier prompt, under OpenAI's rules."""
-        shared = max((prompt.common_prefix(q) for q in self.seen), default=0)
-        self.seen.append(prompt)
+        shared = self.shared_prefix(prompt)
+        self._remember(prompt)
         if prompt.total < self.min_prompt:
             return CacheUsage()
         cached = shared // self.step * self.step
         return CacheUsage(cached if cached >= self.min_cached else 0)
+
+
+def _longer(a: Segment, b: Segment, tokens: int) -> bool:
+    """Whether two counted texts may share more than ``tokens`` leading tokens."""
+    if a.tokens is not None and b.tokens is not None:
+        size = 4 * (tokens + 1)
+        return len(a.tokens) >= size and a.tokens[:size] == b.tokens[:size]
+    return True
 
 
 class AnthropicCache(CacheModel):
