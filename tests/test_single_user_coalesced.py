@@ -406,3 +406,27 @@ def test_keyword_and_function_values_in_user_section() -> None:
     content = render([turn], mission="m", turns_left=2)[1]["content"]
     assert "(f [a b])           ; -> map[2]" in content
     assert "status                         ; = keyword, sample: :active" in content
+
+
+def test_pairs_mode_after_a_recovery_ends_with_the_current_turns_left() -> None:
+    """Issue 12 item 7 / DESIGN §4: pairs show only the trailing streak of failures; after
+    a recovery the prompt ends with the USER message and the current turns left."""
+    sc = failed_then_recovered()
+    messages = render(sc.turns, compression="single-user-coalesced:errors=pairs",
+                      **sc.render_kwargs())
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert messages[1]["content"].endswith(f"\n\nTurns left: {sc.turns_left}")
+    assert "broken-code" not in messages[1]["content"]
+
+
+def test_pairs_mode_shows_only_the_trailing_streak() -> None:
+    """A failure before a success is history; the failures after it stay as pairs."""
+    sc = failed_then_recovered()
+    extra = Turn.failed(4, "(oops)", Failure("undefined_symbol", "undefined symbol 'oops'"),
+                        memory=sc.turns[-1].memory)
+    messages = render([*sc.turns, extra], compression="single-user-coalesced:errors=pairs",
+                      **{**sc.render_kwargs(), "turns_left": 3})
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[1]["content"].endswith("Turns left: 4")
+    assert messages[3]["content"] == "Error: undefined symbol 'oops'\n\nTurns left: 3"
+    assert "broken-code" not in "".join(m["content"] for m in messages)
