@@ -31,7 +31,9 @@ class RollingWindow(Strategy):
     ``single-user-coalesced``: it is exactly what that strategy rendered just after
     the last coalesced turn (so with ``errors="last"`` it ends with that turn's failed
     attempt if it failed). With at most ``window`` turns this is ``full-history``;
-    ``window=0, step=1`` is ``single-user-coalesced``.
+    ``window=0, step=1`` is ``single-user-coalesced``. On an imported transcript
+    the coalesced part is ``single-user-coalesced``'s transcript view (mission, tool
+    calls made, last outputs) and the recent turns keep their original messages.
     """
 
     name = "rolling-window"
@@ -80,9 +82,10 @@ class RollingWindow(Strategy):
         n = len(turns)
         c = self.coalesced_count(n)
         if self.coalesced_count(n + 1) != c:
-            return [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
-        last = len(self.to_messages(turns, memory, ctx)) - 1
-        points: list[Breakpoint] = [(0, None), (1, None), (last, None)]
+            return self._coalesced.cache_breakpoints(turns, memory, ctx)
+        messages = self.to_messages(turns, memory, ctx)
+        first_user = next(i for i, m in enumerate(messages) if m["role"] != "system")
+        points: list[Breakpoint] = [(0, None), (first_user, None), (len(messages) - 1, None)]
         return sorted(set(points), key=lambda p: p[0])
 
 
