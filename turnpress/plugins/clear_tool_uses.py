@@ -38,8 +38,8 @@ from typing import Any
 
 from turnpress.core.compression import Breakpoint, RenderContext, Strategy
 from turnpress.core.hookspecs import hookimpl
-from turnpress.core.registry import get_registry
 from turnpress.core.model import Message, Turn
+from turnpress.core.registry import get_registry
 from turnpress.plugins._transcript import content_text
 from turnpress.plugins.full_history import FullHistory
 
