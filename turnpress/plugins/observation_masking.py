@@ -25,7 +25,6 @@ from turnpress.core.model import Message, Turn
 from turnpress.plugins._transcript import (
     assistant_messages,
     content_text,
-    feedback_text,
     with_content,
 )
 from turnpress.plugins.full_history import FullHistory
@@ -78,19 +77,24 @@ class ObservationMasking(Strategy):
                             default=None)
         return {pos for pos in range(1, m + 1) if pos != latest_failed}
 
-    def placeholder(self, ctx: RenderContext, turn: Turn) -> str:
-        """The line standing for a masked turn's feedback."""
-        lines = (feedback_text(turn).count("\n") + 1) if turn.messages else output_lines(turn)
-        return ctx.template("observation_masking/masked.j2", number=turn.number, lines=lines)
+    def placeholder(self, ctx: RenderContext, turn: Turn, lines: int | None = None) -> str:
+        """The line standing for a masked turn's feedback (or, on a transcript, for one
+        feedback message of ``lines`` lines)."""
+        return ctx.template("observation_masking/masked.j2", number=turn.number,
+                            lines=output_lines(turn) if lines is None else lines)
 
     def masked_pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
         """The ``pos``-th turn with its feedback masked (never larger than unmasked)."""
         turn = turns[pos - 1]
-        text = self.placeholder(ctx, turn)
         if turn.messages:
-            return [dict(m) if m.get("role") == "assistant"  # type: ignore[misc]
-                    or len(content_text(m)) <= len(text) else with_content(m, text)
-                    for m in turn.messages]
+            out: list[Message] = []
+            for m in turn.messages:
+                text = content_text(m)
+                line = self.placeholder(ctx, turn, text.count("\n") + 1)
+                keep = m.get("role") == "assistant" or len(text) <= len(line)
+                out.append(dict(m) if keep else with_content(m, line))  # type: ignore[arg-type]
+            return out
+        text = self.placeholder(ctx, turn)
         full = self._full.turn_pair(ctx, turns, pos)
         if len(text) >= len(full[1]["content"]):
             return full
