@@ -22,6 +22,9 @@ VARIANTS = [
     "progressive-batch:min_preserved=1,batch_size=2",
     "progressive-batch:min_preserved=0,batch_size=2",
     "observation-masking:window=1",
+    "observation-masking:window=1,step=2",
+    "checkpoint-coalesced:every=2",
+    "clear-tool-uses:trigger=200,keep=1",
     "aggressive:output_chars=40",
 ]
 
