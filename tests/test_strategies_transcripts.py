@@ -44,7 +44,8 @@ def transcript(n_extra: int = 0) -> Trace:
     """Four turns: parallel calls, a long output, an error, a recovery (+ ``n_extra``)."""
     turns = [
         _turn(1, [("c1", "ls", "src\ntests\nsetup.py"),
-                  ("c2", "cat tests/test_parse.py", "def test_parse():\n    assert parse('1') == 1")],
+                  ("c2", "cat tests/test_parse.py",
+                   "def test_parse():\n    assert parse('1') == 1")],
               text="Let me look around."),
         _turn(2, [("c3", "grep -rn parse src", BIG)]),
         _turn(3, [("c4", "python -m pytest tests/test_parse.py",
