@@ -127,19 +127,23 @@ class CheckpointCoalesced(Strategy):
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
         """The end of the stable head (system prompt, mission, ``tool/``, ``data/``), the
-        end of the last checkpoint's coalesced view and, when the next turn makes no
-        checkpoint, the end of the prompt."""
+        end of the last checkpoint's coalesced view, and the end of the prompt.
+
+        The end of the prompt is where a client puts its last ``cache_control``: it
+        reads what the previous prompt cached. Before a checkpoint the next prompt
+        does not repeat it (it rebuilds the view), so there only the stable head is
+        a prefix later prompts share; the end marker still saves the re-read.
+        """
         c, moves = self.checkpoints(turns, ctx)
-        if moves:
-            return self._coalesced.cache_breakpoints(turns, memory, ctx)
         messages = self.to_messages(turns, memory, ctx)
-        view = len(self.coalesced(turns, c, ctx)) - 1
         if ctx.is_transcript:
             head = len(preamble_head(ctx))
             points: list[Breakpoint] = [(head - 1, None)] if head else []
         else:
             points = [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
-        points += [(view, None), (len(messages) - 1, None)]
+        if not moves:
+            points.append((len(self.coalesced(turns, c, ctx)) - 1, None))
+        points.append((len(messages) - 1, None))
         return sorted(set(points), key=lambda p: (p[0], p[1] is None, p[1] or 0))
 
 

@@ -121,10 +121,11 @@ class ObservationMasking(Strategy):
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
-        """The end of the system prompt, and the longest prefix the next prompt repeats:
-        all of this prompt while the boundary holds; when it moves, the messages before
-        the first feedback that may change (the oldest newly masked turn, or the
-        error kept in full until then)."""
+        """The end of the system prompt, the longest prefix the next prompt repeats (all of
+        this prompt while the boundary holds; when it moves, the messages before the
+        first feedback that may change: the oldest newly masked turn, or the error
+        kept in full until then), and the end of the prompt, where a client puts its
+        last ``cache_control`` to read what the previous prompt cached."""
         messages, starts = self._render(turns, ctx)
         n = len(turns)
         m = self.boundary(n)
@@ -136,7 +137,7 @@ class ObservationMasking(Strategy):
             return [(0, None), (len(messages) - 1, None)]
         turn = turns[first - 1]
         index = starts[first - 1] + (len(assistant_messages(turn)) if turn.messages else 1)
-        return [(0, None), (index - 1, None)]
+        return [(0, None), (index - 1, None), (len(messages) - 1, None)]
 
 
 @hookimpl

@@ -152,14 +152,11 @@ class ProgressiveBatch(Strategy):
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
         """The system prompt; the first USER message and the recaps so far (they never
-        change); and, when the next turn compacts no new block, the whole
-        conversation so far."""
-        n = len(turns)
-        c = self.compacted_count(n)
+        change); and the end of the prompt: the whole conversation, repeated by the
+        next prompt unless it compacts a new block (the marker then still reads what
+        the previous prompt cached, as a client's last ``cache_control`` does)."""
         messages, stable = self._render(turns, memory, ctx)
-        points: list[Breakpoint] = [(0, None), (stable - 1, None)]
-        if self.compacted_count(n + 1) == c and c < n:
-            points.append((len(messages) - 1, None))
+        points: list[Breakpoint] = [(0, None), (stable - 1, None), (len(messages) - 1, None)]
         return sorted(set(points), key=lambda p: p[0])
 
 

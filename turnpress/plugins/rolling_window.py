@@ -77,13 +77,17 @@ class RollingWindow(Strategy):
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
         """While the boundary holds on the next turn, the whole conversation so far
-        (the coalesced USER message included); when it moves, only the mission +
-        ``tool/`` + ``data/`` head of the first USER message."""
+        (the coalesced USER message included); when it moves, the mission + ``tool/``
+        + ``data/`` head of the first USER message, and the end of the prompt, where
+        a client puts its last ``cache_control`` to read what the previous prompt
+        cached (the next prompt does not repeat it)."""
         n = len(turns)
         c = self.coalesced_count(n)
-        if self.coalesced_count(n + 1) != c:
-            return self._coalesced.cache_breakpoints(turns, memory, ctx)
         messages = self.to_messages(turns, memory, ctx)
+        if self.coalesced_count(n + 1) != c:
+            # the end marker reads what the previous prompt cached (see cache_breakpoints)
+            return sorted({*self._coalesced.cache_breakpoints(turns, memory, ctx),
+                           (len(messages) - 1, None)}, key=lambda p: (p[0], p[1] is None))
         first_user = next(i for i, m in enumerate(messages) if m["role"] != "system")
         points: list[Breakpoint] = [(0, None), (first_user, None), (len(messages) - 1, None)]
         return sorted(set(points), key=lambda p: p[0])
