@@ -32,8 +32,8 @@ def _failed(n: int, message: str = "boom") -> Turn:
 
 
 def test_defaults() -> None:
-    """``window=3``, ``step=1``."""
-    assert ObservationMasking.option_defaults() == {"window": 3, "step": 1}
+    """``window=3``, ``step=10`` (a boundary that pays under prompt caching)."""
+    assert ObservationMasking.option_defaults() == {"window": 3, "step": 10}
     assert normalize("observation-masking:window=1") == (NAME, {"window": 1})
 
 
@@ -45,7 +45,7 @@ def test_old_feedback_masked_window_kept() -> None:
     message and the first USER message (mission, MSG-007) stay as in full history."""
     turns = [_ok(1, ["a" * 30, "b\n" + "c" * 30]), _ok(2, ["only" * 10]), _ok(3), _ok(4),
              _ok(5)]
-    messages = render(turns, mission="m", turns_left=2, compression=NAME)
+    messages = render(turns, mission="m", turns_left=2, compression=f"{NAME}:step=1")
     full = render(turns, mission="m", turns_left=2, compression="full-history")
     assert len(messages) == len(full)
     assert messages[:3] == full[:3]
@@ -60,13 +60,13 @@ def test_latest_error_never_masked() -> None:
     older failures are masked like any feedback."""
     long = "a long explanation of what went wrong"
     turns = [_failed(1, long), _failed(2, "worse"), _ok(3, ["printed " * 5]), _ok(4)]
-    messages = render(turns, mission="m", turns_left=2, compression=f"{NAME}:window=1")
+    messages = render(turns, mission="m", turns_left=2, compression=f"{NAME}:window=1,step=1")
     assert messages[3]["content"] == "[output of turn 1 omitted: 1 line]"
     assert messages[5]["content"] == "Error: worse 2\n\nTurns left: 4"
     assert messages[7]["content"] == "[output of turn 3 omitted: 1 line]"
     assert messages[9]["content"] == "Result: 4\n\nTurns left: 2"
     zero = render([*turns[:3], _ok(4, ["printed " * 5])], mission="m", turns_left=2,
-                  compression=f"{NAME}:window=0")
+                  compression=f"{NAME}:window=0,step=1")
     assert zero[5]["content"] == "Error: worse 2\n\nTurns left: 4"
     assert zero[9]["content"] == "[output of turn 4 omitted: 1 line]"
 
@@ -74,7 +74,7 @@ def test_latest_error_never_masked() -> None:
 def test_multi_line_error_counted() -> None:
     """K counts the lines the feedback showed."""
     turns = [_failed(1, "line one of the error\nline two of the error"), _failed(2)]
-    messages = render(turns, mission="m", turns_left=2, compression=f"{NAME}:window=0")
+    messages = render(turns, mission="m", turns_left=2, compression=f"{NAME}:window=0,step=1")
     assert messages[3]["content"] == "[output of turn 1 omitted: 2 lines]"
 
 
@@ -83,13 +83,13 @@ def test_wide_window_is_full_history(scenario: str) -> None:
     """With no more turns than ``window`` nothing is masked."""
     sc = SCENARIOS[scenario]()
     window = len(sc.turns)
-    assert _render(sc, f"{NAME}:window={window}") == _render(sc, "full-history")
+    assert _render(sc, f"{NAME}:window={window},step=1") == _render(sc, "full-history")
 
 
 def test_final_turn_line_survives() -> None:
     """MSG-005: the newest feedback (in the window) keeps the final-turn warning."""
     sc = SCENARIOS["final_turn"]()
-    messages = _render(sc, f"{NAME}:window=1")
+    messages = _render(sc, f"{NAME}:window=1,step=1")
     assert messages[-1]["content"].endswith(
         "FINAL TURN - you must call (return result) or (fail reason) now.")
     assert messages[3]["content"] in ("[output of turn 1 omitted: 1 line]",
@@ -105,7 +105,7 @@ def test_final_turn_line_survives() -> None:
 def test_properties(history: History, window: int) -> None:
     """Same messages as full history except masked feedback; exactly the old feedback is
     masked, never the latest error; deterministic (ARC-004)."""
-    spec = (NAME, {"window": window})
+    spec = (NAME, {"window": window, "step": 1})
     for n in range(1, len(history.turns) + 2):
         messages = history.prompt(n, spec)
         assert messages == history.prompt(n, spec)
@@ -131,7 +131,7 @@ def test_properties(history: History, window: int) -> None:
 def test_cache_breakpoints_are_repeated(history: History, window: int) -> None:
     """Each reported cache breakpoint is repeated byte for byte by the next prompt."""
     for n in range(len(history.turns)):
-        assert breakpoints_hold(history, n, (NAME, {"window": window}),
+        assert breakpoints_hold(history, n, (NAME, {"window": window, "step": 1}),
                                 end_may_move=True)
 
 
@@ -170,6 +170,6 @@ def test_step_moves_the_boundary_in_blocks() -> None:
 def test_placeholder_longer_than_feedback_keeps_it() -> None:
     """Never larger (DESIGN §11): short feedback is not replaced by a longer line."""
     turns = [Turn.succeeded(1, "(f)", 1, memory={}, raw_response="(f)"), _ok(2)]
-    messages = render(turns, mission="m", turns_left=5, compression=f"{NAME}:window=0")
+    messages = render(turns, mission="m", turns_left=5, compression=f"{NAME}:window=0,step=1")
     full = render(turns, mission="m", turns_left=5, compression="full-history")
     assert messages == full

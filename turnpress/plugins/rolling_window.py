@@ -24,10 +24,11 @@ from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoale
 class RollingWindow(Strategy):
     """The last ``window`` turns as full pairs, older turns coalesced into the first USER.
 
-    Options: ``window`` (2, >= 0) turns kept in full; ``step`` (1, >= 1): the
+    Options: ``window`` (2, >= 0) turns kept in full; ``step`` (10, >= 1): the
     coalesced part grows ``step`` turns at a time, so it stays the same for ``step``
-    turns in a row; ``println_limit`` (15), ``tool_call_limit`` (20) and ``errors``
-    (``"last"``/``"pairs"``) apply to the coalesced part as in
+    turns in a row (``step=1`` rewrites it every turn, which costs more than
+    ``full-history`` under prompt caching on long runs); ``println_limit`` (15),
+    ``tool_call_limit`` (20) and ``errors`` (``"last"``/``"pairs"``) apply to the coalesced part as in
     ``single-user-coalesced``: it is exactly what that strategy rendered just after
     the last coalesced turn (so with ``errors="last"`` it ends with that turn's failed
     attempt if it failed). With at most ``window`` turns this is ``full-history``;
@@ -38,7 +39,7 @@ class RollingWindow(Strategy):
 
     name = "rolling-window"
 
-    def __init__(self, *, window: int = 2, step: int = 1, println_limit: int = 15,
+    def __init__(self, *, window: int = 2, step: int = 10, println_limit: int = 15,
                  tool_call_limit: int = 20, errors: str = "last") -> None:
         self.window = self.check_int("window", window)
         self.step = self.check_int("step", step, minimum=1)
