@@ -48,8 +48,8 @@ class ObservationMasking(Strategy):
     time, so the prompt is append-only for ``step`` turns in a row and providers
     keep their cache (DESIGN §11; ``step=1`` masks a little more every turn and
     costs more than ``full-history`` under prompt caching). The latest failed turn
-    as of the last boundary move is never masked. A placeholder longer than the feedback it would replace
-    keeps the feedback. On an imported transcript the tool and user messages of
+    as of the last boundary move is never masked. A placeholder longer than the
+    feedback it would replace keeps the feedback. On an imported transcript the tool and user messages of
     masked turns get the placeholder as content; their ``tool_call_id`` stays, so
     every tool call is still answered.
     """
