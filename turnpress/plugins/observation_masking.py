@@ -43,15 +43,15 @@ def output_lines(turn: Turn) -> int:
 class ObservationMasking(Strategy):
     """``full-history`` whose old USER feedback is masked by a one-line placeholder.
 
-    Options: ``window`` (3, >= 0): the feedback of the last ``window`` turns stays
-    in full; ``step`` (10, >= 1): the masking boundary moves ``step`` turns at a
-    time, so the prompt is append-only for ``step`` turns in a row and providers
-    keep their cache (DESIGN §11; ``step=1`` masks a little more every turn and
-    costs more than ``full-history`` under prompt caching). The latest failed turn
-    as of the last boundary move is never masked. A placeholder longer than the
-    feedback it would replace keeps the feedback. On an imported transcript the tool and user messages of
-    masked turns get the placeholder as content; their ``tool_call_id`` stays, so
-    every tool call is still answered.
+    Options: ``window`` (3, >= 0): the feedback of the last ``window`` turns stays in
+    full; ``step`` (10, >= 1): the masking boundary moves ``step`` turns at a time, so
+    the prompt is append-only for ``step`` turns in a row and providers keep their cache
+    (DESIGN §11; ``step=1`` masks a little more every turn and costs more than
+    ``full-history`` under prompt caching). The latest failed turn as of the last boundary move
+    is never masked. A placeholder longer than the feedback it would replace keeps the
+    feedback. On an imported transcript the tool and user messages of masked turns get
+    the placeholder as content; their ``tool_call_id`` stays, so every tool call is
+    still answered.
     """
 
     name = "observation-masking"

@@ -24,17 +24,17 @@ from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoale
 class RollingWindow(Strategy):
     """The last ``window`` turns as full pairs, older turns coalesced into the first USER.
 
-    Options: ``window`` (2, >= 0) turns kept in full; ``step`` (10, >= 1): the
-    coalesced part grows ``step`` turns at a time, so it stays the same for ``step``
-    turns in a row (``step=1`` rewrites it every turn, which costs more than
-    ``full-history`` under prompt caching on long runs); ``println_limit`` (15),
-    ``tool_call_limit`` (20) and ``errors`` (``"last"``/``"pairs"``) apply to the
-    coalesced part as in ``single-user-coalesced``: it is exactly what that strategy rendered just after
-    the last coalesced turn (so with ``errors="last"`` it ends with that turn's failed
-    attempt if it failed). With at most ``window`` turns this is ``full-history``;
-    ``window=0, step=1`` is ``single-user-coalesced``. On an imported transcript
-    the coalesced part is ``single-user-coalesced``'s transcript view (mission, tool
-    calls made, last outputs) and the recent turns keep their original messages.
+    Options: ``window`` (2, >= 0) turns kept in full; ``step`` (10, >= 1): the coalesced
+    part grows ``step`` turns at a time, so it stays the same for ``step`` turns in a
+    row (``step=1`` rewrites it every turn, which costs more than ``full-history`` under
+    prompt caching on long runs); ``println_limit`` (15), ``tool_call_limit`` (20) and
+    ``errors`` (``"last"``/``"pairs"``) apply to the coalesced part as in ``single-user-
+    coalesced``: it is exactly what that strategy rendered just after the last coalesced
+    turn (so with ``errors="last"`` it ends with that turn's failed attempt if it
+    failed). With at most ``window`` turns this is ``full-history``; ``window=0,
+    step=1`` is ``single-user-coalesced``. On an imported transcript the coalesced part
+    is ``single-user-coalesced``'s transcript view (mission, tool calls made, last
+    outputs) and the recent turns keep their original messages.
     """
 
     name = "rolling-window"
