@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scenarios import (
     docstrings,
     exploration,
@@ -19,6 +21,7 @@ from scenarios import (
     redefinition_same_turn,
     side_effects,
 )
+from turn_strategies import History, breakpoints_hold, histories
 
 from turnpress import Failure, Fn, Keyword, Tool, ToolCall, Turn, render
 
@@ -430,3 +433,17 @@ def test_pairs_mode_shows_only_the_trailing_streak() -> None:
     assert messages[1]["content"].endswith("Turns left: 4")
     assert messages[3]["content"] == "Error: undefined symbol 'oops'\n\nTurns left: 3"
     assert "broken-code" not in "".join(m["content"] for m in messages)
+
+
+@settings(max_examples=40, deadline=None)
+@given(histories(min_turns=1), st.sampled_from(["last", "pairs"]))
+def test_stable_head_first_and_its_breakpoints_are_repeated(history: History,
+                                                             errors: str) -> None:
+    """DESIGN §11: system prompt, mission, tool/ and data/ come first; the breakpoints at
+    the end of the system prompt and of that head are repeated by the next prompt."""
+    spec = ("single-user-coalesced", {"errors": errors})
+    for n in range(len(history.turns)):
+        assert breakpoints_hold(history, n, spec)
+        messages = history.prompt(n + 1, spec)
+        assert messages[0]["content"] == history.system_prompt
+        assert messages[1]["content"].startswith(history.mission.rstrip("\n"))
