@@ -113,7 +113,7 @@ def test_long_outputs_are_cut_to_head_and_tail() -> None:
 def test_observation_masking_keeps_tool_call_ids() -> None:
     """Masked tool results keep their tool_call_id; the assistant calls stay as sent."""
     trace = transcript()
-    messages = prompt(trace, 5, "observation-masking:window=1")
+    messages = prompt(trace, 5, "observation-masking:window=1,step=1")
     full = prompt(trace, 5, "full-history")
     assert len(messages) == len(full)
     for masked, original in zip(messages, full, strict=True):
@@ -128,7 +128,7 @@ def test_observation_masking_keeps_tool_call_ids() -> None:
 
 def test_rolling_window_keeps_the_recent_turns_as_sent() -> None:
     trace = transcript()
-    messages = prompt(trace, 5, "rolling-window:window=1")
+    messages = prompt(trace, 5, "rolling-window:window=1,step=1")
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool"]
     assert messages[2:] == list(trace.turns[3].messages)
 
