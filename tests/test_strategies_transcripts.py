@@ -193,3 +193,17 @@ def readable(messages: list[dict]) -> str:
                  for c in m.get("tool_calls") or ()]
         blocks.append("\n".join([head, *calls, m["content"] or ""]))
     return "\n\n".join(blocks) + "\n"
+
+
+@pytest.mark.parametrize("strategy", strategy_names())
+def test_cache_breakpoints_point_at_messages_of_the_prompt(strategy: str) -> None:
+    """Every breakpoint names a message of the prompt (index in range), on a transcript."""
+    from turnpress.core.compression import render_with_breakpoints
+
+    trace = transcript(12)
+    for n in range(1, len(trace.turns) + 2):
+        messages, points = render_with_breakpoints(
+            trace.turns[: n - 1], mission=trace.mission, system_prompt=trace.system_prompt,
+            turns_left=trace.max_turns - (n - 1), preamble=trace.preamble,
+            compression=strategy)
+        assert all(0 <= index < len(messages) for index, _ in points), (strategy, n, points)

@@ -61,7 +61,7 @@ class FullHistory(Strategy):
         """Append-only: the system prompt, and the whole conversation so far (each
         later prompt starts with this one)."""
         if ctx.is_transcript:
-            last = len(ctx.preamble) + sum(len(t.messages) or 2 for t in turns)
+            last = len(ctx.preamble) + sum(len(t.messages) or 2 for t in turns) - 1
             return [(0, None), (last, None)]
         last = 1 + 2 * len(turns)
         return [(0, None), (last, None)]
