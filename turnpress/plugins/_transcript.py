@@ -22,6 +22,9 @@ TAIL_LINES = 20
 #: and at most this many characters from each end (a one-line 50 kB blob is long too)
 HEAD_CHARS = 2000
 TAIL_CHARS = 2000
+#: a transcript's tool-call arguments (a shell command, a file path) show this many
+#: characters; PTC-Lisp calls keep the 60 of DESIGN §4
+CALL_ARG_CHARS = 300
 
 
 def content_text(message: Mapping[str, Any]) -> str:
@@ -133,6 +136,18 @@ def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
                                                      for c in contents], max_chars=None)
 
 
+def tool_calls(turns: Sequence[Turn], ctx: RenderContext, limit: int) -> str | None:
+    """The ``;; Tool calls made:`` section of a transcript: the last ``limit`` calls, each
+    argument shown up to ``CALL_ARG_CHARS`` characters (commands and paths are what a
+    tool-calling agent reuses)."""
+    if not turns:
+        return None
+    calls = [{"name": call.name,
+              "args": " ".join(ctx.to_clojure(a, 3, CALL_ARG_CHARS) for a in call.args)}
+             for call in last_items((t.tool_calls for t in turns), limit)]
+    return ctx.template("history/tool_calls.j2", calls=calls)
+
+
 def summary_view(turns: Sequence[Turn], ctx: RenderContext, *, tool_call_limit: int,
                  output_limit: int, max_chars: int | None = None,
                  turns_left: bool = False) -> str:
@@ -142,7 +157,7 @@ def summary_view(turns: Sequence[Turn], ctx: RenderContext, *, tool_call_limit: 
     transcript in one USER message (there is no REPL state, so no namespaces).
     """
     parts = [mission_text(ctx).rstrip("\n"),
-             ctx.tool_calls(turns, tool_call_limit),
+             tool_calls(turns, ctx, tool_call_limit),
              last_outputs(turns, ctx, output_limit, max_chars=max_chars)]
     if turns_left:
         parts.append(ctx.turns_left_line(ctx.turns_left))
