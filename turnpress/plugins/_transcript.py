@@ -176,3 +176,11 @@ def answered(messages: Sequence[Mapping[str, Any]]) -> bool:
         elif m.get("role") == "tool":
             pending.discard(m.get("tool_call_id"))
     return not pending
+
+
+def transcript_head_breakpoints(ctx: RenderContext) -> list[tuple[int, int | None]]:
+    """The stable head of a coalesced transcript view (:func:`summary_view`): the end of
+    its system message(s), and the mission at the start of the USER message after them."""
+    head = len(preamble_head(ctx))
+    points: list[tuple[int, int | None]] = [(head - 1, None)] if head else []
+    return [*points, (head, len(mission_text(ctx).rstrip("\n")))]

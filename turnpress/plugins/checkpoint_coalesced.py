@@ -33,7 +33,12 @@ from turnpress.core.compression import (
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
-from turnpress.plugins._transcript import content_text, cut_feedback, cut_middle, preamble_head
+from turnpress.plugins._transcript import (
+    content_text,
+    cut_feedback,
+    cut_middle,
+    transcript_head_breakpoints,
+)
 from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoalesced
 
 
@@ -137,8 +142,7 @@ class CheckpointCoalesced(Strategy):
         c, moves = self.checkpoints(turns, ctx)
         messages = self.to_messages(turns, memory, ctx)
         if ctx.is_transcript:
-            head = len(preamble_head(ctx))
-            points: list[Breakpoint] = [(head - 1, None)] if head else []
+            points: list[Breakpoint] = transcript_head_breakpoints(ctx)
         else:
             points = [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
         if not moves:

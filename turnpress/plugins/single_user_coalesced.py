@@ -13,7 +13,11 @@ from typing import Any, ClassVar
 from turnpress.core.compression import RenderContext, Strategy, has_printed
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
-from turnpress.plugins._transcript import preamble_head, summary_view
+from turnpress.plugins._transcript import (
+    preamble_head,
+    summary_view,
+    transcript_head_breakpoints,
+)
 
 ERROR_MODES = ("last", "pairs")
 
@@ -106,9 +110,10 @@ class SingleUserCoalesced(Strategy):
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[tuple[int, int | None]]:
         """The system prompt, and the mission + ``tool/`` + ``data/`` head of the USER
-        message (for a transcript: its system message(s))."""
+        message (for a transcript: its system message(s) and the mission that starts
+        the USER message)."""
         if ctx.is_transcript:
-            return [(len(preamble_head(ctx)) - 1, None)] if preamble_head(ctx) else []
+            return transcript_head_breakpoints(ctx)
         return [(0, None), (1, len(self.stable_head(ctx)))]
 
 
