@@ -119,7 +119,7 @@ def mission_text(ctx: RenderContext) -> str:
 
 
 def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
-                 max_chars: int | None = None) -> str | None:
+                 max_chars: int | None = None, lines: int = HEAD_LINES) -> str | None:
     """The ``;; Output:`` section of a transcript: its last ``limit`` feedback contents
     (tool results, user messages), each cut to head plus tail, oldest first."""
     contents = last_items(([content_text(m) for m in feedback_messages(t)] for t in turns),
@@ -131,7 +131,7 @@ def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
         limits = {"head_lines": 3, "tail_lines": 3, "head_chars": max_chars // 2,
                   "tail_chars": max_chars // 2}
     else:
-        limits = {}
+        limits = line_limits(lines)
     return ctx.template("history/output.j2", prints=[cut_middle(c, ctx, **limits)
                                                      for c in contents], max_chars=None)
 
@@ -148,9 +148,16 @@ def tool_calls(turns: Sequence[Turn], ctx: RenderContext, limit: int) -> str | N
     return ctx.template("history/tool_calls.j2", calls=calls)
 
 
+def line_limits(lines: int) -> dict[str, int]:
+    """:func:`cut_middle` limits keeping ``lines`` lines (and 100 characters a line) at
+    each end."""
+    return {"head_lines": lines, "tail_lines": lines, "head_chars": 100 * lines,
+            "tail_chars": 100 * lines}
+
+
 def summary_view(turns: Sequence[Turn], ctx: RenderContext, *, tool_call_limit: int,
                  output_limit: int, max_chars: int | None = None,
-                 turns_left: bool = False) -> str:
+                 turns_left: bool = False, lines: int = HEAD_LINES) -> str:
     """The coalesced view of a transcript: mission, the tool calls made, the last outputs.
 
     This is what ``single-user-coalesced`` and ``aggressive`` send for an imported
@@ -158,7 +165,7 @@ def summary_view(turns: Sequence[Turn], ctx: RenderContext, *, tool_call_limit: 
     """
     parts = [mission_text(ctx).rstrip("\n"),
              tool_calls(turns, ctx, tool_call_limit),
-             last_outputs(turns, ctx, output_limit, max_chars=max_chars)]
+             last_outputs(turns, ctx, output_limit, max_chars=max_chars, lines=lines)]
     if turns_left:
         parts.append(ctx.turns_left_line(ctx.turns_left))
     return "\n\n".join(p for p in parts if p)

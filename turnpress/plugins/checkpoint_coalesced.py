@@ -37,6 +37,7 @@ from turnpress.plugins._transcript import (
     content_text,
     cut_feedback,
     cut_middle,
+    line_limits,
     transcript_head_breakpoints,
 )
 from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoalesced
@@ -53,22 +54,26 @@ class CheckpointCoalesced(Strategy):
     Options: ``every`` (10, >= 1): a checkpoint every ``every`` turns;
     ``delta_chars`` (24000, >= 0; 0: no limit): a checkpoint as soon as the deltas
     since the last one reach this many characters (about a quarter as many
-    tokens); ``println_limit`` (15), ``tool_call_limit`` (20) and ``errors``
-    (``"last"``/``"pairs"``) shape the coalesced view as in
-    ``single-user-coalesced``. ``every=1`` is ``single-user-coalesced``.
+    tokens); ``output_lines`` (20, >= 1): a long output in a delta (or, on a
+    transcript, in the view) keeps this many lines at each end; ``println_limit``
+    (15), ``tool_call_limit`` (20) and ``errors`` (``"last"``/``"pairs"``) shape the
+    coalesced view as in ``single-user-coalesced``. ``every=1`` is ``single-user-coalesced``.
     """
 
     name = "checkpoint-coalesced"
 
-    def __init__(self, *, every: int = 10, delta_chars: int = 24000, println_limit: int = 15,
-                 tool_call_limit: int = 20, errors: str = "last") -> None:
+    def __init__(self, *, every: int = 10, delta_chars: int = 24000, output_lines: int = 20,
+                 println_limit: int = 15, tool_call_limit: int = 20,
+                 errors: str = "last") -> None:
         self.every = self.check_int("every", every, minimum=1)
         self.delta_chars = self.check_int("delta_chars", delta_chars)
+        self.output_lines = self.check_int("output_lines", output_lines, minimum=1)
         self.println_limit = self.check_int("println_limit", println_limit)
         self.tool_call_limit = self.check_int("tool_call_limit", tool_call_limit)
         self.errors = self.check_choice("errors", errors, ERROR_MODES)
         self._coalesced = SingleUserCoalesced(println_limit=println_limit,
                                               tool_call_limit=tool_call_limit, errors=errors)
+        self._coalesced.output_lines = output_lines
 
     # -- where the checkpoints are ---------------------------------------------------
 
@@ -99,7 +104,7 @@ class CheckpointCoalesced(Strategy):
         last checkpoint."""
         turn = turns[pos - 1]
         if turn.messages:
-            return cut_feedback(turn, ctx)
+            return cut_feedback(turn, ctx, **line_limits(self.output_lines))
         call = ctx.template("checkpoint_coalesced/delta_call.j2", number=turn.number,
                             tool_calls=ctx.tool_calls([turn], self.tool_call_limit))
         previous = turns[pos - 2].memory if pos > 1 else {}
@@ -107,7 +112,7 @@ class CheckpointCoalesced(Strategy):
                    for name in defined_names(turn.memory, previous)]
         output = None
         if turn.success and turn.prints:
-            output = cut_middle("\n".join(turn.prints), ctx)
+            output = cut_middle("\n".join(turn.prints), ctx, **line_limits(self.output_lines))
         result = ctx.template(
             "checkpoint_coalesced/delta_result.j2", defined=defined, output=output,
             error=None if turn.success else error_message(turn),

@@ -14,6 +14,7 @@ from turnpress.core.compression import RenderContext, Strategy, has_printed
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
 from turnpress.plugins._transcript import (
+    HEAD_LINES,
     preamble_head,
     summary_view,
     transcript_head_breakpoints,
@@ -36,6 +37,9 @@ class SingleUserCoalesced(Strategy):
 
     name = "single-user-coalesced"
     minimal: ClassVar[bool] = False  # namespaces with names and types only (aggressive)
+    #: lines kept at each end of a long transcript output (not an option; strategies
+    #: built on this one may set it on their instance)
+    output_lines: int = HEAD_LINES
 
     def __init__(self, *, println_limit: int = 15, tool_call_limit: int = 20,
                  errors: str = "last") -> None:
@@ -105,7 +109,7 @@ class SingleUserCoalesced(Strategy):
         """The one USER message for an imported transcript: mission, tool calls made,
         the last ``println_limit`` outputs."""
         return summary_view(turns, ctx, tool_call_limit=self.tool_call_limit,
-                            output_limit=self.println_limit)
+                            output_limit=self.println_limit, lines=self.output_lines)
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[tuple[int, int | None]]:
