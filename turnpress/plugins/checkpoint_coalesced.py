@@ -51,7 +51,7 @@ class CheckpointCoalesced(Strategy):
     """The coalesced view of ``single-user-coalesced``, rebuilt only at checkpoints;
     compact per-turn deltas appended in between (append-only, cache-friendly).
 
-    Options: ``every`` (10, >= 1): a checkpoint every ``every`` turns;
+    Options: ``every`` (20, >= 1): a checkpoint every ``every`` turns;
     ``delta_chars`` (24000, >= 0; 0: no limit): a checkpoint as soon as the deltas
     since the last one reach this many characters (about a quarter as many
     tokens); ``output_lines`` (20, >= 1): a long output in a delta (or, on a
@@ -62,7 +62,7 @@ class CheckpointCoalesced(Strategy):
 
     name = "checkpoint-coalesced"
 
-    def __init__(self, *, every: int = 10, delta_chars: int = 24000, output_lines: int = 20,
+    def __init__(self, *, every: int = 20, delta_chars: int = 24000, output_lines: int = 20,
                  println_limit: int = 15, tool_call_limit: int = 20,
                  errors: str = "last") -> None:
         self.every = self.check_int("every", every, minimum=1)
