@@ -29,8 +29,8 @@ def _ctx(turns_left: int = 5) -> RenderContext:
 
 def test_defaults() -> None:
     assert CheckpointCoalesced.option_defaults() == {
-        "every": 20, "delta_chars": 24000, "output_lines": 20, "println_limit": 15, "tool_call_limit": 20,
-        "errors": "last"}
+        "every": 20, "delta_chars": 24000, "output_lines": 20, "println_limit": 15,
+        "tool_call_limit": 20, "errors": "last"}
     assert normalize(f"{NAME}:every=4") == (NAME, {"every": 4})
 
 
