@@ -97,6 +97,11 @@ class Strategy:
         content (``None``: all of it) stay the same on the next turns. Provider
         shapes put their cache markers there (Anthropic ``cache_control``).
         The default is the end of the system message.
+
+        One exception: a breakpoint at the very end of the prompt may be a
+        read-only marker (a client's last ``cache_control`` reads what the previous
+        prompt wrote), so a strategy whose boundary moves next turn may still mark
+        its end; every other breakpoint must be repeated by the following prompts.
         """
         return [(0, None)]
 

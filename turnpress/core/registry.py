@@ -52,6 +52,8 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "turnpress.plugins.namespaces",
     "turnpress.plugins.tokenizers",
     "turnpress.plugins.aggressive",
+    "turnpress.plugins.checkpoint_coalesced",
+    "turnpress.plugins.clear_tool_uses",
     "turnpress.plugins.full_history",
     "turnpress.plugins.observation_masking",
     "turnpress.plugins.per_turn_summary",
