@@ -13,7 +13,9 @@ Usage::
     python scripts/record_long_runs.py --out DIR       # somewhere else
     python scripts/record_long_runs.py --only incident-triage
 
-The same script always writes byte-identical files. Each run checks itself while it
+Each run is one ``NAME.jsonl`` file (a trace on one line: every turn stores the whole
+memory in trace format version 1, and indented JSON would double the size). The same
+script always writes byte-identical files. Each run checks itself while it
 records: the number of turns, which turns fail (and why), and that the last turn
 returns; a script edit that changes any of these stops with an error instead of
 writing a different run.
@@ -35,10 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from long_runs import LongRun, record  # noqa: E402
 from long_runs.incident import incident_triage  # noqa: E402
 from long_runs.migration import migration_audit  # noqa: E402
+from long_runs.support import support_queue  # noqa: E402
 
 RUNS: dict[str, Callable[[], LongRun]] = {
     "incident-triage": incident_triage,
     "migration-audit": migration_audit,
+    "support-queue-cleanup": support_queue,
 }
 
 
@@ -52,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     for name in args.only or RUNS:
         trace = record(RUNS[name]())
-        path = args.out / f"{name}.json"
+        path = args.out / f"{name}.jsonl"
         save_trace(trace, path)
         print(f"wrote {path}: {len(trace.turns)} turns, "
               f"{sum(len(t.tool_calls) for t in trace.turns)} tool calls, "
