@@ -19,10 +19,11 @@ def test_arc_001_turn_fields() -> None:
                           tool_calls=[ToolCall("t", (1,), None)], raw_response="```x```")
     assert [f.name for f in dataclasses.fields(Turn)] == [
         "number", "program", "result", "prints", "tool_calls", "memory", "success",
-        "raw_response"]
+        "raw_response", "messages", "usage"]
     assert (turn.number, turn.program, turn.result, turn.success) == (1, "(def x 1)", 1, True)
     assert turn.prints == ("hi",) and turn.tool_calls == (ToolCall("t", (1,)),)
     assert turn.raw_response == "```x```"
+    assert turn.messages == () and turn.usage is None  # a PTC-Lisp turn: nothing imported
 
 
 def test_arc_002_turns_are_immutable_and_lists_become_tuples() -> None:

@@ -7,10 +7,26 @@ they are found through the ``turnpress`` entry-point group on first use.
 """
 
 from turnpress.core.clojure import to_clojure
-from turnpress.core.compression import Strategy, get_strategy, normalize, render
+from turnpress.core.compression import (
+    Strategy,
+    StrategyNotApplicable,
+    get_strategy,
+    normalize,
+    render,
+)
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.labels import type_label
-from turnpress.core.model import Failure, Fn, Keyword, Memory, Message, Tool, ToolCall, Turn
+from turnpress.core.model import (
+    Failure,
+    Fn,
+    Keyword,
+    Memory,
+    Message,
+    Tool,
+    ToolCall,
+    Turn,
+    Usage,
+)
 from turnpress.core.trace import Trace, load_trace, save_trace
 
 __version__ = "0.1.0"
@@ -22,10 +38,12 @@ __all__ = [
     "Memory",
     "Message",
     "Strategy",
+    "StrategyNotApplicable",
     "Tool",
     "ToolCall",
     "Trace",
     "Turn",
+    "Usage",
     "__version__",
     "get_strategy",
     "hookimpl",

@@ -28,6 +28,7 @@ __all__ = [
     "NamespaceView",
     "RenderContext",
     "Strategy",
+    "StrategyNotApplicable",
     "check_messages",
     "get_strategy",
     "normalize",
@@ -51,6 +52,15 @@ ARG_PRINTABLE_LIMIT = 60
 
 
 Breakpoint = tuple[int, "int | None"]
+
+
+class StrategyNotApplicable(ValueError):
+    """A strategy cannot render this kind of history; the message says why in one line.
+
+    Raised from ``to_messages`` (e.g. a PTC-Lisp-only strategy given an imported
+    tool-calling transcript). ``turnpress compare`` shows such a strategy as ``n/a``
+    with the message; ``Compressor`` raises it when it is created.
+    """
 
 
 class Strategy:
@@ -165,6 +175,15 @@ class RenderContext:
     turns_left: int
     template_dirs: tuple[Path, ...] = ()
     registry: Registry = field(default_factory=get_registry, repr=False, compare=False)
+    #: an imported transcript's original messages before its first turn (empty for a
+    #: PTC-Lisp run); its turns carry their own original ``Turn.messages``
+    preamble: tuple[Message, ...] = ()
+
+    @property
+    def is_transcript(self) -> bool:
+        """Whether the history is an imported tool-calling transcript (DESIGN §10),
+        not a PTC-Lisp run: it has original messages to replay."""
+        return bool(self.preamble)
 
     # -- values ---------------------------------------------------------------------
 
@@ -507,6 +526,7 @@ def _prepare(
     turns_left: int,
     compression: Any,
     template_dirs: Iterable[str | os.PathLike[str]],
+    preamble: Iterable[Mapping[str, Any]] = (),
 ) -> tuple[Any, tuple[Turn, ...], Mapping[str, Any], RenderContext]:
     """Check ``render()``'s arguments; return (strategy, turns, memory, context)."""
     turns = tuple(turns)
@@ -527,6 +547,7 @@ def _prepare(
         data=dict(data or {}),
         turns_left=turns_left,
         template_dirs=resolve_template_dirs(template_dirs),
+        preamble=tuple(preamble),  # type: ignore[arg-type]
     )
     return strategy, turns, memory, ctx
 
@@ -542,16 +563,20 @@ def render(
     turns_left: int,
     compression: Any = True,
     template_dirs: Iterable[str | os.PathLike[str]] = (),
+    preamble: Iterable[Mapping[str, Any]] = (),
 ) -> list[Message]:
     """Render the history into the messages for the next LLM call.
 
     ``memory=None`` means the memory of the last turn (``{}`` before the first).
     ``compression`` picks the strategy (see :func:`normalize`); ``False`` renders
-    the ``full-history`` baseline. Pure: the same input gives the same output.
+    the ``full-history`` baseline. ``preamble`` is an imported transcript's
+    original messages before its first turn (``Trace.preamble``). Pure: the same
+    input gives the same output.
     """
     strategy, turns, memory, ctx = _prepare(
         turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
-        turns_left=turns_left, compression=compression, template_dirs=template_dirs)
+        turns_left=turns_left, compression=compression, template_dirs=template_dirs,
+        preamble=preamble)
     return check_messages(strategy.to_messages(turns, memory, ctx), strategy)
 
 
@@ -566,6 +591,7 @@ def render_with_breakpoints(
     turns_left: int,
     compression: Any = True,
     template_dirs: Iterable[str | os.PathLike[str]] = (),
+    preamble: Iterable[Mapping[str, Any]] = (),
 ) -> tuple[list[Message], list[Breakpoint]]:
     """``render(...)``'s messages and the strategy's cache breakpoints for them.
 
@@ -575,21 +601,37 @@ def render_with_breakpoints(
     """
     strategy, turns, memory, ctx = _prepare(
         turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
-        turns_left=turns_left, compression=compression, template_dirs=template_dirs)
+        turns_left=turns_left, compression=compression, template_dirs=template_dirs,
+        preamble=preamble)
     messages = check_messages(strategy.to_messages(turns, memory, ctx), strategy)
     return messages, list(strategy.cache_breakpoints(turns, memory, ctx))
 
 
+def _valid_message(m: Any) -> bool:
+    if not isinstance(m, Mapping) or m.get("role") not in ("system", "user", "assistant",
+                                                           "tool"):
+        return False
+    content = m.get("content")
+    if isinstance(content, str):
+        return True
+    # provider-shaped messages of an imported transcript (DESIGN §10): list-of-parts
+    # content, or no content on an assistant message that calls tools
+    return isinstance(content, list) or (content is None and bool(m.get("tool_calls")))
+
+
 def check_messages(messages: Any, strategy: Any) -> list[Message]:
     """Return ``messages`` if they are a list of ``{role, content}`` dicts, else raise a
-    ``TypeError`` naming the strategy and the first bad message."""
+    ``TypeError`` naming the strategy and the first bad message.
+
+    ``content`` is a string; messages replayed from an imported transcript may also
+    carry ``role: "tool"``, list-of-parts content, or ``None`` beside ``tool_calls``.
+    """
     if not isinstance(messages, list):
         raise TypeError(f"strategy {strategy.name!r} returned {type(messages).__name__}, "
                         f"not a list of messages")
     for i, m in enumerate(messages):
-        if (not isinstance(m, Mapping) or m.get("role") not in ("system", "user", "assistant")
-                or not isinstance(m.get("content"), str)):
+        if not _valid_message(m):
             raise TypeError(f"strategy {strategy.name!r} returned a bad message at index {i}: "
-                            f"{m!r}; each must be {{'role': 'system'|'user'|'assistant', "
+                            f"{m!r:.200}; each must be {{'role': 'system'|'user'|'assistant', "
                             f"'content': str}}")
     return messages

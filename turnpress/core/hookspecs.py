@@ -85,3 +85,22 @@ def template_dirs() -> Iterable[str] | None:
         def template_dirs():
             return [str(Path(__file__).parent / "templates")]
     """
+
+
+@hookspec
+def register_trace_readers(register: Callable[..., None]) -> None:
+    """Register transcript formats: ``register(name, detect, read)``.
+
+    ``detect(data, path) -> bool`` gets one parsed JSON value (a whole ``.json``
+    file, or one line of a ``.jsonl`` file) and the file's path, and says whether
+    it is this format; it must not raise. ``read(data, where) -> Trace`` turns it
+    into a :class:`turnpress.core.trace.Trace` and raises ``TraceError`` (or
+    ``ValueError``) naming ``where``, the message index and the problem. Readers
+    are tried in registration order after turnpress's own trace format, so every
+    command that takes a trace (``render``, ``trace show``, ``compare``) reads the
+    format::
+
+        @hookimpl
+        def register_trace_readers(register):
+            register("my-agent-log", lambda data, path: "my_events" in data, read_my_log)
+    """

@@ -22,15 +22,29 @@ __all__ = [
     "Tool",
     "ToolCall",
     "Turn",
+    "Usage",
     "coerce_tools",
 ]
 
 
-class Message(TypedDict):
-    """One chat message as a strategy returns it."""
+class _MessageBase(TypedDict):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: Any
 
-    role: Literal["system", "user", "assistant"]
-    content: str
+
+class Message(_MessageBase, total=False):
+    """One chat message as a strategy returns it.
+
+    A PTC-Lisp prompt only uses ``role`` (system, user, assistant) and a string
+    ``content``. A prompt replayed from an imported tool-calling transcript keeps
+    the provider's own fields (OpenAI chat shape): ``tool_calls`` on assistant
+    messages (whose ``content`` may then be ``None``), ``role: "tool"`` messages
+    with ``tool_call_id``, ``name``, and list-of-parts ``content``.
+    """
+
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
+    name: str
 
 
 @dataclass(frozen=True, order=True)
@@ -158,6 +172,36 @@ def _freeze_memory(memory: Mapping[str, Any] | None) -> Memory:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """What the provider billed for the LLM call that produced a turn (input side).
+
+    ``prompt_tokens`` is the whole prompt, cached part included; ``cached_tokens``
+    were read from the provider's prompt cache; ``cache_write_tokens`` were written
+    to it (Anthropic ``cache_creation_input_tokens``; 0 elsewhere). Counts are in
+    the provider's own tokenizer.
+    """
+
+    prompt_tokens: int
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("prompt_tokens", "cached_tokens", "cache_write_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TypeError(f"Usage.{name} must be a non-negative integer, got {value!r}")
+        if self.cached_tokens + self.cache_write_tokens > self.prompt_tokens:
+            raise ValueError(f"Usage: cached ({self.cached_tokens}) + written "
+                             f"({self.cache_write_tokens}) tokens exceed the prompt's "
+                             f"{self.prompt_tokens}")
+
+    def to_dict(self) -> dict[str, int]:
+        """``{"prompt_tokens", "cached_tokens", "cache_write_tokens"}``."""
+        return {"prompt_tokens": self.prompt_tokens, "cached_tokens": self.cached_tokens,
+                "cache_write_tokens": self.cache_write_tokens}
+
+
+@dataclass(frozen=True)
 class Turn:
     """One LLM interaction cycle: the program it ran and everything it learned.
 
@@ -174,9 +218,18 @@ class Turn:
     memory: Mapping[str, Any]
     success: bool
     raw_response: str
+    #: an imported transcript turn's original messages, as sent (OpenAI chat shape):
+    #: its assistant message, then the tool/user messages that answered it; empty
+    #: for a PTC-Lisp turn
+    messages: tuple[Mapping[str, Any], ...] = ()
+    #: the provider's billed usage of the call that produced this turn, if recorded
+    usage: Usage | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prints", tuple(self.prints))
+        object.__setattr__(self, "messages", tuple(self.messages))
+        if self.usage is not None and not isinstance(self.usage, Usage):
+            raise TypeError(f"usage must be a Usage or None, got {type(self.usage).__name__}")
         calls = tuple(self.tool_calls)
         for call in calls:
             if not isinstance(call, ToolCall):
@@ -197,6 +250,8 @@ class Turn:
         prints: typing.Iterable[str] = (),
         tool_calls: typing.Iterable[ToolCall] = (),
         raw_response: str | None = None,
+        messages: typing.Iterable[Mapping[str, Any]] = (),
+        usage: Usage | None = None,
     ) -> Turn:
         """A turn whose program ran to the end (or to ``(return ...)``)."""
         return cls(
@@ -208,6 +263,8 @@ class Turn:
             memory=memory,
             success=True,
             raw_response=program if raw_response is None else raw_response,
+            messages=tuple(messages),
+            usage=usage,
         )
 
     @classmethod
@@ -221,6 +278,8 @@ class Turn:
         prints: typing.Iterable[str] = (),
         tool_calls: typing.Iterable[ToolCall] = (),
         raw_response: str | None = None,
+        messages: typing.Iterable[Mapping[str, Any]] = (),
+        usage: Usage | None = None,
     ) -> Turn:
         """A turn whose program failed with ``error``."""
         if not isinstance(error, Failure):
@@ -234,6 +293,8 @@ class Turn:
             memory=memory,
             success=False,
             raw_response=program if raw_response is None else raw_response,
+            messages=tuple(messages),
+            usage=usage,
         )
 
     @property

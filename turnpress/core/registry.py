@@ -271,6 +271,17 @@ class Registry:
 
         return self._collect("register_tokenizers", "tokenizer", make)
 
+    def trace_readers(self) -> dict[str, Registration]:
+        """Registered transcript readers by name; each value is ``(detect, read)``."""
+
+        def make(info: PluginInfo, args: tuple[Any, ...]) -> Registration:
+            if (len(args) != 3 or not isinstance(args[0], str) or not callable(args[1])
+                    or not callable(args[2])):
+                raise TypeError("register() takes (name, detect, read)")
+            return Registration(args[0], (args[1], args[2]), info)
+
+        return self._collect("register_trace_readers", "trace reader", make)
+
     def template_dirs(self) -> tuple[Path, ...]:
         """Template directories from plugins, in plugin registration order."""
         with self._lock:
@@ -316,6 +327,7 @@ class Registry:
         self.strategies()
         self.namespace_renderers()
         self.tokenizers()
+        self.trace_readers()
         self.template_dirs()
 
     def failure_note(self) -> str:

@@ -27,6 +27,7 @@ from turnpress.core.model import (
     Tool,
     ToolCall,
     Turn,
+    Usage,
     coerce_tools,
 )
 
@@ -36,10 +37,13 @@ __all__ = [
     "TraceError",
     "decode_value",
     "encode_value",
+    "is_native_trace",
     "iter_traces",
     "load_trace",
+    "read_any",
     "save_trace",
     "save_traces",
+    "trace_formats",
     "trace_from_dict",
     "trace_to_dict",
 ]
@@ -63,9 +67,20 @@ class Trace:
     tools: Mapping[str, Tool] = field(default_factory=dict)
     data: Mapping[str, Any] = field(default_factory=dict)
     name: str = field(default="", compare=False)
+    #: the transcript format this run was imported from (``"openai-chat"``...);
+    #: ``""`` for a turnpress PTC-Lisp run
+    source: str = ""
+    #: an imported transcript's original messages before its first assistant message
+    #: (system prompt, mission...), exactly as sent
+    preamble: tuple[Mapping[str, Any], ...] = ()
+    #: messages a reader left out on purpose, each ``{"index", "reason", "message"}``
+    #: (mini-swe-agent's final ``exit`` submission...), so nothing is dropped silently
+    skipped: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "turns", tuple(self.turns))
+        object.__setattr__(self, "preamble", tuple(self.preamble))
+        object.__setattr__(self, "skipped", tuple(self.skipped))
         object.__setattr__(self, "tools", coerce_tools(self.tools))
         object.__setattr__(self, "data", dict(self.data))
 
@@ -78,7 +93,7 @@ class Trace:
                              f"turn must be from 1 to {max(len(self.turns), 1)}, got {n}")
         return {"turns": self.turns[: n - 1], "mission": self.mission,
                 "system_prompt": self.system_prompt, "tools": self.tools, "data": self.data,
-                "turns_left": self.max_turns - (n - 1)}
+                "turns_left": self.max_turns - (n - 1), "preamble": self.preamble}
 
     def prompt(self, n: int, compression: Any = True,
                template_dirs: Iterable[str | os.PathLike[str]] = ()) -> list[Message]:
@@ -190,6 +205,10 @@ def _turn_to_dict(turn: Turn) -> dict[str, Any]:
     docs = getattr(turn.memory, "docs", None)
     if docs:
         out["docs"] = dict(docs)
+    if turn.messages:
+        out["messages"] = [dict(m) for m in turn.messages]
+    if turn.usage is not None:
+        out["usage"] = turn.usage.to_dict()
     return out
 
 
@@ -206,6 +225,12 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
         "data": encode_value(dict(trace.data), "data"),
         "turns": [_turn_to_dict(t) for t in trace.turns],
     })
+    if trace.source:
+        out["source"] = trace.source
+    if trace.preamble:
+        out["preamble"] = [dict(m) for m in trace.preamble]
+    if trace.skipped:
+        out["skipped"] = [dict(m) for m in trace.skipped]
     return out
 
 
@@ -267,8 +292,36 @@ class _Reader:
             raise self.fail("turns", f"{len(raw_turns)} turns but max_turns is {max_turns}")
         turns = tuple(self.turn(t, i) for i, t in enumerate(raw_turns, 1))
         name = self.get(obj, "name", str, default=default_name)
+        source = self.get(obj, "source", str, default="")
+        preamble = self.messages(self.get(obj, "preamble", list, default=[]), "preamble")
+        skipped = self.messages(self.get(obj, "skipped", list, default=[]), "skipped")
         return Trace(mission=mission, turns=turns, system_prompt=system_prompt,
-                     max_turns=max_turns, tools=tools, data=data, name=name)
+                     max_turns=max_turns, tools=tools, data=data, name=name, source=source,
+                     preamble=preamble, skipped=skipped)
+
+    def messages(self, raw: list[Any], field_name: str,
+                 turn: int | None = None) -> tuple[dict[str, Any], ...]:
+        """Provider messages stored as they were sent (JSON objects, kept verbatim)."""
+        for i, m in enumerate(raw):
+            if not isinstance(m, dict):
+                raise self.fail(f"{field_name}[{i}]", f"expected a JSON object, got "
+                                f"{_json_kind(type(m).__name__)}", turn)
+        return tuple(raw)
+
+    def usage(self, obj: Mapping[str, Any], number: int) -> Usage | None:
+        raw = self.get(obj, "usage", (dict, type(None)), number, default=None)
+        if raw is None:
+            return None
+        counts = {}
+        for key in ("prompt_tokens", "cached_tokens", "cache_write_tokens"):
+            value = self.get(raw, key, int, number, default=0, prefix="usage.")
+            if value < 0:
+                raise self.fail(f"usage.{key}", f"must be >= 0, got {value}", number)
+            counts[key] = value
+        try:
+            return Usage(**counts)
+        except ValueError as exc:
+            raise self.fail("usage", str(exc), number) from None
 
     def turn(self, obj: Any, position: int) -> Turn:
         if not isinstance(obj, dict):
@@ -298,14 +351,17 @@ class _Reader:
         docs = self.get(obj, "docs", dict, number, default={})
         memory = Memory(self.value(memory_raw, "memory", number), docs=docs)
         result = self.value(obj.get("result"), "result", number)
+        extra = {"messages": self.messages(self.get(obj, "messages", list, number, default=[]),
+                                           "messages", number),
+                 "usage": self.usage(obj, number)}
         if success:
             return Turn.succeeded(number, program, result, memory=memory, prints=prints,
-                                  tool_calls=calls, raw_response=raw_response)
+                                  tool_calls=calls, raw_response=raw_response, **extra)
         if not isinstance(result, Failure):
             raise self.fail("result", 'a failed turn needs {"$fail": {"reason": ..., '
                                       '"message": ...}}', number)
         return Turn.failed(number, program, result, memory=memory, prints=prints,
-                           tool_calls=calls, raw_response=raw_response)
+                           tool_calls=calls, raw_response=raw_response, **extra)
 
 
 def _json_kind(py_name: str) -> str:
@@ -316,6 +372,61 @@ def _json_kind(py_name: str) -> str:
 def trace_from_dict(obj: Any, where: str = "trace", name: str = "") -> Trace:
     """Build a :class:`Trace` from its JSON-ready form; errors mention ``where``."""
     return _Reader(where).trace(obj, name)
+
+
+NATIVE_FORMAT = "turnpress"
+# any of these keys marks a (possibly broken) turnpress trace; no transcript format has them
+_NATIVE_KEYS = ("version", "mission", "max_turns", "turns")
+
+
+def is_native_trace(obj: Any) -> bool:
+    """Whether a parsed JSON value claims to be turnpress's own trace format."""
+    return isinstance(obj, dict) and any(k in obj for k in _NATIVE_KEYS)
+
+
+def trace_formats() -> list[str]:
+    """The formats :func:`load_trace` reads: turnpress's own, then each registered reader."""
+    from turnpress.core.registry import get_registry
+
+    return [NATIVE_FORMAT, *get_registry().trace_readers()]
+
+
+def read_any(obj: Any, path: Path, where: str, name: str) -> Trace:
+    """One run from one parsed JSON value: turnpress's own format, or the first
+    registered transcript reader whose ``detect`` accepts it."""
+    if is_native_trace(obj):
+        return trace_from_dict(obj, where, name)
+    from turnpress.core.registry import get_registry
+
+    for reg in get_registry().trace_readers().values():
+        detect, read = reg.value
+        try:
+            accepted = bool(detect(obj, path))
+        except Exception:  # a detector that raises does not claim the file
+            accepted = False
+        if not accepted:
+            continue
+        try:
+            trace = read(obj, where)
+        except TraceError:
+            raise
+        except ValueError as exc:
+            raise TraceError(f"{where}: {exc}") from None
+        if not isinstance(trace, Trace):
+            raise TraceError(f"{where}: trace reader {reg.name!r} of {reg.plugin.source} "
+                             f"returned {type(trace).__name__}, not a Trace")
+        if not trace.name:
+            trace = _renamed(trace, name)
+        return trace
+    raise TraceError(f"{where}: not a format turnpress reads; it reads: "
+                     f"{', '.join(trace_formats())} (a turnpress trace needs \"version\", "
+                     f"\"mission\", \"max_turns\" and \"turns\")")
+
+
+def _renamed(trace: Trace, name: str) -> Trace:
+    from dataclasses import replace
+
+    return replace(trace, name=name)
 
 
 def _is_jsonl(path: Path) -> bool:
@@ -342,7 +453,7 @@ def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
                 except json.JSONDecodeError as exc:
                     raise TraceError(f"{where}: invalid JSON at column {exc.colno}: "
                                      f"{exc.msg}") from None
-                yield trace_from_dict(obj, where, f"{p.stem}#{count}")
+                yield read_any(obj, p, where, f"{p.stem}#{count}")
             if count == 0:
                 raise TraceError(f"{p}: no trace in this file (it is empty)")
         else:
@@ -353,7 +464,16 @@ def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
                                  f"{exc.colno}: {exc.msg}") from None
             except UnicodeDecodeError as exc:
                 raise TraceError(f"{p}: not UTF-8 text ({exc.reason})") from None
-            yield trace_from_dict(obj, str(p), p.stem)
+            yield read_any(obj, p, str(p), _stem(p))
+
+
+def _stem(path: Path) -> str:
+    """``run`` for ``run.json`` and for ``run.traj.json``."""
+    name = path.name
+    for suffix in (".traj.json", ".json"):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
 
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:

@@ -2,6 +2,8 @@
 
 Every turn stays as the agent wrote it: ``[SYSTEM, USER(mission + tool/ + data/ +
 turns left)]``, then per turn ASSISTANT(raw response) and USER(feedback + turns left).
+An imported transcript is replayed exactly as it was sent: its preamble, then each
+turn's original messages (DESIGN §10).
 """
 
 from __future__ import annotations
@@ -30,16 +32,22 @@ class FullHistory(Strategy):
         )
 
     def turn_pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
-        """The ASSISTANT/USER pair of the ``pos``-th turn (1-based)."""
+        """The ASSISTANT/USER pair of the ``pos``-th turn (1-based); an imported turn's
+        original messages, as sent."""
         turn = turns[pos - 1]
+        if turn.messages:
+            return [dict(m) for m in turn.messages]  # type: ignore[misc]
         return [ctx.message("assistant", turn.raw_response),
                 ctx.message("user", ctx.feedback(turn, ctx.turns_left_after(turns, pos)))]
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """The whole conversation as it happened."""
-        messages = [ctx.message("system", ctx.system_prompt),
-                    ctx.message("user", self.first_user(ctx, ctx.turns_left_after(turns, 0)))]
+        if ctx.is_transcript:
+            messages: list[Message] = [dict(m) for m in ctx.preamble]  # type: ignore[misc]
+        else:
+            messages = [ctx.message("system", ctx.system_prompt),
+                        ctx.message("user", self.first_user(ctx, ctx.turns_left_after(turns, 0)))]
         for pos in range(1, len(turns) + 1):
             messages.extend(self.turn_pair(ctx, turns, pos))
         return messages
@@ -48,6 +56,9 @@ class FullHistory(Strategy):
                           ctx: RenderContext) -> list[tuple[int, int | None]]:
         """Append-only: the system prompt, and the whole conversation so far (each
         later prompt starts with this one)."""
+        if ctx.is_transcript:
+            last = len(ctx.preamble) + sum(len(t.messages) or 2 for t in turns)
+            return [(0, None), (last, None)]
         last = 1 + 2 * len(turns)
         return [(0, None), (last, None)]
 
