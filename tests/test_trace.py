@@ -37,8 +37,8 @@ def test_scenarios_round_trip(tmp_path, name: str, suffix: str) -> None:
 def test_bundled_traces_load_and_save_byte_identically(tmp_path, path) -> None:
     """Loading then saving is lossless."""
     trace = load_trace(path)
-    save_trace(trace, tmp_path / "copy.json")
-    assert (tmp_path / "copy.json").read_text() == path.read_text()
+    save_trace(trace, tmp_path / path.name)  # same suffix: JSON or JSONL
+    assert (tmp_path / path.name).read_text() == path.read_text()
 
 
 def test_tags_for_values_json_lacks(tmp_path) -> None:
