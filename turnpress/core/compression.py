@@ -198,55 +198,59 @@ class RunCache:
 
     A run is fixed by its tools, its data, the template directories and the
     plugin registry; sections that depend on nothing else (the namespace sections
-    ordered before ``user/``: ``tool/``, ``data/``, NS-012) and template texts
-    whose variables are plain strings and numbers are kept here. Found by
-    :func:`run_cache_for` from the identity of those objects and of every tool
-    and data value, so replacing a value starts a new cache; changing a value in
-    place (appending to a list inside ``data``) is not seen: pass new data instead.
+    ordered before ``user/``: ``tool/``, ``data/``, NS-012), the loaded templates,
+    and template texts whose variables are plain strings and numbers (or lists and
+    dicts of them) are kept here. Found by :func:`run_cache_for` from the identity
+    of those objects and of every tool and data value, so replacing a value starts
+    a new cache; changing a value in place (appending to a list inside ``data``) is
+    not seen: pass new data instead.
     """
 
-    __slots__ = ("data", "keep", "lock", "sections", "text_chars", "texts", "tools")
+    __slots__ = ("data", "keep", "lock", "sections", "templates", "text_chars", "texts",
+                 "tools")
 
     def __init__(self, keep: tuple[Any, ...]) -> None:
         self.keep = keep  # strong references: the ids in the lookup key stay unique
         self.sections: dict[tuple[Any, ...], tuple[Any, str]] = {}
-        self.texts: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        # template name -> (the environment it was loaded from, the template)
+        self.templates: dict[str, tuple[Any, Any]] = {}
+        # key -> (text, the characters the entry counts for); least recently used first
+        self.texts: OrderedDict[tuple[Any, ...], tuple[str, int]] = OrderedDict()
         self.tools: dict[str, Tool] | None = None  # the coerced tools (render())
         self.data: dict[str, Any] | None = None
         self.lock = threading.Lock()
         self.text_chars = 0
 
-    def remember(self, key: tuple[Any, ...], text: str) -> None:
-        """Keep a template's text, the newest ``_MAX_TEXTS`` within ``_MAX_TEXT_CHARS``."""
-        size = _key_chars(key) + len(text)
+    def text(self, key: tuple[Any, ...]) -> str | None:
+        """The remembered text of a template call, or None (a hit becomes the newest)."""
+        with self.lock:
+            entry = self.texts.get(key)
+            if entry is None:
+                return None
+            self.texts.move_to_end(key)
+            return entry[0]
+
+    def remember(self, key: tuple[Any, ...], text: str, key_chars: int = 0) -> None:
+        """Keep a template's text (``key_chars``: the size of the key's strings), the
+        most recently used ``_MAX_TEXTS`` within ``_MAX_TEXT_CHARS``."""
+        size = key_chars + len(text)
         if size > _MAX_TEXT_CHARS // 4:
             return
         with self.lock:
             if key in self.texts:
                 return
-            self.texts[key] = text
+            self.texts[key] = (text, size)
             self.text_chars += size
             while len(self.texts) > _MAX_TEXTS or self.text_chars > _MAX_TEXT_CHARS:
-                old_key, old_text = self.texts.popitem(last=False)
-                self.text_chars -= _key_chars(old_key) + len(old_text)
+                _old_key, (_old_text, old_size) = self.texts.popitem(last=False)
+                self.text_chars -= old_size
 
 
 _RUNS: OrderedDict[tuple[Any, ...], RunCache] = OrderedDict()
 _RUNS_LOCK = threading.Lock()
 _MAX_RUNS = 8
-_MAX_TEXTS = 64
-_MAX_TEXT_CHARS = 1_000_000  # per run: what the text cache may hold
-
-
-def _key_chars(key: tuple[Any, ...]) -> int:
-    total = 0
-    for part in key[1:]:
-        value = part[2]
-        if isinstance(value, str):
-            total += len(value)
-        elif isinstance(value, tuple):
-            total += sum(len(x[1]) for x in value if isinstance(x[1], str))
-    return total
+_MAX_TEXTS = 8192
+_MAX_TEXT_CHARS = 1_000_000  # per run: what the text cache may hold (texts and keys)
 
 
 def _items(mapping: Mapping[str, Any] | None) -> tuple[tuple[Any, Any], ...]:
@@ -280,20 +284,45 @@ def run_cache_for(tools: Mapping[str, Any] | None, data: Mapping[str, Any] | Non
         return entry
 
 
-_PLAIN = (str, int, float, bool, type(None))
+_SCALARS = (str, int, bool, type(None))
+_MAX_KEY_DEPTH = 4
 
 
-def _text_key(name: str, variables: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    """A cache key for a template call whose variables are plain values, else None."""
-    key: list[Any] = [name]
-    for k, v in variables.items():
-        if isinstance(v, _PLAIN):
-            key.append((k, type(v), v))
-        elif isinstance(v, (list, tuple)) and all(isinstance(x, _PLAIN) for x in v):
-            key.append((k, tuple, tuple((type(x), x) for x in v)))
-        else:
-            return None
-    return tuple(key)
+class _NotPlain(Exception):
+    """A template variable that the text cache cannot key (an object, a deep value)."""
+
+
+def _value_key(value: Any, depth: int, size: list[int]) -> Any:
+    """A hashable key equal only for values a template renders the same way: type
+    and value of strings, numbers (floats by their repr: ``-0.0`` is not ``0.0``),
+    booleans and None, and lists, tuples and dicts of those."""
+    kind = type(value)
+    if kind in _SCALARS:
+        if kind is str:
+            size[0] += len(value)
+        return (kind, value)
+    if kind is float:
+        return (float, repr(value))
+    if depth >= _MAX_KEY_DEPTH:
+        raise _NotPlain
+    if kind is list or kind is tuple:
+        return (kind, tuple(_value_key(x, depth + 1, size) for x in value))
+    if kind is dict:
+        return (dict, tuple((_value_key(k, depth + 1, size), _value_key(v, depth + 1, size))
+                            for k, v in value.items()))
+    raise _NotPlain
+
+
+def _text_key(name: str, variables: Mapping[str, Any]) -> tuple[tuple[Any, ...], int] | None:
+    """A cache key for a template call whose variables are plain values (strings,
+    numbers, booleans, None, and lists/tuples/dicts of them), with the characters of
+    its strings; None when a variable is anything else."""
+    size = [0]
+    try:
+        key = (name, *((k, _value_key(v, 0, size)) for k, v in variables.items()))
+    except _NotPlain:
+        return None
+    return key, size[0]
 
 
 @dataclass(frozen=True)
@@ -357,18 +386,22 @@ class RenderContext:
         """Render template ``name`` with ``variables`` (trailing newlines removed).
 
         Templates are pure: when every variable is a plain string, number, boolean,
-        None, or a list of those, the text is remembered for the rest of the run.
+        None, or a list, tuple or dict of those, the text is remembered for the rest
+        of the run (the most recently used texts, within a size bound).
         """
         cache: RunCache = self.run_cache  # type: ignore[assignment]
-        key = _text_key(name, variables)
-        if key is not None:
-            text = cache.texts.get(key)
+        found = _text_key(name, variables)
+        if found is not None:
+            text = cache.text(found[0])
             if text is not None:
                 return text
         env = get_environment(self.template_dirs)
-        text = env.get_template(name).render(**variables).rstrip("\n")
-        if key is not None:
-            cache.remember(key, text)
+        loaded = cache.templates.get(name)
+        if loaded is None or loaded[0] is not env:
+            loaded = cache.templates[name] = (env, env.get_template(name))
+        text = loaded[1].render(**variables).rstrip("\n")
+        if found is not None:
+            cache.remember(found[0], text, found[1])
         return text
 
     def message(self, role: str, content: str) -> Message:
