@@ -284,7 +284,6 @@ def run_cache_for(tools: Mapping[str, Any] | None, data: Mapping[str, Any] | Non
         return entry
 
 
-_SCALARS = (str, int, bool, type(None))
 _MAX_KEY_DEPTH = 4
 
 
@@ -293,23 +292,33 @@ class _NotPlain(Exception):
 
 
 def _value_key(value: Any, depth: int, size: list[int]) -> Any:
-    """A hashable key equal only for values a template renders the same way: type
-    and value of strings, numbers (floats by their repr: ``-0.0`` is not ``0.0``),
-    booleans and None, and lists, tuples and dicts of those."""
+    """A hashable key equal only for values a template renders the same way.
+
+    Strings, ints and None stand for themselves (none of them equals a value of
+    another of these types, nor a tuple); booleans and floats are tagged (``True``
+    equals ``1``; floats by their repr: ``-0.0`` is not ``0.0``); lists, tuples and
+    dicts are tagged with their type, holding their items' keys.
+    """
     kind = type(value)
-    if kind in _SCALARS:
-        if kind is str:
-            size[0] += len(value)
-        return (kind, value)
+    if kind is str:
+        size[0] += len(value)
+        return value
+    if kind is int or value is None:
+        return value
+    if kind is bool:
+        return (bool, value)
     if kind is float:
         return (float, repr(value))
     if depth >= _MAX_KEY_DEPTH:
         raise _NotPlain
     if kind is list or kind is tuple:
-        return (kind, tuple(_value_key(x, depth + 1, size) for x in value))
+        if all(type(x) is str for x in value):  # the common case, in C
+            size[0] += sum(map(len, value))
+            return (kind, tuple(value))
+        return (kind, tuple([_value_key(x, depth + 1, size) for x in value]))
     if kind is dict:
-        return (dict, tuple((_value_key(k, depth + 1, size), _value_key(v, depth + 1, size))
-                            for k, v in value.items()))
+        return (dict, tuple([(_value_key(k, depth + 1, size), _value_key(v, depth + 1, size))
+                             for k, v in value.items()]))
     raise _NotPlain
 
 
@@ -319,7 +328,7 @@ def _text_key(name: str, variables: Mapping[str, Any]) -> tuple[tuple[Any, ...],
     its strings; None when a variable is anything else."""
     size = [0]
     try:
-        key = (name, *((k, _value_key(v, 0, size)) for k, v in variables.items()))
+        key = (name, *[(k, _value_key(v, 0, size)) for k, v in variables.items()])
     except _NotPlain:
         return None
     return key, size[0]
@@ -895,7 +904,14 @@ def render_with_breakpoints(
     return messages, list(strategy.cache_breakpoints(turns, memory, ctx))
 
 
+_ROLES = frozenset(("system", "user", "assistant", "tool"))
+
+
 def _valid_message(m: Any) -> bool:
+    if type(m) is dict:  # the common case, without the abstract-class check
+        role = m.get("role")
+        if type(role) is str and role in _ROLES and type(m.get("content")) is str:
+            return True
     if not isinstance(m, Mapping) or m.get("role") not in ("system", "user", "assistant",
                                                            "tool"):
         return False

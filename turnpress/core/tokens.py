@@ -215,15 +215,27 @@ class TokenizedPrompt:
     __slots__ = ("_count", "breakpoints", "chain", "segments", "total")
 
     def __init__(self, segments: Sequence[Segment], breakpoints: Sequence[CachePoint] = (),
-                 count: Callable[[str], int] | None = None) -> None:
+                 count: Callable[[str], int] | None = None,
+                 chains: dict[tuple[bytes, bytes], bytes] | None = None) -> None:
         self.segments = tuple(segments)
-        self.total = sum(s.count for s in self.segments)
+        self.total = sum([s.count for s in self.segments])
         self.breakpoints = tuple(breakpoints)
         self._count = count
+        # chain[i] identifies the first i + 1 messages; ``chains`` remembers each link
+        # (the prompts of a run share most of their prefixes)
         chain, prev = [], b""
-        for s in self.segments:
-            prev = _digest(prev + s.digest)
-            chain.append(prev)
+        if chains is None:
+            for s in self.segments:
+                prev = _digest(prev + s.digest)
+                chain.append(prev)
+        else:
+            for s in self.segments:
+                link = (prev, s.digest)
+                found = chains.get(link)
+                if found is None:
+                    found = chains[link] = _digest(prev + s.digest)
+                prev = found
+                chain.append(prev)
         self.chain = tuple(chain)
 
     def common_prefix(self, other: TokenizedPrompt) -> int:
@@ -280,6 +292,7 @@ class TokenCounter:
         self.tokenizer = get_tokenizer(tokenizer, registry)
         self._encode = self.tokenizer.encode
         self._run: dict[tuple[str, str], Segment] = {}
+        self._chains: dict[tuple[bytes, bytes], bytes] = {}  # prefix digest links, per run
         # id(tool_calls list) -> (the list, its text): replayed messages share their lists
         self._bodies: dict[int, tuple[Any, str, Any]] = {}
         self._shared: OrderedDict[tuple[str, str], Segment] = OrderedDict()
@@ -291,6 +304,7 @@ class TokenCounter:
     def start_run(self) -> None:
         """Forget the texts of the previous run (the cross-run cache stays)."""
         self._run = {}
+        self._chains = {}
         self._bodies = {}
 
     def body(self, message: Mapping[str, Any]) -> str:
@@ -309,6 +323,12 @@ class TokenCounter:
         text = message_body(message)
         self._bodies[id(key_obj)] = (key_obj, text, content)
         return text
+
+    def bodies(self, messages: Iterable[Mapping[str, Any]]) -> list[str]:
+        """:meth:`body` of each message (plain text messages without a call)."""
+        body = self.body
+        return [c if type(c := m.get("content")) is str and not m.get("tool_calls") else body(m)
+                for m in messages]
 
     def _make(self, text: str) -> Segment:
         self.encoded += 1
@@ -354,16 +374,29 @@ class TokenCounter:
         return sum(self.segment(m["role"], self.body(m)).count for m in messages)
 
     def tokenize(self, messages: Sequence[Mapping[str, Any]],
-                 breakpoints: Iterable[tuple[int, int | None]] = ()) -> TokenizedPrompt:
+                 breakpoints: Iterable[tuple[int, int | None]] = (),
+                 bodies: Sequence[str] | None = None) -> TokenizedPrompt:
         """A prompt's segments, plus the token position and key of each breakpoint.
 
         ``breakpoints`` are ``(message_index, offset | None)`` pairs, as
         ``Strategy.cache_breakpoints`` and :func:`turnpress.core.providers.anthropic_breakpoints`
-        give them; they must be in range.
+        give them; they must be in range. ``bodies``: the messages' :meth:`body` texts,
+        when the caller already has them.
         """
-        bodies = [self.body(m) for m in messages]
-        segments = [self.segment(m["role"], b) for m, b in zip(messages, bodies, strict=True)]
-        prompt = TokenizedPrompt(segments, count=self.tokenizer.count)
+        if bodies is None:
+            bodies = self.bodies(messages)
+        run = self._run
+        segments = []
+        hits = 0
+        for m, b in zip(messages, bodies, strict=True):
+            seg = run.get((m["role"], b))
+            if seg is None:
+                seg = self._lookup(m["role"], b)
+            else:
+                hits += 1
+            segments.append(seg)
+        self.lookups += hits
+        prompt = TokenizedPrompt(segments, count=self.tokenizer.count, chains=self._chains)
         points = []
         for index, offset in breakpoints:
             if offset is None:
