@@ -273,6 +273,18 @@ def retention(turns: Sequence[Turn], messages: Sequence[Mapping[str, Any]], *, m
     return score_facts(facts, prompt_haystack(messages, exclude))
 
 
+def _probe(fact: Fact) -> tuple[str, str]:
+    """Two texts, one of which a haystack that shows ``fact`` must contain (a cheap
+    first test: :func:`fact_present` runs only where it passes)."""
+    if fact.kind in ("tool call", "name"):
+        if not fact.leaves:
+            return fact.value, fact.value
+        needle = fact.leaves[0]
+    else:
+        needle = fact.value
+    return needle, _escaped(needle)
+
+
 class FactIndex:
     """Which facts each distinct message text shows, for the prompts of one run.
 
@@ -284,6 +296,7 @@ class FactIndex:
     def __init__(self, exclude: Iterable[str] = ()) -> None:
         self.exclude = tuple(p for p in exclude if p)
         self.facts: list[Fact] = []
+        self._probes: list[tuple[str, str]] = []
         self._ids: dict[Fact, int] = {}
         self._texts: dict[str, tuple[str, set[int], list[int]]] = {}
 
@@ -295,28 +308,32 @@ class FactIndex:
             if i is None:
                 i = self._ids[f] = len(self.facts)
                 self.facts.append(f)
+                self._probes.append(_probe(f))
             out.append(i)
         return out
 
     def shown(self, bodies: Iterable[str]) -> set[int]:
         """The ids of the facts that any of the message texts ``bodies`` shows."""
         n = len(self.facts)
+        facts, probes, texts = self.facts, self._probes, self._texts
         found: set[int] = set()
         for body in bodies:
-            entry = self._texts.get(body)
+            entry = texts.get(body)
             if entry is None:
                 text = body
                 for part in self.exclude:
                     if part in text:
                         text = text.replace(part, "\x00")
-                entry = self._texts[body] = (text, set(), [0])
+                entry = texts[body] = (text, set(), [0])
             text, present, upto = entry
-            if upto[0] < n:
-                for i in range(upto[0], n):
-                    if fact_present(self.facts[i], text):
-                        present.add(i)
+            start = upto[0]
+            if start < n:
+                candidates = [i for i in range(start, n)
+                              if probes[i][0] in text or probes[i][1] in text]
+                present.update(i for i in candidates if fact_present(facts[i], text))
                 upto[0] = n
-            found |= present
+            if present:
+                found |= present
         return found
 
 

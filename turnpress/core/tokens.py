@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -49,6 +50,13 @@ __all__ = [
 ]
 
 DEFAULT_TOKENIZER = "o200k_base"
+
+# A line break followed by an ASCII letter: no pre-token of the OpenAI BPE encodings
+# spans it (none holds a line break followed by a letter), so a text cut there is
+# encoded piece by piece, each distinct line once per run (a tokenizer says it may
+# be, by a true ``splits_lines`` attribute on its count function).
+_LINE_START = re.compile(r"\n(?=[A-Za-z])")
+_CHUNKED_MIN_CHARS = 512  # shorter texts are encoded whole
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,13 @@ class Tokenizer:
         """The token-id encoder, or None for a count-only tokenizer."""
         encode = getattr(self.count_fn, "encode", None)
         return encode if callable(encode) else None
+
+    @property
+    def splits_lines(self) -> bool:
+        """Whether encoding a text equals encoding its pieces cut before each line that
+        starts with an ASCII letter, and joining the ids (true of ``o200k_base`` and
+        ``cl100k_base``; lets :class:`TokenCounter` encode each distinct line once)."""
+        return self.encode is not None and getattr(self.count_fn, "splits_lines", False) is True
 
     @property
     def exact(self) -> bool:
@@ -291,6 +306,8 @@ class TokenCounter:
                  shared_chars: int = 2_000_000, registry: Registry | None = None) -> None:
         self.tokenizer = get_tokenizer(tokenizer, registry)
         self._encode = self.tokenizer.encode
+        self._chunked = self.tokenizer.splits_lines
+        self._pieces: dict[str, bytes] = {}  # a line (piece) -> its token ids, per run
         self._run: dict[tuple[str, str], Segment] = {}
         self._chains: dict[tuple[bytes, bytes], bytes] = {}  # prefix digest links, per run
         # id(tool_calls list) -> (the list, its text): replayed messages share their lists
@@ -305,6 +322,7 @@ class TokenCounter:
         """Forget the texts of the previous run (the cross-run cache stays)."""
         self._run = {}
         self._chains = {}
+        self._pieces = {}
         self._bodies = {}
 
     def body(self, message: Mapping[str, Any]) -> str:
@@ -334,9 +352,29 @@ class TokenCounter:
         self.encoded += 1
         digest = _digest(text.encode("utf-8", "surrogatepass"))
         if self._encode is not None:
+            if self._chunked and len(text) >= _CHUNKED_MIN_CHARS:
+                tokens = self._encode_pieces(text)
+                return Segment(len(tokens) // 4, digest, tokens, None)
             ids = self._encode(text)
             return Segment(len(ids), digest, array("I", ids).tobytes(), None)
         return Segment(self.tokenizer.count(text), digest, None, text)
+
+    def _encode_pieces(self, text: str) -> bytes:
+        """The packed token ids of ``text``, encoded line by line (see ``_LINE_START``),
+        each distinct line once per run."""
+        encode, pieces = self._encode, self._pieces
+        assert encode is not None
+        parts = _LINE_START.split(text)
+        last = len(parts) - 1
+        out = []
+        for i, part in enumerate(parts):
+            if i < last:
+                part += "\n"
+            tokens = pieces.get(part)
+            if tokens is None:
+                tokens = pieces[part] = array("I", encode(part)).tobytes()
+            out.append(tokens)
+        return b"".join(out)
 
     def _lookup(self, role: str, content: str) -> Segment:
         self.lookups += 1
