@@ -51,11 +51,13 @@ __all__ = [
 
 DEFAULT_TOKENIZER = "o200k_base"
 
-# A line break followed by an ASCII letter: no pre-token of the OpenAI BPE encodings
-# spans it (none holds a line break followed by a letter), so a text cut there is
-# encoded piece by piece, each distinct line once per run (a tokenizer says it may
+# A line break followed by a printable ASCII character other than a space or "/": no
+# pre-token of the OpenAI BPE encodings spans it (the only ones holding a line break
+# are runs of whitespace, which such a character ends, and punctuation runs, which
+# may end in line breaks and slashes), and none looks behind, so a text cut there is
+# encoded piece by piece, each distinct piece once per run (a tokenizer says it may
 # be, by a true ``splits_lines`` attribute on its count function).
-_LINE_START = re.compile(r"\n(?=[A-Za-z])")
+_LINE_START = re.compile(r"\n(?=[!-.0-~])")
 _CHUNKED_MIN_CHARS = 512  # shorter texts are encoded whole
 
 
@@ -88,7 +90,8 @@ class Tokenizer:
     @property
     def splits_lines(self) -> bool:
         """Whether encoding a text equals encoding its pieces cut before each line that
-        starts with an ASCII letter, and joining the ids (true of ``o200k_base`` and
+        starts with a printable ASCII character other than a space or ``/``, and
+        joining the ids (true of ``o200k_base`` and
         ``cl100k_base``; lets :class:`TokenCounter` encode each distinct line once)."""
         return self.encode is not None and getattr(self.count_fn, "splits_lines", False) is True
 
