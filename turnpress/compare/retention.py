@@ -273,16 +273,17 @@ def retention(turns: Sequence[Turn], messages: Sequence[Mapping[str, Any]], *, m
     return score_facts(facts, prompt_haystack(messages, exclude))
 
 
-def _probe(fact: Fact) -> tuple[str, str]:
-    """Two texts, one of which a haystack that shows ``fact`` must contain (a cheap
-    first test: :func:`fact_present` runs only where it passes)."""
+def _probe(fact: Fact) -> tuple[str, str | None]:
+    """A text, and an alternative one or None, that a haystack showing ``fact`` must
+    contain (a cheap first test: :func:`fact_present` runs only where it passes)."""
     if fact.kind in ("tool call", "name"):
         if not fact.leaves:
-            return fact.value, fact.value
+            return fact.value, None
         needle = fact.leaves[0]
     else:
         needle = fact.value
-    return needle, _escaped(needle)
+    escaped = _escaped(needle)
+    return needle, (escaped if escaped != needle else None)
 
 
 class FactIndex:
@@ -296,7 +297,7 @@ class FactIndex:
     def __init__(self, exclude: Iterable[str] = ()) -> None:
         self.exclude = tuple(p for p in exclude if p)
         self.facts: list[Fact] = []
-        self._probes: list[tuple[str, str]] = []
+        self._probes: list[tuple[str, str | None]] = []
         self._ids: dict[Fact, int] = {}
         self._texts: dict[str, tuple[str, set[int], list[int]]] = {}
 
@@ -328,8 +329,8 @@ class FactIndex:
             text, present, upto = entry
             start = upto[0]
             if start < n:
-                candidates = [i for i in range(start, n)
-                              if probes[i][0] in text or probes[i][1] in text]
+                candidates = [i for i, (needle, other) in enumerate(probes[start:n], start)
+                              if needle in text or (other is not None and other in text)]
                 present.update(i for i in candidates if fact_present(facts[i], text))
                 upto[0] = n
             if present:

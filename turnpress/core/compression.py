@@ -206,8 +206,8 @@ class RunCache:
     not seen: pass new data instead.
     """
 
-    __slots__ = ("data", "keep", "lock", "sections", "templates", "text_chars", "texts",
-                 "tools")
+    __slots__ = ("clojure", "data", "keep", "lock", "sections", "templates", "text_chars",
+                 "texts", "tools")
 
     def __init__(self, keep: tuple[Any, ...]) -> None:
         self.keep = keep  # strong references: the ids in the lookup key stay unique
@@ -218,6 +218,8 @@ class RunCache:
         self.texts: OrderedDict[tuple[Any, ...], tuple[str, int]] = OrderedDict()
         self.tools: dict[str, Tool] | None = None  # the coerced tools (render())
         self.data: dict[str, Any] | None = None
+        # (string, limit, printable_limit) -> its to_clojure text (tool-call arguments)
+        self.clojure: dict[tuple[str, int | None, int | None], str] = {}
         self.lock = threading.Lock()
         self.text_chars = 0
 
@@ -317,6 +319,10 @@ def _value_key(value: Any, depth: int, size: list[int]) -> Any:
             return (kind, tuple(value))
         return (kind, tuple([_value_key(x, depth + 1, size) for x in value]))
     if kind is dict:
+        items = tuple(value.items())
+        if all(type(k) is str and (type(v) is str or type(v) is int) for k, v in items):
+            size[0] += sum([len(k) + (len(v) if type(v) is str else 0) for k, v in items])
+            return (dict, items)  # what the general case gives, without the calls
         return (dict, tuple([(_value_key(k, depth + 1, size), _value_key(v, depth + 1, size))
                              for k, v in value.items()]))
     raise _NotPlain
@@ -371,8 +377,18 @@ class RenderContext:
 
     def to_clojure(self, value: Any, limit: int | None = None,
                    printable_limit: int | None = None) -> str:
-        """``to_clojure(...)``'s text."""
-        return to_clojure(value, limit, printable_limit)[0]
+        """``to_clojure(...)``'s text (a string's is remembered for the run)."""
+        if type(value) is not str:
+            return to_clojure(value, limit, printable_limit)[0]
+        cache: RunCache = self.run_cache  # type: ignore[assignment]
+        key = (value, limit, printable_limit)
+        text = cache.clojure.get(key)
+        if text is None:
+            text = to_clojure(value, limit, printable_limit)[0]
+            if len(cache.clojure) >= _MAX_TEXTS:
+                cache.clojure.clear()
+            cache.clojure[key] = text
+        return text
 
     def sample(self, value: Any) -> str | None:
         """A value's sample (limit 3, 80 characters), or None for nil and empty collections."""
@@ -387,7 +403,7 @@ class RenderContext:
 
     def call_args(self, args: Iterable[Any]) -> str:
         """A tool call's arguments, each with limit 3 / 60 characters, space separated."""
-        return " ".join(to_clojure(a, ARG_LIMIT, ARG_PRINTABLE_LIMIT)[0] for a in args)
+        return " ".join([self.to_clojure(a, ARG_LIMIT, ARG_PRINTABLE_LIMIT) for a in args])
 
     # -- templates ------------------------------------------------------------------
 
