@@ -639,12 +639,13 @@ class _Worker:
             facts = history_facts(turns, trace.mission)
             fact_ids = index_.ids(facts)
             fallback_ids = index_.ids(name_only(f) or f for f in facts)
-            need_ids = index_.ids(needed.for_turn(n))
+            need_ids = index_.ids(needed.for_turn(n), lazy=True)
             base_shown = index_.shown(base_bodies)
+            base_need = index_.shows(base_bodies, need_ids)
             counted = list(dict.fromkeys(
                 i if i in base_shown else j for i, j in zip(fact_ids, fallback_ids, strict=True)
                 if i in base_shown or j in base_shown))
-            need = [i for i in need_ids if i in base_shown]
+            need = [i for i in need_ids if i in base_need]
             kept_messages, kept_tokens = [], []
             for i, strategy in enumerate(strategies):
                 if status[i] is not None:
@@ -676,16 +677,17 @@ class _Worker:
                         kept_tokens.append(0)
                         continue
                 if messages is base:
-                    prompt, shown = base_prompt, base_shown
+                    prompt, shown, need_shown = base_prompt, base_shown, base_need
                 else:
                     texts = bodies(messages)
                     prompt = self._tokenize(messages, points, texts)
                     shown = index_.shown(texts)
+                    need_shown = index_.shows(texts, need)
                 used = caches[i].account(prompt)
                 lost = [j for j in counted if j not in shown]
                 score = 1.0 - len(lost) / len(counted) if counted else 1.0
                 rows[i].append((n, prompt.total, used.cached, used.written, score,
-                                len(need), sum(1 for j in need if j in shown)))
+                                len(need), sum(1 for j in need if j in need_shown)))
                 dropped[i].extend((n, index_.facts[j]) for j in lost)
                 kept_messages.append(messages)
                 kept_tokens.append(prompt.total)
