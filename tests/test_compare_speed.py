@@ -172,10 +172,12 @@ def test_remembered_value_texts_are_to_clojures():
     ctx = compression.RenderContext(mission="m", system_prompt="", tools={}, data={},
                                     turns_left=3)
     text = "grep -rn 'def parse' src/ | head -50 && echo \"done\" " * 5
-    for _ in range(2):
-        for limits in ((3, 300), (3, 60), (None, None)):
-            assert ctx.to_clojure(text, *limits) == to_clojure(text, *limits)[0]
-        assert ctx.to_clojure([1, 2, 3, 4], 3) == to_clojure([1, 2, 3, 4], 3)[0]
+    values = [text, {"command": text}, {"a": 1}, {"a": True}, {"a": 1.0}, {"a": -0.0},
+              {"a": 0.0}, [1, 2, 3, 4, 5], (1, "x"), {1: "x"}, [[1, [2, [3, [4, [5]]]]]]]
+    for _ in range(2):  # the second round comes from the cache
+        for value in values:
+            for limits in ((3, 300), (3, 60), (None, None)):
+                assert ctx.to_clojure(value, *limits) == to_clojure(value, *limits)[0]
     assert ctx.call_args(["abc", 5]) == '"abc" 5'
 
 

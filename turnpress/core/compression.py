@@ -218,8 +218,8 @@ class RunCache:
         self.texts: OrderedDict[tuple[Any, ...], tuple[str, int]] = OrderedDict()
         self.tools: dict[str, Tool] | None = None  # the coerced tools (render())
         self.data: dict[str, Any] | None = None
-        # (string, limit, printable_limit) -> its to_clojure text (tool-call arguments)
-        self.clojure: dict[tuple[str, int | None, int | None], str] = {}
+        # (value key, limit, printable_limit) -> its to_clojure text (tool-call arguments)
+        self.clojure: dict[tuple[Any, ...], str] = {}
         self.lock = threading.Lock()
         self.text_chars = 0
 
@@ -377,11 +377,19 @@ class RenderContext:
 
     def to_clojure(self, value: Any, limit: int | None = None,
                    printable_limit: int | None = None) -> str:
-        """``to_clojure(...)``'s text (a string's is remembered for the run)."""
-        if type(value) is not str:
+        """``to_clojure(...)``'s text (a plain value's is remembered for the run: a
+        string, or a list, tuple or dict of plain values, such as tool-call arguments)."""
+        kind = type(value)
+        if kind is str:
+            key: tuple[Any, ...] = (value, limit, printable_limit)
+        elif kind is dict or kind is list or kind is tuple:
+            try:
+                key = (_value_key(value, 0, [0]), limit, printable_limit)
+            except _NotPlain:
+                return to_clojure(value, limit, printable_limit)[0]
+        else:
             return to_clojure(value, limit, printable_limit)[0]
         cache: RunCache = self.run_cache  # type: ignore[assignment]
-        key = (value, limit, printable_limit)
         text = cache.clojure.get(key)
         if text is None:
             text = to_clojure(value, limit, printable_limit)[0]
