@@ -293,19 +293,17 @@ class _NotPlain(Exception):
     """A template variable that the text cache cannot key (an object, a deep value)."""
 
 
-def _value_key(value: Any, depth: int, size: list[int]) -> Any:
+def _value_key(value: Any, depth: int = 0) -> Any:
     """A hashable key equal only for values a template renders the same way.
 
     Strings, ints and None stand for themselves (none of them equals a value of
     another of these types, nor a tuple); booleans and floats are tagged (``True``
     equals ``1``; floats by their repr: ``-0.0`` is not ``0.0``); lists, tuples and
-    dicts are tagged with their type, holding their items' keys.
+    dicts are tagged with their type, holding their items' keys. Raises
+    ``_NotPlain`` for anything else, or nesting deeper than ``_MAX_KEY_DEPTH``.
     """
     kind = type(value)
-    if kind is str:
-        size[0] += len(value)
-        return value
-    if kind is int or value is None:
+    if kind is str or kind is int or value is None:
         return value
     if kind is bool:
         return (bool, value)
@@ -315,29 +313,41 @@ def _value_key(value: Any, depth: int, size: list[int]) -> Any:
         raise _NotPlain
     if kind is list or kind is tuple:
         if all(type(x) is str for x in value):  # the common case, in C
-            size[0] += sum(map(len, value))
             return (kind, tuple(value))
-        return (kind, tuple([_value_key(x, depth + 1, size) for x in value]))
+        return (kind, tuple([_value_key(x, depth + 1) for x in value]))
     if kind is dict:
         items = tuple(value.items())
         if all(type(k) is str and (type(v) is str or type(v) is int) for k, v in items):
-            size[0] += sum([len(k) + (len(v) if type(v) is str else 0) for k, v in items])
             return (dict, items)  # what the general case gives, without the calls
-        return (dict, tuple([(_value_key(k, depth + 1, size), _value_key(v, depth + 1, size))
-                             for k, v in value.items()]))
+        return (dict, tuple([(_value_key(k, depth + 1), _value_key(v, depth + 1))
+                             for k, v in items]))
     raise _NotPlain
 
 
-def _text_key(name: str, variables: Mapping[str, Any]) -> tuple[tuple[Any, ...], int] | None:
+def _text_key(name: str, variables: Mapping[str, Any]) -> tuple[Any, ...] | None:
     """A cache key for a template call whose variables are plain values (strings,
-    numbers, booleans, None, and lists/tuples/dicts of them), with the characters of
-    its strings; None when a variable is anything else."""
-    size = [0]
-    try:
-        key = (name, *[(k, _value_key(v, 0, size)) for k, v in variables.items()])
-    except _NotPlain:
-        return None
-    return key, size[0]
+    numbers, booleans, None, and lists/tuples/dicts of them); None when a variable
+    is anything else."""
+    parts: list[Any] = [name]
+    for k, v in variables.items():
+        kind = type(v)
+        if kind is str or kind is int or v is None:  # as _value_key gives them
+            parts.append((k, v))
+            continue
+        try:
+            parts.append((k, _value_key(v)))
+        except _NotPlain:
+            return None
+    return tuple(parts)
+
+
+def _key_chars(key: Any) -> int:
+    """The characters of the strings in a key (what remembering it costs)."""
+    if type(key) is str:
+        return len(key)
+    if type(key) is tuple:
+        return sum([_key_chars(x) for x in key])
+    return 0
 
 
 @dataclass(frozen=True)
@@ -384,7 +394,7 @@ class RenderContext:
             key: tuple[Any, ...] = (value, limit, printable_limit)
         elif kind is dict or kind is list or kind is tuple:
             try:
-                key = (_value_key(value, 0, [0]), limit, printable_limit)
+                key = (_value_key(value), limit, printable_limit)
             except _NotPlain:
                 return to_clojure(value, limit, printable_limit)[0]
         else:
@@ -423,9 +433,9 @@ class RenderContext:
         of the run (the most recently used texts, within a size bound).
         """
         cache: RunCache = self.run_cache  # type: ignore[assignment]
-        found = _text_key(name, variables)
-        if found is not None:
-            text = cache.text(found[0])
+        key = _text_key(name, variables)
+        if key is not None:
+            text = cache.text(key)
             if text is not None:
                 return text
         env = get_environment(self.template_dirs)
@@ -433,8 +443,8 @@ class RenderContext:
         if loaded is None or loaded[0] is not env:
             loaded = cache.templates[name] = (env, env.get_template(name))
         text = loaded[1].render(**variables).rstrip("\n")
-        if found is not None:
-            cache.remember(found[0], text, found[1])
+        if key is not None:
+            cache.remember(key, text, _key_chars(key))
         return text
 
     def message(self, role: str, content: str) -> Message:
