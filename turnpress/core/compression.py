@@ -944,8 +944,10 @@ _ROLES = frozenset(("system", "user", "assistant", "tool"))
 def _valid_message(m: Any) -> bool:
     if type(m) is dict:  # the common case, without the abstract-class check
         role = m.get("role")
-        if type(role) is str and role in _ROLES and type(m.get("content")) is str:
-            return True
+        if type(role) is str and role in _ROLES:
+            content = m.get("content")
+            if type(content) is str or type(content) is list:
+                return True
     if not isinstance(m, Mapping) or m.get("role") not in ("system", "user", "assistant",
                                                            "tool"):
         return False

@@ -13,7 +13,10 @@ are added: for the BPE encodings that *is* the count of the concatenation,
 because their pre-tokenizer always splits between the ``\\n`` that ends one
 message and the ``<|`` that starts the next (``tests/test_tokens.py`` checks it
 on every bundled prompt). ``chars4`` rounds each message down, so its totals
-can be a few tokens below ``len(prompt) // 4``.
+can be a few tokens below ``len(prompt) // 4``. A long new message (a strategy's
+rebuilt summary, a cut tool output) is encoded line by line where the encoding
+allows it (:attr:`Tokenizer.splits_lines`), each distinct line once per run, so
+its lines that earlier messages carried cost nothing again.
 
 :meth:`TokenCounter.tokenize` also gives what the cache models need: per-message
 token sequences (or texts, for count-only tokenizers) to find the longest shared
