@@ -238,7 +238,7 @@ def _plain(message: Any) -> Any:
     """A message as a dict: SDK objects (pydantic) through ``model_dump``, and the
     content blocks of an Anthropic message too."""
     if hasattr(message, "model_dump") and not isinstance(message, Mapping):
-        message = message.model_dump(exclude_none=True)
+        message = {"content": None, **message.model_dump(exclude_none=True)}
     if isinstance(message, Mapping) and isinstance(message.get("content"), list):
         content = message["content"]
         if any(hasattr(b, "model_dump") and not isinstance(b, Mapping) for b in content):
