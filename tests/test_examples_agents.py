@@ -47,13 +47,16 @@ def run_example(name: str, env: dict[str, str], *args: str) -> str:
     return result.stdout
 
 
-def check_printed(printed: str, bodies: list[Any]) -> list[tuple[int, ...]]:
-    """Every 'call k' line matches request k as the server received it."""
+def check_printed(printed: str, bodies: list[Any],
+                  payloads: list[Any] | None = None) -> list[tuple[int, ...]]:
+    """Every 'call k' line matches request k as the server received it (``bodies``: the
+    messages of each request; ``payloads``: what the example counted, if not them)."""
     lines = [tuple(map(int, m)) for m in LINE.findall(printed)]
     assert [n for n, *_ in lines] == list(range(1, len(bodies) + 1))
-    for (_, count, tokens, *_), body in zip(lines, bodies, strict=True):
+    for (_, count, tokens, *_), body, payload in zip(lines, bodies, payloads or bodies,
+                                                    strict=True):
         assert count == len(body)
-        assert tokens == count_tokens(body)
+        assert tokens == count_tokens(payload)
     assert "answer: The largest is LIMIT_5_79 = 579." in printed
     return lines
 
@@ -98,3 +101,45 @@ def test_openai_protocol_example_full_history_sends_the_full_list(example: str) 
     # each request is the previous one plus the new messages (append-only)
     for before, after in pairwise(bodies):
         assert after[: len(before)] == before
+
+
+def anthropic_env(server: ScriptedToolServer) -> dict[str, str]:
+    return {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "test-key"}
+
+
+def marked(body: dict[str, Any]) -> int:
+    """How many cache_control markers a request carries."""
+    return json.dumps(body).count('"cache_control"')
+
+
+def test_anthropic_example_saves_tokens() -> None:
+    with ScriptedToolServer(SCRIPT) as server:
+        printed = run_example("anthropic_loop.py", anthropic_env(server))
+    assert len(server.requests) == len(SCRIPT)
+    assert {r.path for r in server.requests} == {"/v1/messages"}
+    bodies = [r.body for r in server.requests]
+    lines = check_printed(printed, [b["messages"] for b in bodies],
+                          [[b["system"], b["messages"]] for b in bodies])
+    sent, full, saved = totals(printed)
+    assert saved == full - sent > 0
+    assert lines[-1][2] < lines[-1][4] / 2
+    assert all(1 <= marked(b) <= 4 for b in bodies[1:])  # the stable prefix is marked
+    assert all(b["tools"][0]["name"] == "read_file" for b in bodies)
+    assert "no such file 'src/missing.py'" in json.dumps(bodies[3])
+
+
+def test_anthropic_example_full_history_keeps_the_conversation() -> None:
+    with ScriptedToolServer(SCRIPT) as server:
+        printed = run_example("anthropic_loop.py", anthropic_env(server),
+                              "--strategy", "full-history")
+    bodies = [r.body for r in server.requests]
+    lines = check_printed(printed, [b["messages"] for b in bodies],
+                          [[b["system"], b["messages"]] for b in bodies])
+    assert all(count == full_count for _, count, _, full_count, _ in lines)
+    # the failed tool call is sent back flagged, as the loop flagged it
+    results = [block for m in bodies[3]["messages"] if isinstance(m["content"], list)
+               for block in m["content"] if block.get("type") == "tool_result"]
+    assert [r.get("is_error", False) for r in results] == [False, False, False, True]
+    # roles alternate user / assistant, tool uses answered in the next user message
+    roles = [m["role"] for m in bodies[-1]["messages"]]
+    assert roles == ["user", "assistant"] * (len(roles) // 2) + ["user"] * (len(roles) % 2)
