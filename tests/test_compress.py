@@ -119,8 +119,16 @@ def test_pure_and_deterministic() -> None:
 
 def test_no_assistant_message_yet_is_sent_as_is() -> None:
     for name in strategy_names():
-        assert compress(TRANSCRIPT[:2], strategy=name) == TRANSCRIPT[:2]
-        assert compress(TRANSCRIPT[1:2], strategy=name) == TRANSCRIPT[1:2]
+        for head in (TRANSCRIPT[:1], TRANSCRIPT[:2], TRANSCRIPT[1:2]):
+            assert compress(head, strategy=name) == head
+            compressor = Compressor(name)
+            compressor.extend(head)
+            assert compressor.messages() == head
+    system, out = compress({"system": "Be brief.", "messages": []}, format="anthropic")
+    assert (system, out) == ([{"type": "text", "text": "Be brief.",
+                               "cache_control": {"type": "ephemeral"}}], [])
+    with pytest.raises(ValueError, match="no-such"):
+        compress(TRANSCRIPT[:2], strategy="no-such")
 
 
 def test_empty_list() -> None:
@@ -337,11 +345,16 @@ def test_full_history_is_the_identity(messages: list[dict[str, Any]]) -> None:
 @given(transcripts(), st.sampled_from(strategy_names()))
 def test_compressor_equals_compress_after_every_add(messages: list[dict[str, Any]],
                                                     name: str) -> None:
-    """Compressor.messages() after each add equals compress() of the list so far."""
+    """Compressor.messages() after each add equals compress() of the list so far, and its
+    incrementally read turns are the reader's turns of that list."""
+    from turnpress.plugins.readers.openai_chat import trace_from_messages
+
     compressor = Compressor(name)
     for k, message in enumerate(messages, 1):
         compressor.add(message)
         assert compressor.messages() == compress(messages[:k], strategy=name), k
+        if any(m["role"] == "assistant" for m in messages[:k]):
+            assert compressor.turns == trace_from_messages(messages[:k]).turns, k
 
 
 @PROPERTY
@@ -357,3 +370,34 @@ def test_every_strategy_sends_a_valid_conversation(messages: list[dict[str, Any]
             assert m["tool_call_id"] in pending
         elif m["role"] == "assistant":
             pending = {c["id"] for c in m.get("tool_calls") or ()}
+
+
+# -- the LangChain adapter --------------------------------------------------------------------
+
+
+def test_langchain_adapter_round_trip_and_compress() -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from turnpress.integrations.langchain import (
+        LangChainCompressor,
+        compress_messages,
+        from_openai,
+        to_openai,
+    )
+
+    history = from_openai(TRANSCRIPT)
+    assert isinstance(history[2], AIMessage) and isinstance(history[3], ToolMessage)
+    assert [c["id"] for c in history[2].tool_calls] == ["call_1", "call_2"]
+    assert history[4].tool_call_id == "call_2"
+    # the OpenAI form reads as the same transcript (a null content becomes "")
+    assert compress(to_openai(history), strategy="single-user-coalesced") == compress(
+        TRANSCRIPT, strategy="single-user-coalesced")
+    out = compress_messages(history, strategy="observation-masking")
+    assert to_openai(out) == to_openai(from_openai(compress(
+        TRANSCRIPT, strategy="observation-masking")))
+    compressor = LangChainCompressor("rolling-window")
+    for k, message in enumerate(history, 1):
+        compressor.add(message)
+        assert to_openai(compressor.messages()) == to_openai(
+            compress_messages(history[:k], strategy="rolling-window")), k

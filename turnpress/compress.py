@@ -19,7 +19,8 @@ Input and output shapes (``format``):
   kept.
 
 A ``usage`` key on an assistant message (what logging proxies record) is read as
-that call's billed usage and is not sent back. Errors are ``ValueError``s naming
+that call's billed usage and is not sent back. A list with no assistant message
+yet has no turn to compress: it is sent as it is. Errors are ``ValueError``s naming
 the message index and the problem.
 """
 
@@ -75,18 +76,18 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
     see the module docstring. Pure: the same input gives the same output.
     """
     _check_format(format)
+    get_strategy(strategy)  # an unknown strategy is an error even with no turn yet
     if format == "anthropic":
         system, body, tools = _anthropic_input(messages, tools)
         entries_source: Any = {"system": system, "messages": _plain_list(body)}
         if not _has_assistant(body):
-            return _preamble_only(_anthropic_entries(system, body), strategy, tools,
-                                  turns_left, format, _error_ids(body))
+            return _preamble_only(_anthropic_entries(system, body), format, _error_ids(body))
         trace = anthropic_messages.read({**entries_source, "tools": None}, WHERE)
         trace = replace(trace, tools=_tool_map(tools))
         return _send(trace, strategy, turns_left, format, _error_ids(body))
     body = _plain_list(messages)
     if not _has_assistant(body):
-        return _preamble_only(_openai_entries(body, 0), strategy, tools, turns_left, format)
+        return _preamble_only(_openai_entries(body, 0), format)
     trace = openai_chat.trace_from_messages(body, tools=_tool_map(tools), where=WHERE)
     return _send(trace, strategy, turns_left, format)
 
@@ -170,8 +171,8 @@ class Compressor:
 
     def messages(self, *, turns_left: int | None = None) -> Any:
         """What to send now, in this compressor's ``format`` (see :func:`compress`)."""
-        if not self._preamble and not self._open:
-            return [] if self.format == "openai" else ("", [])
+        if not self._open:
+            return _preamble_only(self._preamble, self.format, self._error_ids)
         turns = self.turns
         preamble = tuple(e.message for e in self._preamble)
         messages, points = render_with_breakpoints(
@@ -310,19 +311,15 @@ def _preamble_trace(entries: Sequence[Entry]) -> None:
     build_trace([*entries, sentinel], where=WHERE, source="")
 
 
-def _preamble_only(entries: list[Entry], strategy: Compression, tools: Any,
-                   turns_left: int | None, format: str,
-                   error_ids: Iterable[str] = ()) -> Any:
-    """``compress`` of a list with no assistant message yet (nothing to compress)."""
+def _preamble_only(entries: list[Entry], format: str, error_ids: Iterable[str] = ()) -> Any:
+    """``compress`` of a list with no assistant message yet: there is no turn to
+    compress, so the messages are sent as they are (checked by the reader; Anthropic:
+    marked at the end of the system prompt and of the last message)."""
     if not entries:
         return [] if format == "openai" else ("", [])
     _preamble_trace(entries)
-    messages = [e.message for e in entries]
-    system = next((_text(m.get("content")) for m in messages if m["role"] == "system"), "")
-    mission = next((_text(m.get("content")) for m in messages if m["role"] == "user"), "")
-    trace = Trace(mission=mission, turns=(), system_prompt=system, max_turns=0,
-                  tools=_tool_map(tools), preamble=tuple(messages))
-    return _send(trace, strategy, turns_left, format, error_ids)
+    messages: list[Message] = [dict(e.message) for e in entries]  # type: ignore[misc]
+    return _shaped(messages, [(0, None), (len(messages) - 1, None)], format, set(error_ids))
 
 
 def _send(trace: Trace, strategy: Compression, turns_left: int | None, format: str,
