@@ -56,3 +56,17 @@ def example_on_path(tmp_path, monkeypatch):
     yield
     reset_registry(previous)
     forget_modules("turnpress_plugin_example")
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A directory on sys.path for throwaway distributions (modules named ``tpf_*``),
+    with ``TURNPRESS_LOAD_PLUGINS`` unset and a fresh registry per test."""
+    from plugin_helpers import forget_prefix
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("TURNPRESS_LOAD_PLUGINS", raising=False)
+    previous = reset_registry(None)
+    yield tmp_path
+    reset_registry(previous)
+    forget_prefix("tpf_")
