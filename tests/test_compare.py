@@ -612,3 +612,14 @@ def test_jsonl_lines_in_a_registered_transcript_format_are_streamed(fresh_regist
     result = _compare(path, ["full-history"], jobs=1)
     assert [t.name for t in result.traces] == ["one", "two"]
     assert result.as_run is not None and result.as_run.prompts == 8
+
+
+def test_a_bundled_trace_by_name():
+    """Issue 12 item 8: bundled traces have names in every command, compare too."""
+    named = run("product-research", "-s", "full-history", "--json")
+    assert named.exit_code == 0, named.output
+    assert [t["name"] for t in json.loads(named.stdout)["traces"]] == ["product-research"]
+    missing = run("no-such-run")
+    assert missing.exit_code != 0
+    assert "no trace file 'no-such-run' and no bundled trace of that name" in missing.output
+    assert "Traceback" not in missing.output
