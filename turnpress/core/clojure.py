@@ -5,7 +5,7 @@ must be cheap on huge values: it only ever looks at the first ``limit`` items of
 a collection and the first ``printable_limit`` characters of a string. Values are
 never walked deeper than :data:`MAX_DEPTH` collections (deeper parts show as
 ``...``), and a call with a ``limit`` stops growing after about
-:data:`TEXT_CAP_FACTOR` x ``printable_limit`` characters (at least 2,048; the rest
+:data:`TEXT_CAP_FACTOR` x ``printable_limit`` characters (at least 320; the rest
 shows as ``...``), so a value that shares structure (2^40 nodes when expanded) is
 sampled in time proportional to the sample.
 """
@@ -27,8 +27,8 @@ __all__ = ["MAX_DEPTH", "TEXT_CAP_FACTOR", "set_sort_key", "to_clojure"]
 MAX_DEPTH = 100
 #: With a ``limit``, the whole text stops growing past this many times
 #: ``printable_limit`` (256 when not given), and never below ``_MIN_TEXT_CAP``.
-TEXT_CAP_FACTOR = 16
-_MIN_TEXT_CAP = 2048
+TEXT_CAP_FACTOR = 4
+_MIN_TEXT_CAP = 320
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_*!?<>=][A-Za-z0-9_*!?<>=+.-]*\Z")
