@@ -96,13 +96,17 @@ def set_sort_key(item: Any) -> tuple[int, Any]:
     keywords, then anything else by its short rendering."""
     if isinstance(item, bool) or item is None:
         return (0, int(bool(item)) if item is not None else -1)
+    if isinstance(item, float) and item != item:
+        return (2, "")  # NaN: after every number, before strings
+    if isinstance(item, (int, float)):
+        return (1, item)  # int vs float compares exactly, huge integers included
     if isinstance(item, numbers.Real):
         return (1, float(item))
     if isinstance(item, str):
-        return (2, item)
+        return (3, item)
     if isinstance(item, Keyword):
-        return (3, item.name)
-    return (4, to_clojure(item, 3, 40)[0])
+        return (4, item.name)
+    return (5, to_clojure(item, 3, 40)[0])
 
 
 _set_sort_key = set_sort_key

@@ -482,10 +482,14 @@ class _Decoder:
             raise self.bad(at, "a $graph cannot hold another $graph")
         if not isinstance(body, list) or not body:
             raise self.bad(at, "expected a non-empty list of nodes")
-        self.nodes = []
-        for i, node in enumerate(body):
-            self.nodes.append(self.value(node, f"{at}[{i}]", 0))
-        return self.nodes[-1]
+        nodes: list[Any] = []
+        self.nodes = nodes
+        try:
+            for i, node in enumerate(body):
+                nodes.append(self.value(node, f"{at}[{i}]", 0))
+        finally:
+            self.nodes = None
+        return nodes[-1]
 
 
 def decode_value(raw: Any, where: str = "") -> Any:
@@ -495,7 +499,42 @@ def decode_value(raw: Any, where: str = "") -> Any:
 
 
 def same_value(a: Any, b: Any) -> bool:
-    """Whether two values are the same as far as a trace can tell (lists and tuples
-    alike; NaN equal to NaN), compared without recursing deeper than
-    :data:`CHUNK_DEPTH` -- Python's ``==`` fails on values nested 1,000 deep."""
-    return encode_value(a) == encode_value(b)
+    """Whether two values are the same as far as a trace can tell: lists and tuples
+    alike, NaN equal to NaN, shared or not. Compared without recursion (Python's
+    ``==`` fails on values nested 1,000 deep) and visiting each pair of shared
+    parts once."""
+    seen: set[tuple[int, int]] = set()
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        pair = (id(x), id(y))
+        if pair in seen:
+            continue
+        seen.add(pair)
+        if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif isinstance(x, Mapping) and isinstance(y, Mapping):
+            if len(x) != len(y):
+                return False
+            for k, v in x.items():
+                try:
+                    other = y[k]
+                except (KeyError, TypeError):
+                    return False
+                stack.append((v, other))
+        elif isinstance(x, (set, frozenset)) and isinstance(y, (set, frozenset)):
+            if x != y:
+                return False
+        elif isinstance(x, float) and isinstance(y, float):
+            if not (x == y or (math.isnan(x) and math.isnan(y))):
+                return False
+        elif isinstance(x, bool) or isinstance(y, bool):
+            if type(x) is not type(y) or x != y:
+                return False
+        elif _is_container(x) or _is_container(y) or x != y:
+            return False
+    return True
