@@ -23,6 +23,7 @@ import difflib
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -590,10 +591,29 @@ def _reject_constant(name: str) -> Any:
     raise _BadConstant(f'{name} is not JSON; write {{"$float": "nan"}}, "inf" or "-inf"')
 
 
+#: JSON nesting json.loads may recurse through (deeper input is a TraceError, never a
+#: crash, even while another thread has raised the interpreter's recursion limit).
+_JSON_RECURSION = 3000
+
+
+def _loads(text: str) -> Any:
+    limit = sys.getrecursionlimit()
+    if limit <= _JSON_RECURSION:
+        return json.loads(text, parse_constant=_reject_constant)
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    sys.setrecursionlimit(depth + _JSON_RECURSION)
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def _parse(text: str, where: str, line_offset: int = 0) -> Any:
     """One JSON value, every problem a one-line :class:`TraceError`."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return _loads(text)
     except json.JSONDecodeError as exc:
         at = f"{where}: " if line_offset else f"{where}: line {exc.lineno}: "
         raise TraceError(f"{at}invalid JSON at column {exc.colno}: {exc.msg}") from None
