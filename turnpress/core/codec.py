@@ -516,7 +516,7 @@ def same_value(a: Any, b: Any) -> bool:
         if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
             if len(x) != len(y):
                 return False
-            stack.extend(zip(x, y))
+            stack.extend(zip(x, y, strict=True))
         elif isinstance(x, Mapping) and isinstance(y, Mapping):
             if len(x) != len(y):
                 return False

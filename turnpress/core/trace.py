@@ -469,7 +469,7 @@ class _Reader:
             if not isinstance(raw, dict):
                 raise self.fail(f"tool_calls[{i}]", "expected a JSON object", number)
             self.known(raw, _CALL_KEYS, "tool call", number, prefix)
-            args = self.value(self.get(raw, "args", list, number, [], prefix),
+            args = self.value(self.get(raw, "args", (list, dict), number, [], prefix),
                               prefix + "args", number)
             if not isinstance(args, list):
                 raise self.fail(prefix + "args", "expected a list of values", number)
