@@ -4,14 +4,24 @@ Not a test. Run ``python benchmarks/bench_lisp.py [--size 100000] [--repeat 3]``
 prints one table (task, lisp s, python s, ratio), best of ``--repeat`` runs each.
 The data has string keys, as JSON would, so every ``(:key m)`` also exercises the
 keyword -> string-key fallback. Lisp times include reading and compiling the program.
+
+``--adversarial`` instead runs every program of ``tests/lisp/adversarial_programs.py``,
+each in a fresh process, and prints its outcome, wall time against ``timeout_s`` and
+peak memory growth against ``max_memory``. Target (issue 13): every program ends
+within ``timeout_s + 0.5`` s and within the memory budget.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import resource
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from turnpress.lisp import Limits, run_program
@@ -78,12 +88,84 @@ def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return best, value
 
 
+_ADVERSARIAL = Path(__file__).resolve().parents[1] / "tests" / "lisp"
+#: Slack allowed past ``timeout_s`` (issue 13's target).
+_SLACK_S = 0.5
+
+
+def _adversarial_module() -> Any:
+    sys.path.insert(0, str(_ADVERSARIAL))
+    import adversarial_programs
+
+    return adversarial_programs
+
+
+def run_one_adversarial(name: str) -> dict[str, Any]:
+    """Run adversarial program ``name`` in this process; its outcome, time and memory."""
+    from turnpress.lisp.memory import resident_bytes
+
+    adv = _adversarial_module()
+    program, expected = next((p, e) for n, p, e in adv.ADVERSARIAL_PROGRAMS if n == name)
+    limits = adv.limits_for(name)
+    base = resident_bytes() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    start = time.perf_counter()
+    result = run_program(program, limits=limits)
+    elapsed = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {
+        "name": name,
+        "expected": expected,
+        "reason": None if result.failure is None else result.failure.reason,
+        "seconds": elapsed,
+        "timeout_s": limits.timeout_s,
+        "peak_mb": max(peak - base, 0) / 2**20,
+        "budget_mb": limits.max_memory / 2**20,
+    }
+
+
+def adversarial_table() -> None:
+    """Run every adversarial program in its own process and print the timing table."""
+    adv = _adversarial_module()
+    print("Adversarial programs: wall time vs timeout_s, peak memory growth vs max_memory")
+    print(f"{'program':<26} {'outcome':<16} {'ok':<3} {'wall s':>7} {'limit s':>7} "
+          f"{'peak MB':>8} {'budget':>7}")
+    misses = 0
+    for name, _, _ in adv.ADVERSARIAL_PROGRAMS:
+        out = subprocess.run([sys.executable, __file__, "--adversarial-one", name],
+                             capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            print(f"{name:<26} CRASHED: {out.stderr.strip().splitlines()[-1:]}")
+            misses += 1
+            continue
+        row = json.loads(out.stdout)
+        in_time = row["seconds"] <= row["timeout_s"] + _SLACK_S
+        in_memory = row["peak_mb"] <= row["budget_mb"]
+        as_expected = row["reason"] == row["expected"]
+        ok = in_time and in_memory and as_expected
+        misses += not ok
+        print(f"{name:<26} {row['reason'] or 'success':<16} {'yes' if ok else 'NO':<3} "
+              f"{row['seconds']:>7.2f} {row['timeout_s']:>7.1f} {row['peak_mb']:>8.1f} "
+              f"{row['budget_mb']:>7.0f}")
+    total = len(adv.ADVERSARIAL_PROGRAMS)
+    print(f"{total - misses}/{total} within timeout_s + {_SLACK_S} s and the memory budget, "
+          "with the expected outcome")
+
+
 def main() -> None:
     """Run every task in PTC-Lisp and in Python and print the comparison table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000, help="number of product maps")
     parser.add_argument("--repeat", type=int, default=3, help="runs per task (best is kept)")
+    parser.add_argument("--adversarial", action="store_true",
+                        help="time the adversarial programs instead (issue 13)")
+    parser.add_argument("--adversarial-one", metavar="NAME", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.adversarial_one:
+        print(json.dumps(run_one_adversarial(args.adversarial_one)))
+        return
+    if args.adversarial:
+        adversarial_table()
+        return
     products = make_products(args.size)
     data = {"products": products}
     limits = Limits(max_steps=10**9, timeout_s=600, max_collection=10**8)

@@ -28,3 +28,20 @@ def forget_modules(*names: str) -> None:
     for name in list(sys.modules):
         if name in names or any(name.startswith(n + ".") for n in names):
             del sys.modules[name]
+
+
+def forget_prefix(prefix: str) -> None:
+    """Drop every module whose name starts with ``prefix`` from ``sys.modules``."""
+    for name in list(sys.modules):
+        if name.startswith(prefix):
+            del sys.modules[name]
+
+
+def make_plugin(root: Path, name: str, source: str, *, version: str = "1.0",
+                module: str | None = None) -> tuple[str, str]:
+    """Install a throwaway distribution ``turnpress-NAME`` whose entry point ``NAME``
+    is the module ``tpf_NAME`` with ``source``; return (distribution, entry point)."""
+    module = module or f"tpf_{name.replace('-', '_')}"
+    dist = f"turnpress-{name}"
+    install_fake_distribution(root, dist, version, {name: module}, {module: source})
+    return dist, f"{name} = {module}"

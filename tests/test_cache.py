@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from turnpress import Tool, ToolCall, Trace, Turn
-from turnpress.core.cache import (
+from turnpress.compare.cache import (
     AnthropicCache,
     CacheUsage,
     NoCache,
@@ -170,3 +170,27 @@ def test_strategies_breakpoints_drive_the_anthropic_cache(counter, strategy):
     assert usages[0].cached == 0 and usages[0].written >= 1024
     system_tokens = counter.count([{"role": "system", "content": trace.system_prompt}])
     assert all(u.cached >= system_tokens for u in usages[1:])
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["alpha beta", "alpha gamma delta", "x" * 40,
+                                          "alpha beta gamma", "tool output 1234"]),
+                         min_size=0, max_size=6), min_size=1, max_size=8))
+def test_openai_shared_prefix_is_the_longest_over_all_earlier_prompts(prompts):
+    """The digest-indexed search equals the brute force over every earlier prompt."""
+    from turnpress.compare.cache import OpenAICache
+    from turnpress.core.tokens import TokenCounter
+
+    counter = TokenCounter("o200k_base")
+    model = OpenAICache()
+    seen = []
+    for contents in prompts:
+        prompt = counter.tokenize([{"role": "user", "content": c} for c in contents])
+        expected = max((prompt.common_prefix(q) for q in seen), default=0)
+        assert model.shared_prefix(prompt) == expected
+        model.account(prompt)
+        seen.append(prompt)

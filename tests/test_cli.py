@@ -52,7 +52,7 @@ def test_render_without_a_trace_renders_every_bundled_example() -> None:
     (["render", PRODUCT, "--strategy", "nope"], "Error: unknown strategy 'nope'"),
     (["render", PRODUCT, "--strategy", "single-user-coalesced:bogus=1"],
      "has no option 'bogus'"),
-    (["render", PRODUCT, "--turn", "9"], "turn must be from 1 to 4, got 9"),
+    (["render", PRODUCT, "--turn", "9"], "turn must be from 1 to 5 (5 is the next prompt), got 9"),
     (["trace", "show", "missing.json"], "Error: missing.json: cannot read trace file"),
 ])
 def test_bad_input_is_one_clear_line_and_exit_2(args: list[str], message: str) -> None:

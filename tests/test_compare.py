@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from turnpress import Strategy, hookimpl, load_trace, save_trace
 from turnpress.cli import main
 from turnpress.compare import CompareError, compare_traces, count_traces, strategy_label
+from turnpress.compare.pricing import PRICE_PRESETS, cost_usd
 from turnpress.core.compression import get_strategy, strategy_names
-from turnpress.core.pricing import PRICE_PRESETS, cost_usd
 from turnpress.core.registry import get_registry
 from turnpress.core.tokens import TokenCounter
 from turnpress.core.trace import TraceError, save_traces
@@ -101,17 +101,24 @@ def test_baseline_is_computed_even_when_not_compared():
 
 def test_json_document_shape(bundled):
     doc = bundled.to_json()
-    assert list(doc) == ["tokenizer", "cache", "price", "traces", "strategies"]
+    assert list(doc) == ["tokenizer", "cache", "price", "min_recall", "traces", "strategies",
+                         "as_run", "recommended", "not_compared"]
     assert doc["price"] == {"input": 3.0, "cached": 0.3, "write": 3.75}
-    assert doc["traces"][0] == {"name": bundled.traces[0].name, "turns": bundled.traces[0].turns}
+    assert doc["traces"][0] == {"name": bundled.traces[0].name, "turns": bundled.traces[0].turns,
+                                "as_run": None}
+    assert doc["as_run"] is None and doc["not_compared"] == []
+    assert list(doc["recommended"]) == ["name", "options", "cost_ratio", "needed_fact_recall"]
     for entry in doc["strategies"]:
         assert list(entry) == ["name", "options", "input_tokens", "cached_tokens",
-                               "savings_vs_full_history", "cost_usd", "retention", "per_turn"]
+                               "written_tokens", "savings_vs_full_history", "cost_usd",
+                               "cost_ratio", "retention", "needed_fact_recall", "needed_facts",
+                               "dropped_facts", "dropped", "dropped_examples", "per_turn"]
         assert isinstance(entry["input_tokens"], int)
         assert isinstance(entry["savings_vs_full_history"], float)
         assert isinstance(entry["cost_usd"], float)
+        assert 0.0 <= entry["needed_fact_recall"] <= 1.0
         assert list(entry["per_turn"][0]) == ["trace", "turn", "input_tokens", "cached_tokens",
-                                              "retention"]
+                                              "retention", "needed", "needed_shown"]
     assert json.loads(bundled.dumps()) == json.loads(json.dumps(doc))
 
 
@@ -198,7 +205,8 @@ def test_a_lossy_plugin_strategy_shows_its_dropped_facts(fresh_registry):
     assert lossy.savings_vs_full_history > 0.5
 
 
-def test_a_failing_strategy_is_named(fresh_registry):
+def test_a_failing_strategy_is_listed_and_the_rest_complete(fresh_registry):
+    """Issue 13: a plugin strategy that raises leaves the others' results intact."""
     class Broken(Strategy):
         name = "broken"
 
@@ -213,12 +221,17 @@ def test_a_failing_strategy_is_named(fresh_registry):
             register(Broken)
 
     get_registry().register(Plugin(), "broken-plugin")
-    with pytest.raises(CompareError, match=r"strategy 'broken' failed on trace phone-campaign, "
-                                           r"turn 2: KeyError: 'boom'"):
-        compare_traces(PHONE, ["broken"], tokenizer="chars4")
-    result = run(str(PHONE), "-s", "broken", "--tokenizer", "chars4")
-    assert result.exit_code == 1
-    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+    result = compare_traces(PHONE, ["broken", "full-history"], tokenizer="chars4")
+    assert [s.label for s in result.compared] == ["full-history"]
+    [(label, status, reason)] = result.not_compared
+    assert (label, status) == ("broken", "failed")
+    assert reason.startswith("strategy 'broken' of plugin 'broken-plugin' (")
+    assert reason.endswith("failed on trace phone-campaign, turn 2: KeyError: 'boom'")
+    assert "broken" not in [s["name"] for s in result.to_json()["strategies"]]
+    out = run(str(PHONE), "-s", "broken", "-s", "full-history", "--tokenizer", "chars4")
+    assert out.exit_code == 0, out.output
+    assert "Traceback" not in out.output
+    assert "broken: failed: " in out.output and "KeyError: 'boom'" in out.output
 
 
 def test_bad_arguments_raise_value_errors():
@@ -244,7 +257,8 @@ def test_table_output():
         assert name in result.output
     assert "3 traces" in result.output
     assert "anthropic-sonnet-4" in result.output
-    assert "written" in result.output and "retained" in result.output
+    assert "written" in result.output and "retention" in result.output
+    assert "recall" in result.output and "cost_ratio" in result.output
 
 
 def test_json_output_parses():
@@ -281,7 +295,7 @@ def write(tmp_path: Path, name: str, text: str | bytes) -> str:
     (["-s", "nope"], "Error: unknown strategy 'nope'; registered strategies: "),
     (["-s", "rolling-window:size=3"], "Error: strategy 'rolling-window' has no option 'size'"),
     (["-s", "rolling-window:window=x"], "Error: strategy 'rolling-window': option 'window' "
-                                        "expects a int"),
+                                        "expects an integer"),
     (["--tokenizer", "gpt2"], "Error: unknown tokenizer 'gpt2'; registered tokenizers: "
                               "chars4, cl100k_base, o200k_base."),
     (["--price", "gpt-5"], "Error: unknown price preset 'gpt-5'; use a preset "),
@@ -340,3 +354,257 @@ def test_trace_files_from_anywhere(tmp_path):
     assert result.exit_code == 0, result.output
     assert [t["name"] for t in json.loads(result.output)["traces"]] == [
         "phone-campaign", "phone-campaign"]
+
+
+# -- transcripts, as run, recall, recommendation, isolation (issues 9, 11, 13) --------------
+
+from turnpress import StrategyNotApplicable, ToolCall, Trace, Turn, Usage  # noqa: E402
+from turnpress.compare import compare_traces as _compare  # noqa: E402
+
+
+def transcript(usage: bool = True, name: str = "chat") -> Trace:
+    """A small OpenAI-chat transcript: a parallel tool call, an error, billed usage."""
+    system = {"role": "system", "content": "You are a coding agent. " * 300}
+    mission = {"role": "user", "content": "Fix the failing test in the repository."}
+
+    def call(cid, cmd):
+        return {"id": cid, "type": "function",
+                "function": {"name": "bash", "arguments": json.dumps({"cmd": cmd})}}
+
+    steps = [
+        ([call("a", "ls src"), call("b", "cat setup.cfg")],
+         ["src/parser_utils.py\nsrc/cli.py", "[metadata]\nname = demo"], True),
+        ([call("c", "cat src/parser_utils.py")],
+         ["def parse_header(line):\n    return line.split(':')  # issue 48213"], True),
+        ([call("d", "python -m pytest tests/test_parser.py -k 48213")],
+         ["FAILED tests/test_parser.py::test_parse_header - ValueError"], False),
+        ([call("e", "sed -i 's/split/partition/' src/parser_utils.py")], ["(no output)"], True),
+    ]
+    turns = []
+    for n, (calls, outputs, ok) in enumerate(steps, 1):
+        messages = [{"role": "assistant", "content": None, "tool_calls": calls},
+                    *({"role": "tool", "tool_call_id": c["id"], "content": out}
+                      for c, out in zip(calls, outputs, strict=True))]
+        tool_calls = [ToolCall("bash", (json.loads(c["function"]["arguments"]),), out)
+                      for c, out in zip(calls, outputs, strict=True)]
+        billed = Usage(2000 + 300 * n, 1920 if n > 1 else 0) if usage else None
+        make = Turn.succeeded if ok else Turn.failed
+        extra = {} if ok else {"error": __import__("turnpress").Failure("error", outputs[0])}
+        if ok:
+            turns.append(make(n, "", None, memory={}, tool_calls=tool_calls,
+                              raw_response=json.dumps(calls), messages=messages, usage=billed))
+        else:
+            turns.append(make(n, "", extra["error"], memory={}, tool_calls=tool_calls,
+                              raw_response=json.dumps(calls), messages=messages, usage=billed))
+    return Trace(mission=mission["content"], turns=tuple(turns), system_prompt=system["content"],
+                 max_turns=10, name=name, source="openai-chat", preamble=(system, mission))
+
+
+def test_transcript_prompts_count_tool_calls_and_tool_messages():
+    trace = transcript()
+    result = _compare([trace], ["full-history"], tokenizer="o200k_base")
+    counter = TokenCounter("o200k_base")
+    rows = list(result.strategies[0].per_turn())
+    assert rows[1].input_tokens == counter.count([*trace.preamble, *trace.turns[0].messages])
+    # the tool calls and outputs of turn 1 weigh in the prompt of turn 2
+    assert rows[1].input_tokens - rows[0].input_tokens > 20
+
+
+def test_as_run_rows_from_billed_usage():
+    """Issue 9 item 4: billed usage summed per trace and over the traces carrying it."""
+    price = PRICE_PRESETS["openai-gpt-4.1"]
+    result = _compare([transcript(), transcript(usage=False, name="no-usage")],
+                      ["full-history"], price=price)
+    doc = result.to_json()
+    billed = [Usage(2000 + 300 * n, 1920 if n > 1 else 0) for n in range(1, 5)]
+    expected = {"prompts": 4, "prompt_tokens": sum(u.prompt_tokens for u in billed),
+                "cached_tokens": sum(u.cached_tokens for u in billed),
+                "cost_usd": round(sum(cost_usd(price, u.prompt_tokens, u.cached_tokens)
+                                      for u in billed), 8)}
+    assert doc["as_run"] == expected
+    assert doc["traces"][0]["as_run"] == expected
+    assert doc["traces"][1]["as_run"] is None
+    assert _compare([transcript(usage=False)], ["full-history"]).to_json()["as_run"] is None
+    plain = "\n".join(__import__("turnpress.compare.table", fromlist=["x"]).plain_lines(result))
+    assert "as-run-(billed)" in plain and str(expected["prompt_tokens"]) in plain
+
+
+def test_needed_fact_recall_on_a_transcript(fresh_registry):
+    """Issue 11 item 2: full-history shows every needed fact; a strategy that drops
+    tool output loses the ones the agent went on to use (src/parser_utils.py, 48213)."""
+    class NoOutput(Strategy):
+        name = "no-output"
+
+        def to_messages(self, turns, memory, ctx):
+            out = [dict(m) for m in ctx.preamble]
+            for t in turns:
+                out.extend(dict(m) if m["role"] == "assistant" else
+                           {**m, "content": "(output dropped)"} for m in t.messages)
+            return out
+
+    class Plugin:
+        @hookimpl
+        def register_strategies(self, register):
+            register(NoOutput)
+
+    get_registry().register(Plugin(), "no-output-plugin")
+    result = _compare([transcript()], ["full-history", "no-output"])
+    full, lossy = result.strategy("full-history"), result.strategy("no-output")
+    assert full.needed > 0 and full.needed_fact_recall == 1.0 and full.retention == 1.0
+    assert lossy.needed == full.needed
+    assert lossy.needed_fact_recall < 1.0
+    doc = result.to_json()
+    assert [s["needed_fact_recall"] for s in doc["strategies"]] == [
+        1.0, round(lossy.needed_fact_recall, 6)]
+
+
+def test_recommended_is_the_cheapest_above_min_recall(bundled):
+    ok = [s for s in bundled.compared if s.needed_fact_recall >= bundled.min_recall]
+    best = bundled.recommended
+    assert best is not None and best.cost_usd == min(s.cost_usd for s in ok)
+    doc = bundled.to_json()["recommended"]
+    assert doc == {"name": best.name, "options": best.options,
+                   "cost_ratio": round(best.cost_ratio, 6),
+                   "needed_fact_recall": round(best.needed_fact_recall, 6)}
+    full = bundled.strategy("full-history")
+    assert full.cost_ratio == pytest.approx(1.0)
+    assert best.cost_ratio == pytest.approx(best.cost_usd / full.cost_usd)
+
+
+def test_min_recall_option_and_mark():
+    strict = run("--json", "--min-recall", "1.0", "-s", "full-history", "-s", "aggressive")
+    assert strict.exit_code == 0, strict.output
+    assert json.loads(strict.output)["min_recall"] == 1.0
+    assert run("--min-recall", "2").exit_code == 2
+    table = run("-s", "full-history", "-s", "aggressive")
+    marked = [ln for ln in table.output.splitlines() if ln.endswith(" *") or " * " in ln]
+    assert len(marked) == 1
+
+
+def _plugin(fresh_cls, name="p"):
+    class Plugin:
+        @hookimpl
+        def register_strategies(self, register):
+            register(fresh_cls)
+
+    get_registry().register(Plugin(), name)
+
+
+def test_default_compare_survives_broken_plugin_strategies(fresh_registry):
+    """Issue 13 item 4: __init__ raising, to_messages raising, cache_breakpoints raising and
+    StrategyNotApplicable each leave one line; every built-in still has its numbers."""
+    class BadInit(Strategy):
+        name = "bad-init"
+
+        def __init__(self):
+            raise RuntimeError("no config")
+
+        def to_messages(self, turns, memory, ctx):
+            return []
+
+    class BadPoints(Strategy):
+        name = "bad-points"
+
+        def to_messages(self, turns, memory, ctx):
+            return [ctx.message("user", ctx.mission)]
+
+        def cache_breakpoints(self, turns, memory, ctx):
+            raise ZeroDivisionError("nope")
+
+    class NotHere(Strategy):
+        name = "not-here"
+
+        def to_messages(self, turns, memory, ctx):
+            raise StrategyNotApplicable("needs a transcript\nwith tools")
+
+    for cls in (BadInit, BadPoints, NotHere):
+        _plugin(cls, cls.name + "-plugin")
+    result = _compare(PHONE, cache="anthropic", tokenizer="chars4")
+    assert {s.label for s in result.compared} == set(strategy_names()) - {
+        "bad-init", "bad-points", "not-here"}
+    left = {label: (status, reason) for label, status, reason in result.not_compared}
+    assert left["not-here"] == ("n/a", "needs a transcript with tools")
+    assert left["bad-init"][0] == "failed" and "RuntimeError: no config" in left["bad-init"][1]
+    assert "bad-init-plugin" in left["bad-init"][1]
+    assert left["bad-points"][0] == "failed"
+    assert "cache_breakpoints() failed" in left["bad-points"][1]
+    assert "ZeroDivisionError: nope" in left["bad-points"][1]
+    out = run(str(PHONE), "--cache", "anthropic", "--tokenizer", "chars4")
+    assert out.exit_code == 0 and "Traceback" not in out.output
+    assert "not-here: n/a: needs a transcript with tools" in out.output
+    for name in ("bad-init", "bad-points", "full-history", "single-user-coalesced"):
+        assert name in out.output
+
+
+def test_a_failing_tokenizer_is_one_line(fresh_registry):
+    def count(text):
+        raise OSError("vocabulary missing")
+
+    class Plugin:
+        @hookimpl
+        def register_tokenizers(self, register):
+            register("broken-tok", count)
+
+    get_registry().register(Plugin(), "tok-plugin")
+    with pytest.raises(CompareError, match=r"tokenizer 'broken-tok' of plugin 'tok-plugin' .*"
+                                           r"failed: OSError: vocabulary missing"):
+        _compare(PHONE, ["full-history"], tokenizer="broken-tok")
+    out = run(str(PHONE), "--tokenizer", "broken-tok")
+    assert out.exit_code == 1 and out.output.count("\n") == 1
+    assert "Traceback" not in out.output
+
+
+def test_a_broken_template_names_the_file_not_full_history(tmp_path):
+    (tmp_path / "full_history").mkdir()
+    (tmp_path / "full_history" / "first_user.j2").write_text("{{ mission }\n")
+    out = run(str(PHONE), "--templates", str(tmp_path), "--tokenizer", "chars4")
+    assert out.exit_code != 0 and out.output.count("\n") == 1, out.output
+    assert "first_user.j2" in out.output and "Traceback" not in out.output
+    assert "strategy 'full-history'" not in out.output
+
+
+def test_the_table_fits_80_columns_and_numbers_are_whole():
+    """Issue 12 item 8: no cut numbers at 80 columns in a terminal."""
+    from rich.console import Console
+
+    from turnpress.compare.table import print_comparison
+
+    result = _compare(None, cache="anthropic")
+    console = Console(width=80, force_terminal=True, record=True, color_system=None)
+    print_comparison(result, console, plain=False)
+    text = console.export_text()
+    lines = text.splitlines()
+    assert max(len(ln) for ln in lines) <= 80
+    assert "…" not in text
+    for s in result.compared:
+        assert f"${s.cost_usd:.4f}" in text or f"${s.cost_usd:.2f}" in text
+        assert f"{s.cost_ratio:.2f}x" in text
+
+
+def test_full_history_transcript_is_cached_under_anthropic():
+    """The breakpoint at the end of a replayed transcript is in range (it was one past the
+    last message, so nothing was ever cached)."""
+    result = _compare([transcript()], ["full-history"], cache="anthropic")
+    full = result.strategies[0]
+    assert full.written_tokens > 0 and full.cached_tokens > 0
+
+
+def test_jsonl_lines_in_a_registered_transcript_format_are_streamed(fresh_registry, tmp_path):
+    """Each JSONL line goes through the trace readers, as load_trace does (issue 9)."""
+    def detect(data, path):
+        return isinstance(data, dict) and "chat" in data
+
+    def read(data, where):
+        return transcript(name=data["chat"])
+
+    class Plugin:
+        @hookimpl
+        def register_trace_readers(self, register):
+            register("test-chat", detect, read)
+
+    get_registry().register(Plugin(), "chat-reader")
+    path = tmp_path / "chats.jsonl"
+    path.write_text('{"chat": "one"}\n{"chat": "two"}\n')
+    result = _compare(path, ["full-history"], jobs=1)
+    assert [t.name for t in result.traces] == ["one", "two"]
+    assert result.as_run is not None and result.as_run.prompts == 8

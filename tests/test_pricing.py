@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnpress.core.pricing import (
+from turnpress.compare.pricing import (
     PRICE_PRESETS,
     Price,
     cost_usd,

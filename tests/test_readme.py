@@ -38,12 +38,12 @@ def test_agent_example() -> None:
 
 
 def test_strategy_example_is_a_working_plugin() -> None:
-    namespace, _ = run_block(next(b for b in BLOCKS if "class LastTurnOnly" in b))
+    namespace, _ = run_block(next(b for b in BLOCKS if "class NewestTurn" in b))
     registry = Registry(entry_points=False)
     registry.register(_module(namespace), name="readme-plugin")
     previous = reset_registry(registry)
     try:
-        messages = render([], mission="m", turns_left=2, compression="last-turn-only")
+        messages = render([], mission="m", turns_left=2, compression="newest-turn")
         assert messages[1]["content"] == "m\n\nTurns left: 2"
     finally:
         reset_registry(previous)

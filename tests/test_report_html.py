@@ -155,3 +155,92 @@ def test_texts_are_stored_once():
     assert len(data["texts"]) == len(set(data["texts"]))
     system = load_trace(example_trace_paths()[0]).system_prompt
     assert data["texts"].count(system) == 1
+
+
+# -- issue 9 item 4, issue 11 item 5 ---------------------------------------------------
+
+
+def _transcripts():
+    from test_compare import transcript
+
+    long = transcript(name="long")
+    short = dataclasses.replace(transcript(name="short"), turns=long.turns[:2])
+    return long, short
+
+
+def test_series_mean_over_running_traces_has_no_cliff():
+    """The default chart is the mean over the traces still running, not a sum that drops
+    where the shorter trace ends."""
+    from turnpress.compare.html import report_data
+
+    long, short = _transcripts()
+    result = compare_traces([long, short], ["full-history"])
+    everything = report_data(result)["series"][0]
+    assert everything["running"] == [2, 2, 1, 1]
+    rows = {(t.trace, t.turn): t.input_tokens for t in result.strategies[0].per_turn()}
+    assert everything["input"][0][3] == rows[("long", 4)]
+    assert everything["input"][0][1] == (rows[("long", 2)] + rows[("short", 2)]) / 2
+    assert everything["billed"][3] == long.turns[3].usage.prompt_tokens
+    assert report_data(result)["meta"]["as_run"]["prompts"] == 6
+
+
+@pytest.mark.slow
+def test_as_run_cost_and_folded_prompts_in_chromium(browser, tmp_path):
+    long, short = _transcripts()
+    result = compare_traces([long, short], ["full-history", "observation-masking",
+                                            "aggressive"], keep_prompts=2)
+    out = write_html_report(result, tmp_path / "transcripts.html")
+    page, problems = open_page(browser, out)
+    assert page.locator("#as-run-row").count() == 1
+    assert "as run (billed)" in page.locator("#summary-table").inner_text()
+    assert page.locator("#recommended").count() == 1
+    chart = page.locator("#tokens-chart")
+    assert chart.locator("#as-run-line").count() == 1
+    assert page.locator("#as-run-key").count() == 1
+    page.check("input[name=mode][value=cost]")
+    assert "cumulative cost" in chart.inner_html()
+    assert "$" in chart.text_content()
+    assert chart.locator("#as-run-line").count() == 1
+    page.locator("#as-run-key").click()
+    assert chart.locator("#as-run-line").count() == 0
+    # the long system prompt common to every column is folded once, above the columns
+    page.select_option("#prompt-turn", "3")
+    common = page.locator("#common-messages")
+    assert common.count() == 1
+    assert "common to all" in common.locator("summary").inner_text()
+    assert "You are a coding agent." in common.text_content()
+    assert "You are a coding agent." not in page.locator("#prompts").inner_text()
+    assert problems == []
+
+
+def test_report_of_a_comparison_with_a_failed_strategy(fresh_registry):
+    """The prompts of the strategies that ran stay in their columns when one fails."""
+    from turnpress import Strategy, hookimpl
+    from turnpress.compare.html import report_data
+    from turnpress.core.registry import get_registry
+
+    class Late(Strategy):
+        name = "late-failure"
+
+        def to_messages(self, turns, memory, ctx):
+            if len(turns) >= 2:
+                raise RuntimeError("broken at turn 3")
+            return [ctx.message("user", "late " + ctx.mission)]
+
+    class Plugin:
+        @hookimpl
+        def register_strategies(self, register):
+            register(Late)
+
+    get_registry().register(Plugin(), "late-plugin")
+    trace = load_trace(example_trace_paths()[0])
+    result = compare_traces([trace], ["late-failure", "aggressive"], keep_prompts=1,
+                            tokenizer="chars4")
+    data = report_data(result)
+    assert [s["label"] for s in data["strategies"]] == ["aggressive"]
+    last = data["prompts"][0]["turns"][-1]
+    assert len(last) == 1
+    assert data["texts"][last[0][-1][1]] == trace.prompt(len(trace.turns),
+                                                         "aggressive")[-1]["content"]
+    html = html_report(result)
+    assert "late-failure" in html and "broken at turn 3" in html

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from turnpress import Failure, Fn, Tool, ToolCall, Trace, Turn, load_trace, render
-from turnpress.core.compression import get_strategy, strategy_names
-from turnpress.core.retention import (
+from turnpress import Failure, Fn, Strategy, Tool, ToolCall, Trace, Turn, load_trace, render
+from turnpress.compare.retention import (
     Fact,
+    FactIndex,
+    NeededFacts,
     fact_present,
     history_facts,
+    identifiers,
     prompt_haystack,
     retention,
+    score_facts,
 )
+from turnpress.core.compression import get_strategy, strategy_names
 from turnpress.examples import example_trace_paths
 
 TOOLS = {"search": Tool("search", {"query": "string"}, "list", "Search products"),
@@ -35,24 +41,45 @@ def history() -> list[Turn]:
 
 
 def test_history_facts():
+    """DESIGN §7: one fact set from the history alone: mission, every tool call (name and
+    arguments), every defined name, every printed line, the last error."""
     facts = history_facts(history(), MISSION)
     assert facts == [
         Fact("mission", MISSION),
-        Fact("tool call", "search"),
-        Fact("tool call", "get-inventory"),
+        Fact("tool call", "search", ("laptop",)),
+        Fact("tool call", "get-inventory", ("1",)),
         Fact("name", "hits"),
         Fact("name", "cheap?"),
-        Fact("last print", "found 2"),
+        Fact("printed line", "first line"),
+        Fact("printed line", "found 2"),
         Fact("last error", "get-inventory takes no arguments"),
     ]
     assert history_facts([], MISSION) == [Fact("mission", MISSION)]
 
 
-def test_tool_calls_within_the_strategy_limit():
-    facts = history_facts(history(), MISSION, tool_call_limit=1)
-    assert [f.value for f in facts if f.kind == "tool call"] == ["get-inventory"]
-    assert not [f for f in history_facts(history(), MISSION, tool_call_limit=0)
-                if f.kind == "tool call"]
+def test_every_tool_call_counts_whatever_the_strategy():
+    """Issue 11: no strategy limit shrinks the fact set; 5 of 20 calls shown keep 5/20."""
+    turns = [Turn.succeeded(i, f'(tool/search "item-{i}")', None, memory={},
+                            tool_calls=[ToolCall("search", (f"item-{i}",), [])])
+             for i in range(1, 21)]
+    facts = [f for f in history_facts(turns, "") if f.kind == "tool call"]
+    assert len(facts) == 20
+    shown = "\n".join(f'search("item-{i}")' for i in range(16, 21))
+    r = score_facts(facts, shown)
+    assert r.score == pytest.approx(5 / 20)
+    assert not hasattr(retention, "__kwdefaults__") or "strategy" not in (
+        retention.__kwdefaults__ or {})
+
+
+def test_a_tool_call_needs_its_arguments():
+    fact = Fact("tool call", "search", ("laptop",))
+    assert fact_present(fact, '(tool/search "laptop")')
+    assert not fact_present(fact, '(tool/search "phone")')
+    # arguments inside JSON-encoded tool-call arguments count, escaped or not
+    cmd = Fact("tool call", "bash", ('grep "x" a.py',))
+    assert fact_present(cmd, '```bash\ngrep "x" a.py\n```')
+    assert fact_present(cmd, '{"name": "bash", "arguments": "grep \\"x\\" a.py"}')
+    assert not fact_present(cmd, '```bash\ngrep "y" a.py\n```')
 
 
 def test_no_error_fact_once_a_later_turn_succeeded():
@@ -87,9 +114,9 @@ def test_full_history_and_default_strategy_keep_everything():
     base = render_all(False)
     for compression in (False, True):
         r = retention(history(), render_all(compression), mission=MISSION,
-                      strategy=get_strategy(compression), exclude=["SYSTEM"], reference=base)
+                      exclude=["SYSTEM"], reference=base)
         assert r.score == 1.0 and r.dropped == ()
-        assert len(r.facts) == 7
+        assert len(r.facts) == 8
 
 
 def test_dropped_facts_are_reported():
@@ -97,9 +124,9 @@ def test_dropped_facts_are_reported():
     messages = [{"role": "system", "content": "SYSTEM"}, {"role": "user", "content": user}]
     r = retention(history(), messages, mission=MISSION, exclude=["SYSTEM"])
     assert [str(f) for f in r.dropped] == [
-        "tool call get-inventory", "name cheap?", "last print 'found 2'",
-        "last error 'get-inventory takes no arguments'"]
-    assert r.score == pytest.approx(3 / 7)
+        "tool call get-inventory(1)", "name cheap?", "printed line 'first line'",
+        "printed line 'found 2'", "last error 'get-inventory takes no arguments'"]
+    assert r.score == pytest.approx(3 / 8)
     assert 0.0 <= r.score <= 1.0
 
 
@@ -128,8 +155,9 @@ def test_full_history_scores_one_on_every_bundled_prompt(path):
     for n in range(1, len(trace.turns) + 1):
         full = trace.prompt(n, False)
         r = retention(trace.turns[: n - 1], full, mission=trace.mission,
-                      exclude=[trace.system_prompt], strategy=get_strategy(False))
+                      exclude=[trace.system_prompt], reference=full)
         assert r.score == 1.0, (n, r.dropped)
+        assert any(f.kind == "tool call" for f in r.facts) or n == 1
 
 
 @pytest.mark.parametrize("strategy", strategy_names())
@@ -137,7 +165,101 @@ def test_scores_are_fractions(strategy):
     trace: Trace = load_trace(example_trace_paths()[0])
     for n in range(1, len(trace.turns) + 1):
         r = retention(trace.turns[: n - 1], trace.prompt(n, strategy), mission=trace.mission,
-                      strategy=get_strategy(strategy), exclude=[trace.system_prompt],
-                      reference=trace.prompt(n, False))
+                      exclude=[trace.system_prompt], reference=trace.prompt(n, False))
         assert 0.0 <= r.score <= 1.0
         assert set(r.dropped) <= set(r.facts)
+
+
+# -- needed-fact recall (DESIGN §11) -----------------------------------------------------
+
+
+def test_identifiers():
+    text = ('cat src/pkg/parser_utils.py | grep parseHeader; echo 48213 "Order #7" '
+            "x.value 12 and")
+    found = identifiers(text)
+    for expected in ("src/pkg/parser_utils.py", "parser_utils.py", "parseHeader", "48213",
+                     "Order #7", "x.value"):
+        assert expected in found
+    assert "12" not in found and "and" not in found and "cat" not in found
+
+
+def test_needed_facts_first_seen_in_feedback():
+    needed = NeededFacts("mission: fix src/app.py", [
+        ("ls src", "src/app.py\nsrc/parser_utils.py\nticket 48213"),
+        ("cat src/parser_utils.py src/app.py # ticket 48213", "def f(): ..."),
+        ("echo done_now", "ok"),
+    ])
+    assert needed.for_turn(1) == []
+    # src/app.py came from the mission, not from feedback; parser_utils and 48213 from turn 1
+    assert [f.value for f in needed.for_turn(2)] == ["src/parser_utils.py", "parser_utils.py",
+                                                     "48213"]
+    assert needed.for_turn(3) == []  # done_now first appears in the agent's own message
+
+
+def test_fact_index_matches_per_message_search():
+    index = FactIndex(exclude=["SYSTEM: found 2"])  # static text retains nothing
+    ids = index.ids([Fact("name", "hits"), Fact("printed line", "found 2")])
+    assert index.shown(["hits ; = list", "SYSTEM: found 2"]) == {ids[0]}
+    assert index.shown(["found 2"]) == {ids[1]}
+    later = index.ids([Fact("needed", "48213")])
+    assert index.shown(["hits 48213"]) == {ids[0], later[0]}
+
+
+def _history(ids: list[str], uses: list[int]) -> list[Turn]:
+    """Turn i prints ids[i]; turn i+1's program uses the ids of ``uses``."""
+    turns = []
+    for i, ident in enumerate(ids, 1):
+        used = " ".join(f'(tool/get-order "{ids[j]}")' for j in uses if j < i - 1)
+        turns.append(Turn.succeeded(i, used or "(println 1)", None, memory={},
+                                    prints=[f"order {ident}"]))
+    return turns
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(10_000, 99_999), min_size=3, max_size=7, unique=True),
+       st.data())
+def test_recall_property(numbers, data):
+    """Issue 11: full-history scores 1.0 on retention and recall; a strategy built to drop
+    a needed fact (the feedback of the turn that revealed it) scores below 1.0."""
+    from turnpress.compare import compare_traces
+
+    ids = [f"ORD-{n}" for n in numbers]
+    uses = data.draw(st.lists(st.integers(0, len(ids) - 3), min_size=1, max_size=3))
+    turns = _history(ids, uses)
+    trace = Trace(mission="Check the orders", turns=tuple(turns), system_prompt="SYSTEM",
+                  max_turns=len(turns) + 1, name="orders")
+    victim = ids[min(uses)]
+    drop = ("single-user-coalesced", {})
+    result = compare_traces([trace], ["full-history", drop], tokenizer="chars4")
+    full = result.strategy("full-history")
+    assert full.needed > 0
+    assert full.needed_fact_recall == 1.0 and full.retention == 1.0
+    assert victim  # the fact the lossy strategy below is built to lose
+
+    class DropVictim(Strategy):
+        name = "drop-victim"
+
+        def to_messages(self, turns, memory, ctx):
+            full = get_strategy(False).to_messages(turns, memory, ctx)
+            return [{**m, "content": m["content"].replace(victim, "ORD-?")} for m in full]
+
+    lossy = compare_traces([trace], [DropVictim()], tokenizer="chars4").strategies[0]
+    assert lossy.needed == full.needed
+    assert lossy.needed_fact_recall < 1.0
+    assert lossy.retention < 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["search", "get-inventory", "cheap?", "bash"]),
+       st.text(alphabet="ab(/)\"` \n-?.:'_tool/search", max_size=30),
+       st.text(alphabet="ab(/)\"` \n-?.:'_", max_size=30))
+def test_symbol_scan_equals_the_pattern(name, left, right):
+    """The fast occurrence scan decides exactly as the documented regular expression."""
+    from turnpress.compare.retention import _pattern, _symbol_shown
+
+    for form in (name, f"{name}(", f"tool/{name}", f"({name} ", f"({name})", f'"{name}"',
+                 f"```{name}\n"):
+        text = left + form + right
+        for kind in ("tool call", "name"):
+            assert _symbol_shown(kind, name, text) == (
+                _pattern(kind, name).search(text) is not None), (kind, text)

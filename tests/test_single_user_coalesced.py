@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scenarios import (
     docstrings,
     exploration,
@@ -19,6 +21,7 @@ from scenarios import (
     redefinition_same_turn,
     side_effects,
 )
+from turn_strategies import History, breakpoints_hold, histories
 
 from turnpress import Failure, Fn, Keyword, Tool, ToolCall, Turn, render
 
@@ -406,3 +409,41 @@ def test_keyword_and_function_values_in_user_section() -> None:
     content = render([turn], mission="m", turns_left=2)[1]["content"]
     assert "(f [a b])           ; -> map[2]" in content
     assert "status                         ; = keyword, sample: :active" in content
+
+
+def test_pairs_mode_after_a_recovery_ends_with_the_current_turns_left() -> None:
+    """Issue 12 item 7 / DESIGN §4: pairs show only the trailing streak of failures; after
+    a recovery the prompt ends with the USER message and the current turns left."""
+    sc = failed_then_recovered()
+    messages = render(sc.turns, compression="single-user-coalesced:errors=pairs",
+                      **sc.render_kwargs())
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert messages[1]["content"].endswith(f"\n\nTurns left: {sc.turns_left}")
+    assert "broken-code" not in messages[1]["content"]
+
+
+def test_pairs_mode_shows_only_the_trailing_streak() -> None:
+    """A failure before a success is history; the failures after it stay as pairs."""
+    sc = failed_then_recovered()
+    extra = Turn.failed(4, "(oops)", Failure("undefined_symbol", "undefined symbol 'oops'"),
+                        memory=sc.turns[-1].memory)
+    messages = render([*sc.turns, extra], compression="single-user-coalesced:errors=pairs",
+                      **{**sc.render_kwargs(), "turns_left": 3})
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[1]["content"].endswith("Turns left: 4")
+    assert messages[3]["content"] == "Error: undefined symbol 'oops'\n\nTurns left: 3"
+    assert "broken-code" not in "".join(m["content"] for m in messages)
+
+
+@settings(max_examples=40, deadline=None)
+@given(histories(min_turns=1), st.sampled_from(["last", "pairs"]))
+def test_stable_head_first_and_its_breakpoints_are_repeated(history: History,
+                                                             errors: str) -> None:
+    """DESIGN §11: system prompt, mission, tool/ and data/ come first; the breakpoints at
+    the end of the system prompt and of that head are repeated by the next prompt."""
+    spec = ("single-user-coalesced", {"errors": errors})
+    for n in range(len(history.turns)):
+        assert breakpoints_hold(history, n, spec)
+        messages = history.prompt(n + 1, spec)
+        assert messages[0]["content"] == history.system_prompt
+        assert messages[1]["content"].startswith(history.mission.rstrip("\n"))

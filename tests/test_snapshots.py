@@ -18,10 +18,13 @@ from turnpress.examples import example_trace_paths
 VARIANTS = [
     "single-user-coalesced:errors=pairs",
     "rolling-window:window=1,step=2",
-    "rolling-window:window=1,errors=pairs",
+    "rolling-window:window=1,step=1,errors=pairs",
     "progressive-batch:min_preserved=1,batch_size=2",
     "progressive-batch:min_preserved=0,batch_size=2",
-    "observation-masking:window=1",
+    "observation-masking:window=1,step=1",
+    "observation-masking:window=1,step=2",
+    "checkpoint-coalesced:every=2",
+    "clear-tool-uses:trigger=200,keep=1",
     "aggressive:output_chars=40",
 ]
 

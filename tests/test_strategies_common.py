@@ -12,14 +12,21 @@ from click.testing import CliRunner
 from turnpress import get_strategy, normalize
 from turnpress.cli import main
 
-BUILTIN_STRATEGIES = ["aggressive", "full-history", "observation-masking", "per-turn-summary",
-                      "progressive-batch", "rolling-window", "single-user-coalesced"]
+BUILTIN_STRATEGIES = ["aggressive", "checkpoint-coalesced", "clear-tool-uses", "full-history",
+                      "observation-masking", "per-turn-summary", "progressive-batch",
+                      "rolling-window", "single-user-coalesced"]
 
 BAD_OPTION_VALUES = [
     ("aggressive", {"output_chars": 3}, ["'output_chars'", ">= 4", "3"]),
     ("aggressive", {"println_limit": -1}, ["'println_limit'", ">= 0"]),
     ("aggressive", {"tool_call_limit": None}, ["'tool_call_limit'", "integer", "None"]),
+    ("checkpoint-coalesced", {"every": 0}, ["'every'", ">= 1", "0"]),
+    ("checkpoint-coalesced", {"delta_chars": -1}, ["'delta_chars'", ">= 0"]),
+    ("checkpoint-coalesced", {"errors": "all"}, ["'errors'", "'last'", "'pairs'"]),
+    ("clear-tool-uses", {"trigger": -5}, ["'trigger'", ">= 0", "-5"]),
+    ("clear-tool-uses", {"clear_at_least": 1.5}, ["'clear_at_least'", "integer"]),
     ("observation-masking", {"window": -1}, ["'window'", ">= 0", "-1"]),
+    ("observation-masking", {"step": 0}, ["'step'", ">= 1", "0"]),
     ("observation-masking", {"window": 2.0}, ["'window'", "integer", "2.0"]),
     ("per-turn-summary", {"println_limit": -1}, ["'println_limit'", ">= 0", "-1"]),
     ("per-turn-summary", {"tool_call_limit": 1.5}, ["'tool_call_limit'", "integer", "1.5"]),
@@ -47,11 +54,13 @@ def test_bad_option_values(name: str, options: dict[str, Any], words: list[str])
 
 @pytest.mark.parametrize(("spec", "message"), [
     ("aggressive:errors=pairs", r"has no option 'errors'.*output_chars"),
-    ("observation-masking:keep=2", "has no option 'keep'; valid options: window"),
+    ("observation-masking:keep=2", "has no option 'keep'; valid options: window, step"),
+    ("checkpoint-coalesced:window=2", r"has no option 'window'.*every, delta_chars"),
+    ("clear-tool-uses:keep_last=2", r"has no option 'keep_last'.*trigger, keep"),
     ("per-turn-summary:window=2", r"has no option 'window'.*println_limit, tool_call_limit"),
     ("progressive-batch:enabled=true", r"has no option 'enabled'.*min_preserved, batch_size"),
     ("rolling-window:size=3", r"'rolling-window' has no option 'size'.*window, step"),
-    ("rolling-window:window=two", "'window' expects a int"),
+    ("rolling-window:window=two", "'window' expects an integer"),
     ("full-history:window=1", "'full-history' has no option 'window'; valid options: "
                               r"\(none\)"),
 ])
@@ -64,6 +73,9 @@ def test_unknown_option(spec: str, message: str) -> None:
 @pytest.mark.parametrize(("spec", "expected"), [
     ("aggressive:output_chars=40", "Turns left"),
     ("observation-masking:window=1", "omitted:"),
+    ("observation-masking:window=1,step=2", "omitted:"),
+    ("checkpoint-coalesced:every=5", "ran (code omitted)"),
+    ("clear-tool-uses:trigger=100,keep=1", "[cleared]"),
     ("per-turn-summary:println_limit=5", "```clojure"),
     ("progressive-batch:min_preserved=1,batch_size=2", "recap - turn 1"),
     ("rolling-window:window=1,step=2", "===== [4] user ====="),

@@ -32,8 +32,8 @@ def _failed(n: int, message: str = "boom") -> Turn:
 
 
 def test_defaults() -> None:
-    """``window=3``."""
-    assert ObservationMasking.option_defaults() == {"window": 3}
+    """``window=3``, ``step=10`` (a boundary that pays under prompt caching)."""
+    assert ObservationMasking.option_defaults() == {"window": 3, "step": 10}
     assert normalize("observation-masking:window=1") == (NAME, {"window": 1})
 
 
@@ -43,8 +43,9 @@ def test_defaults() -> None:
 def test_old_feedback_masked_window_kept() -> None:
     """Feedback of turns older than the last ``window`` becomes one line; every ASSISTANT
     message and the first USER message (mission, MSG-007) stay as in full history."""
-    turns = [_ok(1, ["a", "b\nc"]), _ok(2, ["only"]), _ok(3), _ok(4), _ok(5)]
-    messages = render(turns, mission="m", turns_left=2, compression=NAME)
+    turns = [_ok(1, ["a" * 30, "b\n" + "c" * 30]), _ok(2, ["only" * 10]), _ok(3), _ok(4),
+             _ok(5)]
+    messages = render(turns, mission="m", turns_left=2, compression=f"{NAME}:step=1")
     full = render(turns, mission="m", turns_left=2, compression="full-history")
     assert len(messages) == len(full)
     assert messages[:3] == full[:3]
@@ -57,21 +58,23 @@ def test_old_feedback_masked_window_kept() -> None:
 def test_latest_error_never_masked() -> None:
     """The most recent failed turn keeps its error even outside the window (ERR-003);
     older failures are masked like any feedback."""
-    turns = [_failed(1), _failed(2, "worse"), _ok(3), _ok(4)]
-    messages = render(turns, mission="m", turns_left=2, compression=f"{NAME}:window=1")
+    long = "a long explanation of what went wrong"
+    turns = [_failed(1, long), _failed(2, "worse"), _ok(3, ["printed " * 5]), _ok(4)]
+    messages = render(turns, mission="m", turns_left=2, compression=f"{NAME}:window=1,step=1")
     assert messages[3]["content"] == "[output of turn 1 omitted: 1 line]"
     assert messages[5]["content"] == "Error: worse 2\n\nTurns left: 4"
     assert messages[7]["content"] == "[output of turn 3 omitted: 1 line]"
     assert messages[9]["content"] == "Result: 4\n\nTurns left: 2"
-    zero = render(turns, mission="m", turns_left=2, compression=f"{NAME}:window=0")
+    zero = render([*turns[:3], _ok(4, ["printed " * 5])], mission="m", turns_left=2,
+                  compression=f"{NAME}:window=0,step=1")
     assert zero[5]["content"] == "Error: worse 2\n\nTurns left: 4"
     assert zero[9]["content"] == "[output of turn 4 omitted: 1 line]"
 
 
 def test_multi_line_error_counted() -> None:
     """K counts the lines the feedback showed."""
-    turns = [_failed(1, "line one\nline two"), _failed(2)]
-    messages = render(turns, mission="m", turns_left=2, compression=f"{NAME}:window=0")
+    turns = [_failed(1, "line one of the error\nline two of the error"), _failed(2)]
+    messages = render(turns, mission="m", turns_left=2, compression=f"{NAME}:window=0,step=1")
     assert messages[3]["content"] == "[output of turn 1 omitted: 2 lines]"
 
 
@@ -80,15 +83,18 @@ def test_wide_window_is_full_history(scenario: str) -> None:
     """With no more turns than ``window`` nothing is masked."""
     sc = SCENARIOS[scenario]()
     window = len(sc.turns)
-    assert _render(sc, f"{NAME}:window={window}") == _render(sc, "full-history")
+    assert _render(sc, f"{NAME}:window={window},step=1") == _render(sc, "full-history")
 
 
 def test_final_turn_line_survives() -> None:
     """MSG-005: the newest feedback (in the window) keeps the final-turn warning."""
-    messages = _render(SCENARIOS["final_turn"](), f"{NAME}:window=1")
+    sc = SCENARIOS["final_turn"]()
+    messages = _render(sc, f"{NAME}:window=1,step=1")
     assert messages[-1]["content"].endswith(
         "FINAL TURN - you must call (return result) or (fail reason) now.")
-    assert messages[3]["content"] == "[output of turn 1 omitted: 1 line]"
+    assert messages[3]["content"] in ("[output of turn 1 omitted: 1 line]",
+                                      render(sc.turns, compression="full-history",
+                                             **sc.render_kwargs())[3]["content"])
 
 
 # -- properties ------------------------------------------------------------------------
@@ -99,7 +105,7 @@ def test_final_turn_line_survives() -> None:
 def test_properties(history: History, window: int) -> None:
     """Same messages as full history except masked feedback; exactly the old feedback is
     masked, never the latest error; deterministic (ARC-004)."""
-    spec = (NAME, {"window": window})
+    spec = (NAME, {"window": window, "step": 1})
     for n in range(1, len(history.turns) + 2):
         messages = history.prompt(n, spec)
         assert messages == history.prompt(n, spec)
@@ -111,8 +117,11 @@ def test_properties(history: History, window: int) -> None:
             assert messages[2 * pos] == full[2 * pos]
             feedback = messages[2 * pos + 1]["content"]
             if pos <= len(turns) - window and (not failed or turn.number != failed[-1]):
-                assert feedback.startswith(f"[output of turn {turn.number} omitted: ")
-                assert "\n" not in feedback
+                placeholder = feedback.startswith(f"[output of turn {turn.number} omitted: ")
+                # never larger: a placeholder longer than the feedback keeps the feedback
+                assert (placeholder and "\n" not in feedback
+                        and len(feedback) < len(full[2 * pos + 1]["content"])) or (
+                    feedback == full[2 * pos + 1]["content"])
             else:
                 assert feedback == full[2 * pos + 1]["content"]
 
@@ -122,4 +131,45 @@ def test_properties(history: History, window: int) -> None:
 def test_cache_breakpoints_are_repeated(history: History, window: int) -> None:
     """Each reported cache breakpoint is repeated byte for byte by the next prompt."""
     for n in range(len(history.turns)):
-        assert breakpoints_hold(history, n, (NAME, {"window": window}))
+        assert breakpoints_hold(history, n, (NAME, {"window": window, "step": 1}),
+                                end_may_move=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(histories(min_turns=1), st.integers(0, 4), st.integers(1, 5))
+def test_stepped_cache_breakpoints_are_repeated(history: History, window: int,
+                                                step: int) -> None:
+    """With ``step``, each reported cache breakpoint is repeated by the next prompt."""
+    for n in range(len(history.turns)):
+        assert breakpoints_hold(history, n, (NAME, {"window": window, "step": step}),
+                                end_may_move=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(histories(min_turns=1), st.integers(0, 4), st.integers(2, 5))
+def test_stepped_prompt_is_append_only_between_steps(history: History, window: int,
+                                                     step: int) -> None:
+    """DESIGN §11: the prompt of turn n+1 starts with the prompt of turn n, message for
+    message, unless the masking boundary moved between them."""
+    strategy = ObservationMasking(window=window, step=step)
+    for n in range(1, len(history.turns) + 1):
+        now, later = history.prompt(n, strategy), history.prompt(n + 1, strategy)
+        if strategy.boundary(n - 1) == strategy.boundary(n):
+            assert later[: len(now)] == now
+
+
+def test_step_moves_the_boundary_in_blocks() -> None:
+    """``window=1, step=3``: masking starts once 3 turns lie outside the window."""
+    turns = [_ok(n, [f"line {n}" * 10]) for n in range(1, 8)]
+    masked = [sum("omitted" in m["content"] for m in render(
+        turns[:k], mission="m", turns_left=2, compression=f"{NAME}:window=1,step=3"))
+        for k in range(1, 8)]
+    assert masked == [0, 0, 0, 3, 3, 3, 6]
+
+
+def test_placeholder_longer_than_feedback_keeps_it() -> None:
+    """Never larger (DESIGN §11): short feedback is not replaced by a longer line."""
+    turns = [Turn.succeeded(1, "(f)", 1, memory={}, raw_response="(f)"), _ok(2)]
+    messages = render(turns, mission="m", turns_left=5, compression=f"{NAME}:window=0,step=1")
+    full = render(turns, mission="m", turns_left=5, compression="full-history")
+    assert messages == full

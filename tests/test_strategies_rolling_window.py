@@ -27,7 +27,7 @@ def _render(sc, spec: str = NAME):
 def test_defaults() -> None:
     """API-002: options with defaults, the single-user-coalesced ones included."""
     assert RollingWindow.option_defaults() == {
-        "window": 2, "step": 1, "println_limit": 15, "tool_call_limit": 20, "errors": "last"}
+        "window": 2, "step": 10, "println_limit": 15, "tool_call_limit": 20, "errors": "last"}
     assert normalize("rolling-window:window=3,step=2") == (NAME, {"window": 3, "step": 2})
 
 
@@ -38,8 +38,9 @@ def test_coalesced_count_moves_in_steps() -> None:
     """The boundary is the largest multiple of ``step`` leaving ``window`` turns in full."""
     rw = RollingWindow(window=2, step=3)
     assert [rw.coalesced_count(n) for n in range(12)] == [0, 0, 0, 0, 0, 3, 3, 3, 6, 6, 6, 9]
-    assert [RollingWindow().coalesced_count(n) for n in range(5)] == [0, 0, 0, 1, 2]
-    assert [RollingWindow(window=0).coalesced_count(n) for n in range(3)] == [0, 1, 2]
+    assert [RollingWindow(step=1).coalesced_count(n) for n in range(5)] == [0, 0, 0, 1, 2]
+    assert [RollingWindow().coalesced_count(n) for n in range(14)] == [0] * 12 + [10] * 2
+    assert [RollingWindow(window=0, step=1).coalesced_count(n) for n in range(3)] == [0, 1, 2]
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
@@ -47,14 +48,14 @@ def test_few_turns_render_full_history(scenario: str) -> None:
     """With no more than ``window`` turns it renders what full-history renders."""
     sc = SCENARIOS[scenario]()
     window = max(len(sc.turns), 1)
-    assert _render(sc, f"{NAME}:window={window}") == _render(sc, "full-history")
+    assert _render(sc, f"{NAME}:window={window},step=1") == _render(sc, "full-history")
 
 
 def test_window_turns_in_full_older_coalesced() -> None:
     """The last ``window`` turns are full pairs; older ones only in the first USER message,
     with memory, tool calls and output as of the last coalesced turn (MSG-001)."""
     sc = SCENARIOS["many_prints"]()  # 5 turns printing "line 1".."line 25"
-    messages = _render(sc)  # window=2: turns 1-3 coalesced
+    messages = _render(sc, f"{NAME}:step=1")  # window=2: turns 1-3 coalesced
     full = _render(sc, "full-history")
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user",
                                              "assistant", "user"]
@@ -83,7 +84,7 @@ def test_step_keeps_the_prefix_for_step_turns() -> None:
 def test_no_code_or_summary_twice() -> None:
     """A turn is either coalesced or in full, never both."""
     sc = SCENARIOS["many_prints"]()
-    text = "\n".join(m["content"] for m in _render(sc))
+    text = "\n".join(m["content"] for m in _render(sc, f"{NAME}:step=1"))
     for n in range(1, 26):
         if n != 22:
             assert len(re.findall(rf"line {n}(?!\d)", text)) == 1, n
@@ -96,7 +97,7 @@ def test_coalesced_part_is_single_user_coalesced_after_its_last_turn() -> None:
     just after the last coalesced turn, so it ends with that turn's failed attempt when it
     failed; earlier failures leave only their tool calls (ERR-001)."""
     sc = SCENARIOS["failed_in_a_row"]()  # ok, failed, failed
-    messages = _render(sc, f"{NAME}:window=1")
+    messages = _render(sc, f"{NAME}:window=1,step=1")
     expected = render(sc.turns[:2], compression="single-user-coalesced",
                       **{**sc.render_kwargs(), "turns_left": 3})
     assert messages[:2] == expected
@@ -113,7 +114,7 @@ def test_old_failures_as_pairs_with_errors_pairs() -> None:
     """errors="pairs" (ERR-002, CMP-003): coalesced failed turns keep their full pair,
     in order, before the window."""
     sc = SCENARIOS["failed_in_a_row"]()
-    messages = _render(sc, f"{NAME}:window=1,errors=pairs")
+    messages = _render(sc, f"{NAME}:window=1,step=1,errors=pairs")
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user",
                                              "assistant", "user"]
     assert messages[2]["content"] == sc.turns[1].raw_response
@@ -127,7 +128,7 @@ def test_window_zero_is_single_user_coalesced_for_scenarios() -> None:
     for make in SCENARIOS.values():
         sc = make()
         for errors in ("last", "pairs"):
-            assert (_render(sc, f"{NAME}:window=0,errors={errors}")
+            assert (_render(sc, f"{NAME}:window=0,step=1,errors={errors}")
                     == _render(sc, f"single-user-coalesced:errors={errors}"))
 
 
@@ -167,7 +168,7 @@ def test_properties(history: History, window: int, step: int, errors: str) -> No
 def test_window_zero_step_one_is_single_user_coalesced(history: History, errors: str) -> None:
     """``window=0, step=1`` renders exactly single-user-coalesced."""
     for n in range(1, len(history.turns) + 2):
-        assert (history.prompt(n, (NAME, {"window": 0, "errors": errors}))
+        assert (history.prompt(n, (NAME, {"window": 0, "step": 1, "errors": errors}))
                 == history.prompt(n, ("single-user-coalesced", {"errors": errors})))
 
 
@@ -176,4 +177,5 @@ def test_window_zero_step_one_is_single_user_coalesced(history: History, errors:
 def test_cache_breakpoints_are_repeated(history: History, window: int, step: int) -> None:
     """Each reported cache breakpoint is repeated byte for byte by the next prompt (NS-012)."""
     for n in range(len(history.turns)):
-        assert breakpoints_hold(history, n, (NAME, {"window": window, "step": step}))
+        assert breakpoints_hold(history, n, (NAME, {"window": window, "step": step}),
+                                end_may_move=True)

@@ -82,7 +82,7 @@ def test_export_copies_every_builtin_and_refuses_to_overwrite(tmp_path) -> None:
     assert len(written) == len(list(BUILTIN_TEMPLATE_DIR.rglob("*.j2")))
     assert (tmp_path / "mine" / "history" / "output.j2").read_text() == (
         BUILTIN_TEMPLATE_DIR / "history" / "output.j2").read_text()
-    with pytest.raises(FileExistsError, match="--force"):
+    with pytest.raises(FileExistsError, match="force=True"):
         export_templates(tmp_path / "mine")
     assert export_templates(tmp_path / "mine", force=True) == written
 

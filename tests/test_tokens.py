@@ -202,3 +202,43 @@ def test_tokenizer_pickles_without_its_loaded_encoding():
     tok.count("warm up")
     copy = pickle.loads(pickle.dumps(tok))
     assert copy.count("hello world") == tok.count("hello world")
+
+
+# -- provider-shaped messages (replayed transcripts) --------------------------------------
+
+
+def _call(cid: str, name: str, arguments: str) -> dict:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def test_message_body_of_provider_messages():
+    from turnpress.core.tokens import message_body
+
+    call = _call("c1", "bash", '{"command": "ls"}')
+    assert message_body({"role": "user", "content": "hi"}) == "hi"
+    assert message_body({"role": "assistant", "content": None, "tool_calls": [call]}) == \
+        '{"name": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}'
+    assert message_body({"role": "assistant", "content": "Let me look.",
+                         "tool_calls": [call, call]}).splitlines()[0] == "Let me look."
+    assert message_body({"role": "tool", "tool_call_id": "c1", "content": "a.py"}) == "a.py"
+    parts = [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]
+    assert message_body({"role": "user", "content": parts}) == "one\ntwo"
+
+
+def test_tool_calls_and_tool_messages_are_counted():
+    counter = TokenCounter("o200k_base")
+    plain = [{"role": "assistant", "content": None}]
+    called = [{"role": "assistant", "content": None,
+               "tool_calls": [_call("c1", "bash", '{"command": "grep -rn parse_header src"}')]}]
+    answered = [*called, {"role": "tool", "tool_call_id": "c1", "content": "src/a.py:1: x"}]
+    assert counter.count(plain) < counter.count(called) < counter.count(answered)
+    # the same as counting the text the message stands for
+    from turnpress.core.tokens import prompt_text
+
+    assert counter.count(answered) == len(get_tokenizer("o200k_base").encode(
+        prompt_text(answered)))
+    # cached per run: a replayed message is encoded once however often it is counted
+    before = counter.encoded
+    counter.count(answered)
+    counter.count([dict(m) for m in answered])
+    assert counter.encoded == before

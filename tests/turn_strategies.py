@@ -159,9 +159,15 @@ def is_prefix(shorter: list[Message], longer: list[Message]) -> bool:
     return len(shorter) <= len(longer) and longer[: len(shorter)] == shorter
 
 
-def breakpoints_hold(history: History, n_turns: int, compression: Any) -> bool:
+def breakpoints_hold(history: History, n_turns: int, compression: Any, *,
+                     end_may_move: bool = False) -> bool:
     """Whether every cache breakpoint the strategy reports for the prompt after
-    ``n_turns`` turns is repeated byte for byte by the prompt after ``n_turns + 1``."""
+    ``n_turns`` turns is repeated byte for byte by the prompt after ``n_turns + 1``.
+
+    ``end_may_move``: a stepped strategy also marks the end of every prompt (where a
+    client puts its last ``cache_control``, to read what the previous prompt cached);
+    on the turn before its boundary moves the next prompt does not repeat that one
+    marker, which is allowed (the strategy's append-only test covers the steps)."""
     from turnpress.core.compression import RenderContext, get_strategy
     from turnpress.core.model import coerce_tools
 
@@ -176,6 +182,8 @@ def breakpoints_hold(history: History, n_turns: int, compression: Any) -> bool:
     later = render(history.turns[: n_turns + 1], compression=compression,
                    **history.kwargs(n_turns + 1))
     for index, offset in strategy.cache_breakpoints(turns, memory, ctx):
+        if end_may_move and (index, offset) == (len(now) - 1, None):
+            continue
         if now[:index] != later[:index] or index >= len(now):
             return False
         head = now[index]["content"] if offset is None else now[index]["content"][:offset]

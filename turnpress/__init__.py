@@ -8,6 +8,9 @@ they are found through the ``turnpress`` entry-point group on first use.
 
 from turnpress.core.clojure import to_clojure
 from turnpress.core.compression import (
+    Compression,
+    NamespaceView,
+    RenderContext,
     Strategy,
     StrategyNotApplicable,
     get_strategy,
@@ -27,18 +30,26 @@ from turnpress.core.model import (
     Turn,
     Usage,
 )
+from turnpress.core.registry import PluginError, PluginWarning
+from turnpress.core.templates import TemplateProblem
 from turnpress.core.trace import Trace, load_trace, save_trace
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Compression",
     "Failure",
     "Fn",
     "Keyword",
     "Memory",
     "Message",
+    "NamespaceView",
+    "PluginError",
+    "PluginWarning",
+    "RenderContext",
     "Strategy",
     "StrategyNotApplicable",
+    "TemplateProblem",
     "Tool",
     "ToolCall",
     "Trace",

@@ -1,63 +1,106 @@
 """The ``turnpress`` command: a thin click layer over the library.
 
 Each command only parses options, calls library functions and prints. Commands
-that belong to a feature live next to it and are imported only when used
-(``LAZY_COMMANDS``), so ``turnpress --help`` stays fast.
+that belong to a feature (``compare``, ``run``) and third-party commands come
+through the ``register_commands`` plugin hook; the built-in ones are lazy, so
+importing this module imports neither the compare engine nor the agent.
+Warnings (a plugin left out...) are printed as one ``Warning: ...`` line each
+on stderr, without Python's source-line echo.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
-LAZY_COMMANDS: dict[str, tuple[str, str]] = {
-    # name: (module:attribute, one-line help shown by `turnpress --help`)
-    "compare": ("turnpress.compare.cli:compare", "Compare strategies on traces."),
-    "run": ("turnpress.agent.cli:run", "Run an agent task (offline with scripted replies)."),
-}
+T = TypeVar("T")
 
 
-class LazyGroup(click.Group):
-    """A click group that imports feature commands on first use."""
+class LazyCommand(click.Command):
+    """A command known by name and help; its module is imported when it runs."""
+
+    def __init__(self, name: str, target: str, help: str = "") -> None:
+        super().__init__(name, help=help, short_help=help)
+        self.target = target
+
+    def resolve(self) -> click.Command:
+        """Import ``module:attribute`` and return the real command."""
+        module_name, _, attr = self.target.partition(":")
+        try:
+            command = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise CLIError(f"command {self.name!r} ({self.target}) could not be loaded: "
+                           f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(command, click.Command):
+            raise CLIError(f"command {self.name!r}: {self.target} is not a click command")
+        return command
+
+
+class TurnpressGroup(click.Group):
+    """The top-level group: core commands plus those plugins add via ``register_commands``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._core: dict[str, click.Command] | None = None
+        self._loaded_for: object | None = None
+
+    def add_lazy_command(self, name: str, target: str, help: str = "") -> None:
+        """Add command ``name`` whose ``module:attribute`` is imported on first use."""
+        self.add_command(LazyCommand(name, target, help))
+
+    def load_plugin_commands(self) -> None:
+        """Ask the plugins for their commands (again, if the registry was replaced)."""
+        from turnpress.core.registry import get_registry
+
+        registry = get_registry()
+        if self._loaded_for is registry:
+            return
+        if self._core is None:
+            self._core = dict(self.commands)
+        self.commands = dict(self._core)
+        self._loaded_for = registry
+        registry.register_commands(self)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *self._available()})
-
-    def _available(self) -> list[str]:
-        names = []
-        for name, (target, _help) in LAZY_COMMANDS.items():
-            module = target.partition(":")[0]
-            if importlib.util.find_spec(module.rpartition(".")[0]) is not None:
-                names.append(name)
-        return names
+        self.load_plugin_commands()
+        return sorted(self.commands)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        command = super().get_command(ctx, cmd_name)
-        if command is not None or cmd_name not in LAZY_COMMANDS:
-            return command
-        module_name, _, attr = LAZY_COMMANDS[cmd_name][0].partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError:
-            return None
-        return getattr(module, attr)
+        if self._core is None or cmd_name not in self._core:
+            self.load_plugin_commands()
+        command = self.commands.get(cmd_name)
+        if isinstance(command, LazyCommand):
+            return command.resolve()
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: Any) -> None:
-        rows = []
-        for name in self.list_commands(ctx):
-            if name in LAZY_COMMANDS and name not in self.commands:
-                rows.append((name, LAZY_COMMANDS[name][1]))
-            else:
-                cmd = self.commands[name]
-                rows.append((name, cmd.get_short_help_str(limit=60)))
+        rows = [(name, self.commands[name].get_short_help_str(limit=60))
+                for name in self.list_commands(ctx)]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the command with warnings shown as one line each."""
+        from turnpress.core.registry import PluginWarning
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", PluginWarning)
+            warnings.showwarning = _show_warning
+            return super().main(*args, **kwargs)
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str,
+                  lineno: int, file: Any = None, line: str | None = None) -> None:
+    """One ``Warning: ...`` line on stderr, without the source line Python adds."""
+    click.echo(f"Warning: {message}", err=True)
+
+
+@click.group(cls=TurnpressGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="turnpress")
 def main() -> None:
     """turnpress: compress the code, preserve the learnings.
@@ -78,12 +121,69 @@ def fail_cleanly(exc: Exception) -> CLIError:
     return CLIError(str(exc))
 
 
+def choose_strategy(spec: str) -> Any:
+    """The strategy instance for ``NAME[:k=v,...]``, or a one-line :class:`CLIError`."""
+    from turnpress.core.compression import get_strategy
+    from turnpress.core.registry import PluginError, get_registry
+
+    try:
+        return get_strategy(spec)
+    except (ValueError, PluginError) as exc:
+        raise fail_cleanly(exc) from None
+    except Exception as exc:
+        reg = get_registry().strategies().get(spec.partition(":")[0])
+        if reg is None or reg.plugin.builtin:
+            raise
+        raise CLIError(f"strategy {reg.name!r} of {reg.plugin.source} could not be "
+                       f"created: {type(exc).__name__}: {exc}") from None
+
+
+def run_strategy(strategy: Any, call: Callable[[], T]) -> T:
+    """``call()``, with library errors and a plugin strategy's own failure as one line.
+
+    A ``ValueError`` (a bad option, a :class:`TemplateProblem`...) or a
+    ``PluginError`` becomes a :class:`CLIError`; any other exception from a
+    third-party strategy names the strategy and its plugin. A built-in strategy's
+    bug keeps its traceback.
+    """
+    from turnpress.core.registry import PluginError, get_registry
+
+    try:
+        return call()
+    except (ValueError, PluginError) as exc:
+        raise fail_cleanly(exc) from None
+    except Exception as exc:
+        owner = get_registry().strategy_owner(type(strategy))
+        if owner is None or owner.builtin:
+            raise
+        raise CLIError(f"strategy {strategy.name!r} of {owner.source} failed: "
+                       f"{type(exc).__name__}: {exc}") from None
+
+
+def resolve_trace_path(arg: str) -> str:
+    """A trace file path as given, or the bundled example trace named ``arg``
+    (``product-research``), as ``turnpress run NAME`` finds a bundled task."""
+    import os
+    from pathlib import Path
+
+    from turnpress.examples import EXAMPLES_DIR, example_trace_paths
+
+    if Path(arg).exists() or os.sep in arg or "/" in arg or arg.endswith((".json", ".jsonl")):
+        return arg
+    bundled = {p.name.split(".")[0]: p for p in example_trace_paths()}
+    if arg in bundled:
+        return str(bundled[arg])
+    raise CLIError(f"no trace file {arg!r} and no bundled trace of that name; bundled traces "
+                   f"(in {EXAMPLES_DIR}): {', '.join(sorted(bundled)) or '(none)'}")
+
+
 def load_traces_or_examples(paths: tuple[str, ...]) -> list[Any]:
-    """Load the traces named on the command line, or the bundled examples."""
+    """Load the traces named on the command line (a path or a bundled trace's name),
+    or the bundled examples."""
     from turnpress.core.trace import TraceError, iter_traces
     from turnpress.examples import example_trace_paths
 
-    files = list(paths) or [str(p) for p in example_trace_paths()]
+    files = [resolve_trace_path(p) for p in paths] or [str(p) for p in example_trace_paths()]
     traces = []
     for path in files:
         try:
@@ -103,42 +203,54 @@ templates_option = click.option(
 @click.option("--strategy", "-s", default="single-user-coalesced", show_default=True,
               metavar="NAME[:k=v,...]", help="Strategy and options, e.g. rolling-window:window=3.")
 @click.option("--turn", "-t", "turn", type=int, default=None,
-              help="Render the prompt sent for this turn (1-based; default: the last turn).")
+              help="Render the prompt sent for this turn: 1 to the number of turns + 1 "
+                   "(+1: the next prompt a live agent sends). Default: the last turn.")
 @click.option("--format", "-f", "fmt",
               type=click.Choice(["text", "json", "openai", "anthropic"]),
               default="text", show_default=True)
 @templates_option
 def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
            template_dirs: tuple[str, ...]) -> None:
-    """Render the prompt of one turn of TRACE (default: every bundled example)."""
+    """Render the prompt of one turn of TRACE (a file or a bundled trace's name;
+    default: every bundled example).
+
+    With several traces, --turn must be valid for each of them: it is checked
+    before anything is printed.
+    """
     import json
 
-    from turnpress.core.compression import get_strategy
     from turnpress.core.providers import format_text, to_openai
 
-    try:
-        chosen = get_strategy(strategy)
-    except ValueError as exc:
-        raise fail_cleanly(exc) from None
+    chosen = choose_strategy(strategy)
     traces = load_traces_or_examples((trace,) if trace else ())
-    documents = []
+    # every trace's turn is checked before anything is printed
+    chosen_turns = []
     for tr in traces:
-        n = len(tr.turns) if turn is None else turn
+        n = max(len(tr.turns), 1) if turn is None else turn
         try:
-            messages = tr.prompt(max(n, 1), chosen, template_dirs)
+            tr.prompt_arguments(n)
         except ValueError as exc:
-            raise fail_cleanly(exc) from None
+            hint = "" if len(traces) == 1 else "; nothing was rendered: give one TRACE"
+            raise fail_cleanly(ValueError(f"--turn {n}: {exc}{hint}")) from None
+        chosen_turns.append(n)
+    documents = []
+    for tr, n in zip(traces, chosen_turns, strict=True):
+        messages = run_strategy(chosen, lambda tr=tr, n=n: tr.prompt(
+            n, chosen, template_dirs))
         if fmt == "text":
-            click.echo(f"# trace {tr.name}, turn {max(n, 1)} of {len(tr.turns)}, "
-                       f"strategy {chosen.name}\n")
+            which = (f"turn {n} of {len(tr.turns)}" if n <= len(tr.turns) else
+                     f"turn {n} (the next prompt, after {len(tr.turns)} "
+                     f"turn{'' if len(tr.turns) == 1 else 's'})")
+            click.echo(f"# trace {tr.name}, {which}, strategy {chosen.name}\n")
             click.echo(format_text(messages))
         elif fmt == "json":
-            documents.append({"trace": tr.name, "turn": max(n, 1), "strategy": chosen.name,
+            documents.append({"trace": tr.name, "turn": n, "strategy": chosen.name,
                               "options": getattr(chosen, "options", {}), "messages": messages})
         elif fmt == "anthropic":
             from turnpress.core.providers import prompt_with_breakpoints, to_anthropic
 
-            _, breakpoints = prompt_with_breakpoints(tr, max(n, 1), chosen, template_dirs)
+            _, breakpoints = run_strategy(chosen, lambda tr=tr, n=n: prompt_with_breakpoints(
+                tr, n, chosen, template_dirs))
             system, anthropic_messages = to_anthropic(messages, breakpoints)
             documents.append({"system": system, "messages": anthropic_messages})
         else:
@@ -154,47 +266,50 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def plugins(as_json: bool) -> None:
-    """List installed plugins: what each registers, its distribution and version."""
-    import json
-    import warnings
+    """List installed plugins: what each registers, its distribution and version.
 
+    In a pipe, the table is plain lines (one per plugin), so it can be grepped.
+    """
+    import json
+
+    from turnpress.console import print_table
     from turnpress.core.registry import PluginWarning, get_registry
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PluginWarning)  # shown in the table instead
+        warnings.simplefilter("ignore", PluginWarning)  # listed below the table instead
         registry = get_registry()
         registry.load_all()
+        main.load_plugin_commands()
     rows = [
         {"name": info.name, "distribution": info.distribution, "version": info.version,
-         "builtin": info.builtin, "entry_point": info.entry_point, "hooks": info.hooks,
-         "registers": info.registers, "error": info.error}
+         "builtin": info.builtin, "entry_point": info.entry_point, "module": info.module,
+         "hooks": info.hooks, "registers": info.registers, "error": info.error,
+         "problems": info.problems}
         for info in registry.plugins.values()
     ]
     errors = [str(e) for e in registry.errors]
     if as_json:
         click.echo(json.dumps({"plugins": rows, "errors": errors}, indent=2))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="turnpress plugins")
-    table.add_column("plugin", no_wrap=True)
-    table.add_column("registers", overflow="fold")
-    table.add_column("distribution", overflow="fold")
-    table.add_column("version", no_wrap=True)
+    table = []
     for row in rows:
         registers = "; ".join(f"{kind}: {', '.join(names)}"
                               for kind, names in row["registers"].items())
         if not registers:
             registers = ", ".join(row["hooks"]) or "-"
         if row["error"]:
-            registers = "[red]not loaded[/red]"
-        table.add_row(row["name"], registers, row["distribution"]
-                      + ("" if not row["builtin"] else " (built-in)"), row["version"])
-    console = Console(soft_wrap=False)
-    console.print(table)
+            registers = "NOT LOADED (see below)"
+        elif row["problems"]:
+            registers += " (problems: see below)"
+        table.append([row["name"], registers, row["distribution"]
+                      + (" (built-in)" if row["builtin"] else ""), row["version"]])
+    print_table(["plugin", "registers", "distribution", "version"], table,
+                title="turnpress plugins")
+    for name, path in registry.template_layout().overrides:
+        click.echo(f"template {name}: overridden by {registry.template_layout().owner(path)}"
+                   f" ({path})")
     for error in errors:
-        console.print(f"[red]error:[/red] {error}", highlight=False)
+        click.echo(f"error: {error}")
 
 
 @main.group()
@@ -203,7 +318,7 @@ def trace() -> None:
 
 
 @trace.command("show")
-@click.argument("path")
+@click.argument("path", metavar="TRACE")
 @click.option("--view", type=click.Choice(["full", "compressed"]), default="full",
               show_default=True, help="full: every turn as it ran; compressed: the prompt "
               "each turn was given, then its reply.")
@@ -213,20 +328,13 @@ def trace() -> None:
 @templates_option
 def trace_show(path: str, view: str, raw: bool, strategy: str,
                template_dirs: tuple[str, ...]) -> None:
-    """Show the turns of the run(s) in PATH."""
-    from turnpress.core.compression import get_strategy
+    """Show the turns of the run(s) in TRACE (a file, or a bundled trace's name)."""
     from turnpress.core.inspect import describe_trace
 
-    try:
-        chosen = get_strategy(strategy)
-    except ValueError as exc:
-        raise fail_cleanly(exc) from None
+    chosen = choose_strategy(strategy)
     for tr in load_traces_or_examples((path,)):
-        try:
-            click.echo(describe_trace(tr, view=view, raw=raw, compression=chosen,
-                                      template_dirs=template_dirs))
-        except ValueError as exc:
-            raise fail_cleanly(exc) from None
+        click.echo(run_strategy(chosen, lambda tr=tr: describe_trace(
+            tr, view=view, raw=raw, compression=chosen, template_dirs=template_dirs)))
 
 
 @main.group()
@@ -237,16 +345,17 @@ def templates() -> None:
 @templates.command("list")
 @templates_option
 def templates_list(template_dirs: tuple[str, ...]) -> None:
-    """List template names and the file each one resolves to."""
+    """List template names and where each one comes from (built-in, a --templates
+    directory, "overridden by DIST" for a plugin override, "plugin DIST")."""
+    from turnpress.console import print_table
     from turnpress.core.templates import list_templates
 
     try:
         infos = list_templates(template_dirs)
     except ValueError as exc:
         raise fail_cleanly(exc) from None
-    width = max(len(i.name) for i in infos)
-    for info in infos:
-        click.echo(f"{info.name:<{width}}  {info.origin}")
+    print_table(["template", "origin"], [[i.name, i.origin] for i in infos],
+                title="turnpress templates")
 
 
 @templates.command("export")
@@ -258,7 +367,12 @@ def templates_export(directory: str, force: bool) -> None:
 
     try:
         written = export_templates(directory, force=force)
-    except (FileExistsError, OSError) as exc:
+    except FileExistsError as exc:
+        existing = getattr(exc, "existing", None) or [directory]
+        raise CLIError(f"{len(existing)} template(s) already exist in {directory}, e.g. "
+                       f"{existing[0]}; nothing was exported. Add --force to overwrite them, "
+                       f"or export to a new directory.") from None
+    except OSError as exc:
         raise fail_cleanly(exc) from None
     click.echo(f"exported {len(written)} templates to {directory}; use them with "
                f"--templates {directory} or TURNPRESS_TEMPLATES={directory}")

@@ -66,8 +66,9 @@ def test_task_file_and_overrides(tmp_path):
                     "[data]\nitems = [1, 2, 3]\n")
     result = invoke(str(path))
     assert result.exit_code == 0, result.output
-    assert "strategy: none (full history)" in result.stdout and "result: 3" in result.stdout
-    cut = invoke(str(path), "--max-turns", "1", "--compression", "single-user-coalesced")
+    # no compression in the file: the one default, the default strategy (as render())
+    assert "strategy: single-user-coalesced" in result.stdout and "result: 3" in result.stdout
+    cut = invoke(str(path), "--max-turns", "1", "--strategy", "single-user-coalesced")
     assert cut.exit_code == 1
     assert "did not succeed after 1 turn: max_turns" in cut.stdout
     assert "strategy: none (full history)" in cut.stdout  # max_turns=1 never compresses
@@ -109,7 +110,7 @@ def test_openai_compatible_llm_via_base_url(monkeypatch):
     (["no-such-example"], "unknown task 'no-such-example'; bundled tasks:"),
     (["--llm", "gemini:pro"], "unknown LLM provider 'gemini'"),
     (["--llm", "openai"], "'openai' names no model"),
-    (["--compression", "nope"], "unknown strategy 'nope'"),
+    (["--strategy", "nope"], "unknown strategy 'nope'"),
     (["--max-turns", "0"], "--max-turns"),
     (["--max-turns", "many"], "--max-turns"),
     (["--bogus"], "--bogus"),
@@ -136,6 +137,9 @@ def test_malformed_task_files_exit_2(tmp_path):
     placeholder.write_text('mission = "About {{topic}}"\nreplies = ["(return 1)"]\n')
     result = invoke(str(placeholder))
     assert result.exit_code == 2 and "{{topic}} has no value" in result.stderr
+    # the error names the TASK file and the field, and says where the value goes
+    assert result.stderr.startswith(f"Error: {placeholder}: mission: mission placeholder")
+    assert "add the value under [data] in this file" in result.stderr
 
 
 def test_missing_sdk_is_one_line(monkeypatch):
@@ -147,3 +151,61 @@ def test_missing_sdk_is_one_line(monkeypatch):
     assert result.stderr.strip() == (
         "Error: the Anthropic adapter needs the 'anthropic' package: "
         "pip install 'turnpress[anthropic]'")
+
+
+# -- --save-trace: append to JSONL, refuse to clobber JSON, check before the run ---------
+
+
+def test_save_trace_appends_runs_to_a_jsonl_file(tmp_path):
+    from turnpress.core.trace import iter_traces
+
+    path = tmp_path / "runs.jsonl"
+    first = invoke("product-research", "--save-trace", str(path))
+    second = invoke("order-summary", "--save-trace", str(path))
+    assert first.exit_code == 0 and second.exit_code == 0, second.output
+    assert f"trace appended to {path}" in second.stdout
+    assert [t.name for t in iter_traces(path)] == ["product-research", "order-summary"]
+
+
+def test_save_trace_appends_after_a_last_line_without_newline(tmp_path):
+    from turnpress.core.trace import iter_traces
+
+    path = tmp_path / "runs.jsonl"
+    assert invoke("product-research", "--save-trace", str(path)).exit_code == 0
+    path.write_text(path.read_text().rstrip("\n"))
+    assert invoke("product-research", "--save-trace", str(path)).exit_code == 0
+    assert len(list(iter_traces(path))) == 2
+
+
+def test_save_trace_refuses_an_existing_json_before_the_run(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text("keep me")
+    result = invoke("product-research", "--save-trace", str(path))
+    assert result.exit_code == 2 and result.stdout == ""  # the run never started
+    assert result.stderr.strip() == (f"Error: --save-trace {path}: the file already exists; "
+                                     f"add --force to overwrite it, or save to a .jsonl file "
+                                     f"to append runs")
+    assert path.read_text() == "keep me"
+    forced = invoke("product-research", "--save-trace", str(path), "--force")
+    assert forced.exit_code == 0 and load_trace(path).name == "product-research"
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("missing/run.json", "does not exist; create it first"),
+    (".", "is a directory"),
+])
+def test_a_bad_save_trace_path_is_reported_before_the_run(tmp_path, name, problem):
+    target = tmp_path / name if name != "." else tmp_path
+    result = invoke("product-research", "--save-trace", str(target))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert problem in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_compression_is_a_deprecated_alias_of_strategy():
+    result = invoke("product-research", "--compression", "aggressive")
+    assert result.exit_code == 0, result.output
+    assert "strategy: aggressive" in result.stdout
+    assert "--compression is deprecated; use -s/--strategy" in result.stderr
+    short = invoke("product-research", "-s", "aggressive")
+    assert "strategy: aggressive" in short.stdout and "deprecated" not in short.stderr
+    assert "--compression" not in invoke("--help").output

@@ -32,7 +32,7 @@ def test_load_task_default_and_path(tmp_path):
     task = load_task(path)
     assert (task.name, task.mission, task.replies, task.bundled) == (
         "mine", "Count to three", ("(return 3)",), False)
-    assert task.max_turns == 5 and task.compression is False
+    assert task.max_turns == 5 and task.compression is True  # the one default
 
 
 def test_full_format():
@@ -99,7 +99,7 @@ def test_build_agent_uses_scripted_replies_and_overrides():
     agent = task.build_agent()
     assert isinstance(agent, Agent) and isinstance(agent.llm, ScriptedLLM)
     assert agent.llm.replies == ("a", "b")
-    assert (agent.max_turns, agent.compression) == (3, False)
+    assert (agent.max_turns, agent.compression) == (3, True)
     other = task.build_agent(lambda m: "x", max_turns=2, compression=True)
     assert (other.max_turns, other.compression) == (2, True)
     assert task.build_agent().llm is not agent.llm  # fresh script each time
@@ -141,3 +141,20 @@ def test_unknown_task_lists_the_bundled_ones(tmp_path):
 def test_task_is_a_plain_value():
     task = parse_task(MINIMAL)
     assert isinstance(task, Task) and task.source is None and not task.bundled
+
+
+def test_docs_tasks_md_example_parses_and_runs():
+    """docs/tasks.md documents every field, and its example is a working task."""
+    import re
+    from pathlib import Path
+
+    from turnpress.agent import tasks
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "tasks.md").read_text()
+    example = re.search(r"## Example\n\n```toml\n(.*?)\n```\n\n## ", doc, re.S).group(1)
+    task = parse_task(example, where="docs/tasks.md")
+    assert task.name == "cheapest-laptop" and len(task.replies) == 2
+    step = task.build_agent().run()
+    assert step.success and step.result == "Air"
+    for key in (*tasks._TASK_KEYS, *tasks._TOOL_KEYS, "text", "usage"):
+        assert f"| `{key}` |" in doc, key

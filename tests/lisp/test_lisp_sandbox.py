@@ -133,7 +133,7 @@ def test_python_values_in_data_are_opaque():
 def test_interpreter_bugs_never_escape(monkeypatch):
     import turnpress.lisp.interpreter as interpreter
 
-    def broken(source):
+    def broken(source, **kwargs):
         raise KeyError("oops")
 
     monkeypatch.setattr(interpreter, "read_program", broken)
@@ -141,11 +141,11 @@ def test_interpreter_bugs_never_escape(monkeypatch):
     assert result.failure.reason == "runtime_error"
     assert "internal error" in result.failure.message
 
-    def no_memory(source):
+    def no_memory(source, **kwargs):
         raise MemoryError
 
     monkeypatch.setattr(interpreter, "read_program", no_memory)
-    assert run_program("1").failure.reason == "size_limit"
+    assert run_program("1").failure.reason == "memory_limit"
 
 
 def test_recursion_limit_is_restored_and_threads_are_safe():
@@ -170,6 +170,7 @@ def test_failure_reasons_are_documented():
     assert set(FAILURE_REASONS) == {
         "syntax_error", "undefined_symbol", "ambiguous_reference", "type_error",
         "arity_error", "tool_error", "step_limit", "depth_limit", "timeout", "size_limit",
+        "memory_limit",
         "output_limit", "fail", "runtime_error"}
 
 

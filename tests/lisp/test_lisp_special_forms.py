@@ -146,7 +146,7 @@ def test_fail_stops_with_the_reason_as_text():
         ("(defn f ([x] x) ([x y] y))", "multi-arity"),
         ("(fn x)", "parameter vector"),
         ("(fn [x & y z] x)", "& must be followed"),
-        ("(fn [1] 1)", "invalid binding pattern"),
+        ("(fn [1] 1)", "invalid binding form 1"),
         ("(recur 1)", "tail position"),
         ("(loop [i 0] (inc (recur i)))", "tail position"),
         ("(loop [i 0] (recur))", "recur expects 1"),

@@ -3,8 +3,8 @@
 An agent can be a tool of another agent (``tools={"researcher": child}``). A child
 inherits ``llm``, ``compression`` and ``max_turns`` from the agent that calls it
 unless it sets its own (API-007): those three default to :data:`INHERIT`, which
-means "the parent's value", and at the top level "the default" (no LLM, no
-compression, 5 turns: SS-002).
+means "the parent's value", and at the top level "the default" (no LLM, the
+default strategy ``compression=True`` as in ``render()``, 5 turns: SS-002).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from turnpress.agent.loop import TurnObserver, run_loop
 from turnpress.agent.mission import expand_mission, placeholders
 from turnpress.agent.step import Step
 from turnpress.agent.system_prompt import system_prompt as default_system_prompt
-from turnpress.core.compression import normalize
+from turnpress.core.compression import Compression, normalize
 from turnpress.core.model import Keyword, Tool, coerce_tools
 
 __all__ = ["DEFAULT_MAX_TURNS", "INHERIT", "Agent", "AgentToolError", "Settings"]
@@ -59,7 +59,8 @@ class Settings:
 
     llm: LLM | None = None
     max_turns: int = DEFAULT_MAX_TURNS
-    compression: Any = False
+    #: the same default as ``render()``: ``True``, the default strategy
+    compression: Compression = True
 
 
 def _check_max_turns(value: Any) -> None:
@@ -81,8 +82,10 @@ class Agent:
     - ``tools``: name -> :class:`Tool`, callable, JSON-schema dict or another Agent.
     - ``data``: the read-only input, seen by the agent as ``data/NAME``.
     - ``llm``: any callable ``messages -> str | LLMReply`` (see ``turnpress.agent.llm``).
-    - ``max_turns`` (5), ``compression`` (``False``: the uncompressed baseline;
-      ``True``: the default strategy; a name, class or ``(name, {options})``).
+    - ``max_turns`` (5), ``compression`` (a :data:`~turnpress.core.compression.Compression`;
+      default ``True``, the default strategy, as in ``render()``; ``False``: the
+      uncompressed ``full-history`` baseline; a name, spec, class, instance or
+      ``(name, {options})``).
     - ``system_prompt``: replaces the default static one when given.
     - ``description``: how the agent is described when it is a tool (default:
       the first line of the mission).
@@ -99,7 +102,7 @@ class Agent:
     data: Mapping[str, Any] = field(default_factory=dict)
     llm: Any = INHERIT
     max_turns: Any = INHERIT
-    compression: Any = INHERIT
+    compression: Compression | _Inherit = INHERIT
     system_prompt: str | None = None
     description: str = ""
     template_dirs: tuple[str | os.PathLike[str], ...] = ()

@@ -8,6 +8,7 @@ Exit codes: 0 the agent returned, 1 it did not, 2 bad input (one ``Error:`` line
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -48,6 +49,73 @@ def _compression(spec: str | None) -> Any:
     return spec
 
 
+def _strategy_option(strategy: str | None, compression: str | None) -> str | None:
+    """``-s/--strategy``, or the deprecated ``--compression`` alias (with a note)."""
+    if compression is None:
+        return strategy
+    click.echo("Note: --compression is deprecated; use -s/--strategy (it takes the same "
+               "values).", err=True)
+    if strategy is not None and strategy != compression:
+        raise CLIError(f"--strategy {strategy} and --compression {compression} disagree; "
+                       f"give only --strategy")
+    return compression
+
+
+def check_trace_destination(path: str, *, force: bool) -> None:
+    """Refuse, before the run starts, a ``--save-trace`` path the run could not write.
+
+    A ``.jsonl`` file gets the run appended (it is created if missing); an existing
+    ``.json`` file holds one run, so it is overwritten only with ``--force``.
+    """
+    import os
+    from pathlib import Path
+
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise CLIError(f"--save-trace {path}: is a directory; give a file name "
+                       f"(run.json, or runs.jsonl to append runs)")
+    if not parent.is_dir():
+        raise CLIError(f"--save-trace {path}: directory {str(parent)!r} does not exist; "
+                       f"create it first or choose another path")
+    if target.exists():
+        if not os.access(target, os.W_OK):
+            raise CLIError(f"--save-trace {path}: the file is not writable")
+        if not _appends(target) and not force:
+            raise CLIError(f"--save-trace {path}: the file already exists; add --force to "
+                           f"overwrite it, or save to a .jsonl file to append runs")
+    elif not os.access(parent, os.W_OK):
+        raise CLIError(f"--save-trace {path}: directory {str(parent)!r} is not writable")
+
+
+def _appends(path: Any) -> bool:
+    return path.suffix.lower() in (".jsonl", ".ndjson")
+
+
+def write_run(trace: Any, path: str) -> None:
+    """Save ``trace``: appended as one line to a ``.jsonl`` file, else written as JSON."""
+    import tempfile
+    from pathlib import Path
+
+    from turnpress.core.trace import save_trace
+
+    target = Path(path)
+    if not _appends(target):
+        save_trace(trace, target)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        line = Path(tmp) / "run.jsonl"
+        save_trace(trace, line)  # the trace-file format, one line
+        text = line.read_text(encoding="utf-8")
+    with target.open("a+", encoding="utf-8") as handle:
+        handle.seek(0, 2)
+        if handle.tell() > 0:
+            handle.seek(handle.tell() - 1)
+            if handle.read(1) != "\n":  # a last line without its newline
+                handle.write("\n")
+        handle.write(text)
+
+
 def _build_llm(spec: str, task: Any, base_url: str | None) -> tuple[Any, str]:
     from turnpress.agent.llm import LLMError, MissingDependencyError, llm_from_spec
     from turnpress.agent.tasks import TaskError
@@ -69,18 +137,22 @@ def _build_llm(spec: str, task: Any, base_url: str | None) -> tuple[Any, str]:
               help="Where replies come from: the task's scripted replies, or a real model.")
 @click.option("--base-url", help="API base URL (an OpenAI-compatible server, a proxy...).")
 @click.option("--max-turns", type=click.IntRange(min=1), help="Override the task's max_turns.")
-@click.option("--compression", metavar="NAME[:k=v,...]|none",
+@click.option("--strategy", "-s", "strategy", metavar="NAME[:k=v,...]|none",
               help="History strategy, e.g. single-user-coalesced:println_limit=5; "
                    "none for the full history. Default: the task's.")
+@click.option("--compression", hidden=True, metavar="NAME[:k=v,...]|none",
+              help="Deprecated alias of --strategy.")
 @click.option("--save-trace", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Save the run as a trace (JSON, or JSONL for a .jsonl name).")
+              help="Save the run as a trace: appended to a .jsonl file (one run a line), "
+                   "or written to a .json file. Checked before the run starts.")
+@click.option("--force", is_flag=True, help="Let --save-trace overwrite an existing .json file.")
 @click.option("--show-system", is_flag=True, help="Print the full system prompt each turn.")
 @click.option("--list", "list_only", is_flag=True, help="List the bundled tasks and exit.")
 @click.option("--templates", "template_dirs", multiple=True,
               type=click.Path(file_okay=False), help="Template override directory.")
 def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | None,
-        compression: str | None, save_trace: str | None, show_system: bool, list_only: bool,
-        template_dirs: tuple[str, ...]) -> None:
+        strategy: str | None, compression: str | None, save_trace: str | None, force: bool,
+        show_system: bool, list_only: bool, template_dirs: tuple[str, ...]) -> None:
     """Run an agent task and show each turn: the prompt sent, the reply, what ran.
 
     TASK is a bundled example (see --list; product-research when omitted) or a
@@ -91,12 +163,14 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
     from turnpress.agent.system_prompt import system_prompt
     from turnpress.agent.tasks import TaskError, load_task
     from turnpress.core.compression import normalize
-    from turnpress.core.trace import save_trace as write_trace
 
     console = Console(highlight=False, soft_wrap=True)
     if list_only:
         _list_tasks(console)
         return
+    spec = _strategy_option(strategy, compression)
+    if save_trace:
+        check_trace_destination(save_trace, force=force)
     try:
         loaded = load_task(task)
     except TaskError as exc:
@@ -104,19 +178,19 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
     llm, llm_label = _build_llm(llm_spec, loaded, base_url)
     try:
         agent = loaded.build_agent(llm, max_turns=max_turns,
-                                   compression=_compression(compression),
+                                   compression=_compression(spec),
                                    template_dirs=template_dirs)
         prompt = system_prompt(agent.template_dirs)
         mission = expand_mission(agent.mission, agent.data)
         effective = agent.settings()
-        strategy = (None if effective.max_turns == 1
-                    else normalize(effective.compression)[0])
+        strategy_name = (None if effective.max_turns == 1
+                         else normalize(effective.compression)[0])
     except (ValueError, TaskError) as exc:
         raise CLIError(str(exc)) from None
     view = RunView(console, max_turns=effective.max_turns, show_system=show_system)
     where = "bundled task" if loaded.bundled else str(loaded.source)
     view.header(title=f"turnpress run {loaded.name} ({where})", mission=mission,
-                llm=llm_label, strategy=strategy, system_prompt=prompt)
+                llm=llm_label, strategy=strategy_name, system_prompt=prompt)
     try:
         step = agent.run(system_prompt=prompt, on_turn=view.turn)
     except ValueError as exc:
@@ -124,9 +198,10 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
     view.outcome(step)
     if save_trace:
         try:
-            write_trace(step.to_trace(name=loaded.name), save_trace)
+            write_run(step.to_trace(name=loaded.name), save_trace)
         except (OSError, ValueError) as exc:
             raise CLIError(f"cannot save the trace to {save_trace}: {exc}") from None
-        console.print(f"trace saved to {save_trace}", soft_wrap=True)
+        verb = "appended to" if _appends(Path(save_trace)) else "saved to"
+        console.print(f"trace {verb} {save_trace}", soft_wrap=True)
     if not step.success:
         click.get_current_context().exit(1)

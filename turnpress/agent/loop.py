@@ -1,7 +1,9 @@
 """The turn loop (spec 03 Loop integration): render, ask the LLM, run, append a Turn.
 
-Each turn renders the messages from the turns so far with the chosen strategy
-(``turns_left = max_turns - len(turns)``, never counted from messages: ARC-006),
+Each turn renders the next prompt of the run so far through the one render path
+(:func:`turnpress.core.compression.prompt_arguments`, so ``turns_left = max_turns -
+len(turns)``, never counted from messages: ARC-006) with the strategy resolved once
+per run,
 calls the LLM, extracts the program from its reply, runs it in the PTC-Lisp
 sandbox with the memory of the last turn (REPL semantics), and appends an
 immutable :class:`Turn` to a new tuple (ARC-002). ``(return x)`` ends the run
@@ -11,6 +13,7 @@ failed turn the agent sees and may recover from on its next turn.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -18,7 +21,13 @@ from typing import Any
 from turnpress.agent.llm import LLM, LLMReply, call_llm
 from turnpress.agent.program import extract_program
 from turnpress.agent.step import Step, sum_usage
-from turnpress.core.compression import normalize, render
+from turnpress.core.compression import (
+    Compression,
+    RunState,
+    get_strategy,
+    prompt_arguments,
+    render,
+)
 from turnpress.core.model import Failure, Message, Tool, Turn
 
 __all__ = ["FAIL_REASON", "TurnObserver", "run_loop"]
@@ -37,7 +46,7 @@ def run_loop(
     tools: Mapping[str, Tool],
     data: Mapping[str, Any],
     max_turns: int,
-    compression: Any,
+    compression: Compression,
     system_prompt: str,
     template_dirs: Iterable[str | os.PathLike[str]] = (),
     limits: Any = None,
@@ -54,8 +63,11 @@ def run_loop(
 
     if max_turns == 1:
         compression = False
-    strategy_name, _ = normalize(compression)
+    strategy = get_strategy(compression)  # once per run, not once per turn
+    strategy_name = None if compression is None or compression is False else strategy.name
     template_dirs = tuple(template_dirs)
+    run = RunState(mission=mission, system_prompt=system_prompt, max_turns=max_turns,
+                   tools=tools, data=data)
     turns: tuple[Turn, ...] = ()
     sent: list[list[Message]] = []
     usages: list[Mapping[str, int] | None] = []
@@ -67,9 +79,8 @@ def run_loop(
                     tools=dict(tools), data=dict(data), compression=strategy_name)
 
     while len(turns) < max_turns:
-        messages = render(turns, mission=mission, system_prompt=system_prompt, tools=tools,
-                          data=data, turns_left=max_turns - len(turns),
-                          compression=compression, template_dirs=template_dirs)
+        next_prompt = prompt_arguments(dataclasses.replace(run, turns=turns), len(turns) + 1)
+        messages = render(**next_prompt, compression=strategy, template_dirs=template_dirs)
         sent.append(messages)
         try:
             reply: LLMReply = call_llm(llm, messages)

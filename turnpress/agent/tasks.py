@@ -5,7 +5,7 @@ name = "product-research"            # optional; default: the file name
 description = "One line for `turnpress run --list`"
 mission = "Find well-reviewed {{category}} products"   # {{placeholders}} come from [data]
 max_turns = 5                        # optional (5)
-compression = "single-user-coalesced"  # optional: true, false, or "NAME[:k=v,...]" (false)
+compression = "single-user-coalesced"  # optional: true, false, or "NAME[:k=v,...]" (true)
 
 [data]                               # the agent's data/ namespace; any TOML values
 category = "Electronics"
@@ -31,7 +31,8 @@ text = '''
 ``replies`` may also be a top-level array of strings (``replies = ["..."]``), written
 before the first ``[table]`` (TOML puts keys after a table header into that table).
 TOML has no nil: a tool without ``result`` returns nil (a side-effect tool).
-Unknown keys are errors, so a typo never goes unnoticed.
+Unknown keys are errors, so a typo never goes unnoticed. docs/tasks.md documents
+every field.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ from typing import Any
 
 from turnpress.agent.agent import INHERIT, Agent
 from turnpress.agent.llm import LLM, LLMReply, ScriptedLLM
-from turnpress.core.compression import normalize
+from turnpress.agent.mission import expand_mission
+from turnpress.core.compression import Compression, normalize
 from turnpress.core.model import Tool
 
 if sys.version_info >= (3, 11):
@@ -134,7 +136,9 @@ class Task:
     mission: str
     description: str = ""
     max_turns: int = 5
-    compression: Any = False
+    #: the strategy; ``True`` (the default strategy) unless the file says otherwise,
+    #: the same default as ``Agent`` and ``render()``
+    compression: Compression = True
     data: Mapping[str, Any] = field(default_factory=dict)
     tools: tuple[CannedToolSpec, ...] = ()
     replies: tuple[str | LLMReply, ...] = ()
@@ -157,7 +161,7 @@ class Task:
         return ScriptedLLM(self.replies)
 
     def build_agent(self, llm: LLM | None = None, *, max_turns: int | None = None,
-                    compression: Any = INHERIT, **options: Any) -> Agent:
+                    compression: Compression = INHERIT, **options: Any) -> Agent:
         """The task as an :class:`Agent`.
 
         ``llm`` defaults to the task's scripted replies; ``max_turns`` and
@@ -260,18 +264,24 @@ class _Parser:
         max_turns = self.get(doc, "max_turns", int, 5)
         if max_turns < 1:
             raise self.error("max_turns", f"must be at least 1, got {max_turns}")
-        compression = self.get(doc, "compression", (str, bool), False)
+        compression = self.get(doc, "compression", (str, bool), True)
         try:
             normalize(compression)
         except ValueError as exc:
             raise self.error("compression", str(exc)) from None
         data = self.get(doc, "data", dict, {})
         self.check_value(data, "data")
+        mission = self.get(doc, "mission", str, ...)
+        try:
+            expand_mission(mission, data)
+        except ValueError as exc:
+            raise self.error("mission", f"{exc}; add the value under [data] in this "
+                                        f"file") from None
         tools = self.get(doc, "tools", dict, {})
         replies = self.get(doc, "replies", list, [])
         return Task(
             name=self.get(doc, "name", str, default_name),
-            mission=self.get(doc, "mission", str, ...),
+            mission=mission,
             description=self.get(doc, "description", str, ""),
             max_turns=max_turns,
             compression=compression,

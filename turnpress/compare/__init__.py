@@ -7,12 +7,15 @@ Everything ``turnpress compare`` does is callable from Python::
     result = compare_traces(["runs.jsonl"], strategies=["single-user-coalesced",
                             "rolling-window:window=3"], cache="anthropic")
     for s in result.strategies:
-        print(s.label, s.input_tokens, s.cached_share, s.cost_usd, s.retention)
+        print(s.label, s.input_tokens, s.cached_share, s.cost_usd, s.cost_ratio, s.retention,
+              s.needed_fact_recall)
+    print("recommended:", result.recommended.label, "as run:", result.as_run)
     print(result.dumps())                    # the --json document
     write_html_report(result, "report.html")
 """
 
 from turnpress.compare.engine import (
+    AsRun,
     CompareError,
     ComparisonResult,
     DroppedFact,
@@ -27,6 +30,7 @@ from turnpress.compare.engine import (
 )
 
 __all__ = [
+    "AsRun",
     "CompareError",
     "ComparisonResult",
     "DroppedFact",

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import click
 
 from turnpress.cli import CLIError, templates_option
-from turnpress.core.cache import cache_model_names
-from turnpress.core.pricing import PRICE_PRESETS
+from turnpress.compare.cache import cache_model_names
+from turnpress.compare.pricing import PRICE_PRESETS
 from turnpress.core.registry import PluginError
 
 if TYPE_CHECKING:
@@ -48,17 +48,22 @@ HTML_PROMPT_TRACES = 20
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--html", "html_path", default=None, metavar="FILE",
               help="Also write a self-contained HTML report to FILE.")
+@click.option("--min-recall", type=click.FloatRange(0.0, 1.0), default=0.9, show_default=True,
+              help="Recommend the cheapest strategy whose needed-fact recall is at least "
+                   "this.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes (traces are spread over them).")
 @templates_option
 def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str, cache: str,
-            price: str | None, as_json: bool, html_path: str | None, jobs: int,
-            template_dirs: tuple[str, ...]) -> None:
+            price: str | None, as_json: bool, html_path: str | None, min_recall: float,
+            jobs: int, template_dirs: tuple[str, ...]) -> None:
     """Compare strategies on TRACE files (JSON or JSONL; default: the bundled examples).
 
     For every prompt of every trace and every strategy: exact prompt tokens, the
-    tokens a provider serves from its prompt cache, cost, and retention (which
-    facts of the full history the prompt still carries).
+    tokens a provider serves from its prompt cache, cost, retention (which facts
+    of the full history the prompt still carries) and needed-fact recall (which
+    facts the agent went on to use it still shows). Traces with billed usage add
+    an "as run" row. A strategy that cannot run is listed with its reason.
     """
     from rich.console import Console
 
@@ -83,7 +88,7 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
                 sources, list(strategies) or None, tokenizer=tokenizer, cache=cache,
                 price=price, jobs=jobs, template_dirs=template_dirs,
                 keep_prompts=HTML_PROMPT_TRACES if html_path else 0,
-                progress=_advance(progress_bar))
+                progress=_advance(progress_bar), min_recall=min_recall)
     except TraceError as exc:
         raise CLIError(str(exc)) from None
     except (ValueError, PluginError) as exc:

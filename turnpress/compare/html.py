@@ -1,10 +1,13 @@
 """The HTML report of a comparison: one self-contained file, no network.
 
-The page holds the summary table, a per-turn chart of input tokens per strategy
-(per prompt or cumulative, for all traces summed by turn number or for one
-trace), the cached / written / uncached shares, the facts each strategy dropped,
-and, for a chosen trace and turn, the rendered prompts of the strategies side
-by side. CSS, JavaScript and the SVG charts are inline (the charts are drawn by
+The page holds the summary table (with the recommended strategy, the as-run
+row of billed usage and the strategies left out), a per-turn chart per strategy
+of input tokens (per prompt or cumulative) or cumulative cost, with the billed
+as-run line where traces carry usage, for the mean over the traces still running
+at each turn or for one trace, the cached / written / uncached shares, the facts
+each strategy dropped, and, for a chosen trace and turn, the rendered prompts of
+the strategies side by side, with the leading messages they all share folded.
+CSS, JavaScript and the SVG charts are inline (the charts are drawn by
 a small script in ``assets/report.js``); the data is one JSON document in the
 page, with every distinct message text stored once.
 """
@@ -20,7 +23,9 @@ from typing import Any
 import jinja2
 
 from turnpress.compare.engine import ComparisonResult, StrategyResult
+from turnpress.compare.pricing import cost_usd
 from turnpress.compare.table import format_cost
+from turnpress.core.tokens import message_body
 
 __all__ = ["MAX_CHART_TRACES", "html_report", "report_data", "write_html_report"]
 
@@ -34,28 +39,66 @@ PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#b
            "#4d7c0f", "#6b7280", "#b45309", "#1e3a8a", "#7c2d12"]
 
 
+_KEYS = ("input", "cached", "written", "cost")
+
+
 def _series(result: ComparisonResult) -> list[dict[str, Any]]:
-    """Per-turn input / cached / written tokens per strategy: all traces summed by turn
-    number first, then each trace (up to :data:`MAX_CHART_TRACES`)."""
-    n_strategies = len(result.strategies)
+    """Per-turn input / cached / written tokens and cost per strategy, plus the billed
+    (as-run) prompt tokens and cost where turns carry usage: first the mean over the
+    traces still running at each turn (no cliff where a shorter trace ends), then
+    each trace (up to :data:`MAX_CHART_TRACES`)."""
+    strategies = result.compared
+    n_strategies = len(strategies)
     longest = max((t.turns for t in result.traces), default=0)
-    total = {k: [[0] * longest for _ in range(n_strategies)]
-             for k in ("input", "cached", "written")}
+    total = {k: [[0.0] * longest for _ in range(n_strategies)] for k in _KEYS}
+    running = [0] * longest
+    billed_sum, billed_cost, billed_n = [0.0] * longest, [0.0] * longest, [0] * longest
     per_trace: list[dict[str, Any]] = []
     shown = min(len(result.traces), MAX_CHART_TRACES)
-    for t in result.traces[:shown]:
-        per_trace.append({"name": t.name, "turns": t.turns,
-                          **{k: [[0] * t.turns for _ in range(n_strategies)]
-                             for k in ("input", "cached", "written")}})
-    for si, s in enumerate(result.strategies):
+    price = result.price
+    for index, t in enumerate(result.traces):
+        for turn in range(t.turns):
+            running[turn] += 1
+        billed: list[float | None] = []
+        costs: list[float | None] = []
+        for turn, usage in enumerate(t.billed):
+            if usage is None:
+                billed.append(None)
+                costs.append(None)
+                continue
+            c = cost_usd(price, usage[0], usage[1])
+            billed.append(usage[0])
+            costs.append(c)
+            billed_sum[turn] += usage[0]
+            billed_cost[turn] += c
+            billed_n[turn] += 1
+        if index < shown:
+            per_trace.append({"name": t.name, "turns": t.turns,
+                              **{k: [[0] * t.turns for _ in range(n_strategies)]
+                                 for k in _KEYS},
+                              "billed": billed if any(b is not None for b in billed) else None,
+                              "billed_cost": costs if any(b is not None for b in billed)
+                              else None})
+    for si, s in enumerate(strategies):
         for trace, turn, tokens, cached, written, _retention in s.rows():
-            values = {"input": tokens, "cached": cached, "written": written}
+            values = {"input": tokens, "cached": cached, "written": written,
+                      "cost": cost_usd(price, tokens, cached, written)}
             for k, v in values.items():
                 total[k][si][turn - 1] += v
                 if trace < shown:
                     per_trace[trace][k][si][turn - 1] = v
-    everything = {"name": f"All {len(result.traces)} traces (summed by turn number)"
-                  if len(result.traces) > 1 else "All traces", "turns": longest, **total}
+    mean = {k: [[v / running[i] if running[i] else 0 for i, v in enumerate(row)]
+                for row in total[k]] for k in _KEYS}
+    any_billed = any(billed_n)
+    everything = {
+        "name": (f"All {len(result.traces)} traces (mean over the traces still running)"
+                 if len(result.traces) > 1 else "All traces"),
+        "turns": longest, "running": running, **mean,
+        "billed": [billed_sum[i] / billed_n[i] if billed_n[i] else None
+                   for i in range(longest)] if any_billed else None,
+        "billed_cost": [billed_cost[i] / billed_n[i] if billed_n[i] else None
+                        for i in range(longest)] if any_billed else None,
+    }
     return [everything, *per_trace] if len(result.traces) > 1 else per_trace or [everything]
 
 
@@ -72,6 +115,9 @@ def _strategy_data(s: StrategyResult, index: int) -> dict[str, Any]:
         "savings": s.savings_vs_full_history,
         "cost_usd": s.cost_usd,
         "retention": s.retention,
+        "needed_fact_recall": s.needed_fact_recall,
+        "cost_ratio": s.cost_ratio,
+        "dropped_facts": s.dropped_facts,
         "dropped": dict(s.dropped.most_common()),
         "dropped_examples": [{"trace": d.trace, "turn": d.turn, "fact": str(d.fact)}
                              for d in s.dropped_examples],
@@ -85,19 +131,23 @@ def report_data(result: ComparisonResult) -> dict[str, Any]:
     def text_id(text: str) -> int:
         return texts.setdefault(text, len(texts))
 
+    compared = [i for i, s in enumerate(result.strategies) if s.compared]
     prompts = []
     for kept in result.kept_prompts:
         prompts.append({
             "trace": kept.trace,
-            "turns": [[[[m["role"], text_id(m["content"])] for m in messages]
-                       for messages in per_strategy] for per_strategy in kept.prompts],
-            "tokens": kept.tokens,
+            "turns": [[[[m["role"], text_id(message_body(m))] for m in per_strategy[i]]
+                       for i in compared] for per_strategy in kept.prompts],
+            "tokens": [[row[i] for i in compared] for row in kept.tokens],
         })
+    as_run = result.as_run
     return {
         "meta": {"tokenizer": result.tokenizer, "cache": result.cache,
                  "price": result.price.to_json(), "price_label": str(result.price),
-                 "traces": len(result.traces), "prompts": result.prompts},
-        "strategies": [_strategy_data(s, i) for i, s in enumerate(result.strategies)],
+                 "traces": len(result.traces), "prompts": result.prompts,
+                 "min_recall": result.min_recall,
+                 "as_run": as_run.to_json() if as_run else None},
+        "strategies": [_strategy_data(s, i) for i, s in enumerate(result.compared)],
         "series": _series(result),
         "texts": list(texts),
         "prompts": prompts,
@@ -120,19 +170,31 @@ def _environment() -> jinja2.Environment:
 def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -> str:
     """The report as one self-contained HTML page."""
     env = _environment()
+    best = result.recommended
     rows = [
         {"label": s.label, "color": PALETTE[i % len(PALETTE)], "tokens": f"{s.input_tokens:,}",
          "saved": "baseline" if s.label == "full-history"
          else f"{s.savings_vs_full_history * 100:.1f}%",
          "cached": f"{s.cached_share * 100:.1f}%", "written": f"{s.written_tokens:,}",
-         "cost": format_cost(s.cost_usd), "retention": f"{s.retention:.3f}",
+         "cost": format_cost(s.cost_usd), "ratio": f"{s.cost_ratio:.2f}x",
+         "retention": f"{s.retention:.3f}", "recall": f"{s.needed_fact_recall:.3f}",
+         "recommended": s is best, "dropped_facts": s.dropped_facts,
          "dropped": ", ".join(f"{k} ×{n}" for k, n in s.dropped.most_common()) or "–"}
-        for i, s in enumerate(result.strategies)
+        for i, s in enumerate(result.compared)
     ]
+    as_run = result.as_run
+    as_run_row = None if as_run is None else {
+        "tokens": f"{as_run.prompt_tokens:,}", "cached": f"{as_run.cached_share * 100:.1f}%",
+        "written": f"{as_run.cache_write_tokens:,}", "cost": format_cost(as_run.cost_usd),
+        "ratio": (f"{as_run.cost_usd / result.baseline_cost_usd:.2f}x"
+                  if result.baseline_cost_usd else "–"), "prompts": as_run.prompts}
     return env.get_template("report.html.j2").render(
         title=title,
         result=result,
         rows=rows,
+        as_run=as_run_row,
+        recommended=best,
+        not_compared=result.not_compared,
         anthropic=result.cache == "anthropic",
         css=(ASSETS / "report.css").read_text(encoding="utf-8"),
         script=(ASSETS / "report.js").read_text(encoding="utf-8"),

@@ -1,17 +1,28 @@
-"""The terminal view of a comparison: a rich table, then the facts each strategy dropped."""
+"""The terminal view of a comparison: a table that fits 80 columns, or plain lines.
+
+In a terminal the table is drawn by rich with short headers and compact
+numbers (``4.71M``, ``$0.0235``) that are never cut: only the strategy column
+may fold. When stdout is not a terminal (a pipe, a file), :func:`plain_lines`
+prints one unwrapped, greppable line per strategy with exact numbers, like
+``pip list``. Details (every dropped fact, per-turn numbers) are in ``--json``
+and the HTML report; the table shows how many facts each strategy dropped.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
+from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from turnpress.compare.engine import ComparisonResult, StrategyResult
+from turnpress.compare.engine import AsRun, ComparisonResult, StrategyResult
 from turnpress.core.compression import BASELINE_STRATEGY
 
-__all__ = ["comparison_table", "dropped_summary", "format_cost", "print_comparison"]
+__all__ = ["compact_tokens", "comparison_table", "dropped_summary", "format_cost", "notes",
+           "plain_lines", "print_comparison", "short_cost"]
+
+RECOMMENDED_MARK = "*"
+AS_RUN_LABEL = "as run (billed)"
 
 
 def format_cost(usd: float) -> str:
@@ -23,6 +34,30 @@ def format_cost(usd: float) -> str:
     return f"${usd:,.4f}"
 
 
+def short_cost(usd: float) -> str:
+    """A cost in at most 8 characters: ``$0.0235``, ``$12.35``, ``$1,234``."""
+    if usd == 0:
+        return "$0"
+    if abs(usd) < 0.001:
+        return f"${usd:.5f}"
+    if abs(usd) < 1:
+        return f"${usd:.4f}"
+    if abs(usd) < 100:
+        return f"${usd:.2f}"
+    return f"${usd:,.0f}"
+
+
+def compact_tokens(n: int) -> str:
+    """``9,876``, ``123.4k``, ``4.71M``: at most 7 characters."""
+    if n < 100_000:
+        return f"{n:,}"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    if n < 100_000_000:
+        return f"{n / 1e6:.2f}M"
+    return f"{n / 1e6:,.0f}M"
+
+
 def _pct(x: float) -> str:
     return f"{x * 100:.1f}%"
 
@@ -31,76 +66,138 @@ def _is_baseline(s: StrategyResult) -> bool:
     return s.label == BASELINE_STRATEGY
 
 
-def _dropped_cell(s: StrategyResult) -> str:
-    if not s.dropped:
-        return "-"
-    return ", ".join(f"{kind} x{n}" for kind, n in s.dropped.most_common())
+def _title(result: ComparisonResult) -> str:
+    n, prompts = len(result.traces), result.prompts
+    return (f"turnpress compare: {n} trace{'s' * (n != 1)}, {prompts} prompt"
+            f"{'s' * (prompts != 1)} per strategy")
+
+
+def notes(result: ComparisonResult) -> list[str]:
+    """The lines under the table: settings, what each column means, what was left out."""
+    lines = [f"tokenizer {result.tokenizer} · cache {result.cache} · price {result.price} "
+             f"USD per million tokens",
+             "cached: share of input tokens read from the prompt cache"]
+    if result.cache == "anthropic":
+        lines.append("wrote: tokens written to the cache (billed at the write price)")
+    lines += ["xfull: cost as a multiple of full-history's",
+              "kept: mean share of the history's facts shown (retention); drop: how many "
+              "distinct facts a prompt lacked",
+              "recall: share of the facts the agent went on to use that the prompt still shows"]
+    best = result.recommended
+    if best is not None:
+        lines.append(f"{RECOMMENDED_MARK} recommended: {best.label}, the cheapest with recall "
+                     f">= {result.min_recall:g} (--min-recall)")
+    if result.as_run is not None:
+        lines.append(f"{AS_RUN_LABEL}: what the provider billed, in its own tokenizer "
+                     f"({result.as_run.prompts} prompts with usage)")
+    for label, status, reason in result.not_compared:
+        lines.append(f"{label}: {status}: {reason}")
+    return lines
 
 
 def comparison_table(result: ComparisonResult) -> Table:
-    """The summary table: one row per strategy, totals over every prompt of every trace."""
-    prompts = result.prompts
-    n = len(result.traces)
+    """The summary table: one row per strategy, totals over every prompt of every trace;
+    an "as run" row when traces carry billed usage; ``n/a``/``failed`` rows for the
+    strategies left out (reasons in :func:`notes`)."""
     anthropic = result.cache == "anthropic"
-    dropped = any(s.dropped for s in result.strategies)
-    notes = ["saved: input tokens saved vs full-history", "cached: share of input tokens "
-             "read from the prompt cache"]
-    if anthropic:
-        notes.append("written: tokens written to the cache (billed at the write price)")
-    notes.append("retained: mean share of the history's facts the prompt keeps (retention)")
-    table = Table(
-        title=f"turnpress compare: {n} trace{'s' * (n != 1)}, {prompts} prompt"
-              f"{'s' * (prompts != 1)} per strategy",
-        caption=f"tokenizer {result.tokenizer} · cache {result.cache} · price {result.price} "
-                f"USD per million tokens\n" + "\n".join(notes),
-        caption_justify="left",
-        show_edge=False,
-        pad_edge=False,
-    )
-    table.add_column("strategy", no_wrap=True)
-    table.add_column("tokens", justify="right", no_wrap=True)
-    table.add_column("saved", justify="right", no_wrap=True)
-    table.add_column("cached", justify="right", no_wrap=True)
-    if anthropic:
-        table.add_column("written", justify="right", no_wrap=True)
-    table.add_column("cost", justify="right", no_wrap=True)
-    table.add_column("retained", justify="right", no_wrap=True)
-    if dropped:
-        table.add_column("dropped", overflow="fold")
-    best = min((s.cost_usd for s in result.strategies), default=None)
+    table = Table(title=_title(result), caption="\n".join(notes(result)),
+                  caption_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, collapse_padding=True)
+    table.add_column("strategy", overflow="fold", min_width=12)
+    for header in ("tokens", "cached", *(("wrote",) if anthropic else ()), "cost",
+                   "xfull", "kept", "recall", "drop"):
+        table.add_column(header, justify="right", no_wrap=True)
+    best = result.recommended
     for s in result.strategies:
-        saved = "-" if _is_baseline(s) else _pct(s.savings_vs_full_history)
-        cost = Text(format_cost(s.cost_usd))
-        if best is not None and s.cost_usd == best and len(result.strategies) > 1:
-            cost.stylize("bold green")
-        row = [s.label, f"{s.input_tokens:,}", saved, _pct(s.cached_share)]
+        if not s.compared:
+            assert s.status is not None
+            table.add_row(s.label, s.status[0], *[""] * (7 + anthropic))
+            continue
+        label = Text(s.label)
+        if s is best:
+            label.append(f" {RECOMMENDED_MARK}", style="bold green")
+        row: list[str | Text] = [label, compact_tokens(s.input_tokens), _pct(s.cached_share)]
         if anthropic:
-            row.append(f"{s.written_tokens:,}")
-        row += [cost, f"{s.retention:.3f}"]
-        if dropped:
-            row.append(_dropped_cell(s))
+            row.append(compact_tokens(s.written_tokens))
+        row += [short_cost(s.cost_usd), f"{s.cost_ratio:.2f}x", f"{s.retention:.2f}",
+                f"{s.needed_fact_recall:.2f}", str(s.dropped_facts)]
         table.add_row(*row)
+    for label, status, _reason in result.unresolved:
+        table.add_row(label, status, *[""] * (7 + anthropic))
+    run = result.as_run
+    if run is not None:
+        table.add_row(Text(AS_RUN_LABEL, style="italic"), compact_tokens(run.prompt_tokens),
+                      _pct(run.cached_share),
+                      *((compact_tokens(run.cache_write_tokens),) if anthropic else ()),
+                      short_cost(run.cost_usd), _ratio(run, result), "", "", "")
     return table
+
+
+def _ratio(run: AsRun, result: ComparisonResult) -> str:
+    return f"{run.cost_usd / result.baseline_cost_usd:.2f}x" if result.baseline_cost_usd else ""
+
+
+def plain_lines(result: ComparisonResult) -> list[str]:
+    """The comparison as plain lines for a pipe: a header, one line per strategy with
+    exact numbers (columns aligned, never wrapped), then :func:`notes`."""
+    anthropic = result.cache == "anthropic"
+    header = ["strategy", "tokens", "saved", "cached", *(["written"] if anthropic else []),
+              "cost_usd", "cost_ratio", "retention", "recall", "dropped_facts"]
+    rows = [header]
+    best = result.recommended
+    for s in result.strategies:
+        if not s.compared:
+            assert s.status is not None
+            rows.append([s.label, s.status[0]])
+            continue
+        rows.append([s.label + (f" {RECOMMENDED_MARK}" if s is best else ""),
+                     str(s.input_tokens),
+                     "-" if _is_baseline(s) else _pct(s.savings_vs_full_history),
+                     _pct(s.cached_share), *([str(s.written_tokens)] if anthropic else []),
+                     f"{s.cost_usd:.6f}", f"{s.cost_ratio:.3f}", f"{s.retention:.3f}",
+                     f"{s.needed_fact_recall:.3f}", str(s.dropped_facts)])
+    for label, status, _reason in result.unresolved:
+        rows.append([label, status])
+    run = result.as_run
+    if run is not None:
+        rows.append([AS_RUN_LABEL.replace(" ", "-"), str(run.prompt_tokens), "-",
+                     _pct(run.cached_share),
+                     *([str(run.cache_write_tokens)] if anthropic else []),
+                     f"{run.cost_usd:.6f}",
+                     f"{run.cost_usd / result.baseline_cost_usd:.3f}"
+                     if result.baseline_cost_usd else "-"])
+    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(len(header))]
+    lines = [_title(result)]
+    for r in rows:
+        cells = [c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)]
+        lines.append("  ".join(cells).rstrip())
+    return lines + notes(result)
 
 
 def dropped_summary(result: ComparisonResult, examples: int = 3) -> list[str]:
     """One line per strategy that dropped facts, with the first ``examples`` of them."""
     lines = []
-    for s in result.strategies:
+    for s in result.compared:
         if not s.dropped_examples:
             continue
         shown = "; ".join(f"{d.fact} ({d.trace}, turn {d.turn})"
                           for d in s.dropped_examples[:examples])
-        more = sum(s.dropped.values()) - min(examples, len(s.dropped_examples))
+        more = s.dropped_facts - min(examples, len(s.dropped_examples))
         lines.append(f"{s.label} dropped: {shown}" + (f"; and {more} more" if more > 0 else ""))
     return lines
 
 
 def print_comparison(result: ComparisonResult, console: Console | None = None,
-                     *, examples: int = 3) -> None:
-    """Print the table and the dropped-facts lines."""
+                     *, examples: int = 3, plain: bool | None = None) -> None:
+    """Print the table and the dropped-facts lines; ``plain`` (default: when the
+    console is not a terminal) prints :func:`plain_lines` instead of the table."""
     console = console or Console()
+    if plain is None:
+        plain = not console.is_terminal
+    if plain:
+        for line in [*plain_lines(result), *dropped_summary(result, examples)]:
+            console.file.write(line + "\n")
+        return
     parts: list[RenderableType] = [comparison_table(result)]
-    notes: Sequence[str] = dropped_summary(result, examples)
-    parts.extend(Text(line) for line in notes)
+    parts.extend(Text(line) for line in dropped_summary(result, examples))
     console.print(Group(*parts))

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import inspect
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from turnpress.core.clojure import to_clojure
 from turnpress.core.model import Fn, Message, Tool, Turn, coerce_tools
@@ -25,14 +28,18 @@ __all__ = [
     "BASELINE_STRATEGY",
     "DEFAULT_STRATEGY",
     "Breakpoint",
+    "Compression",
     "NamespaceView",
     "RenderContext",
+    "RunCache",
+    "RunState",
     "Strategy",
     "StrategyNotApplicable",
     "check_messages",
     "get_strategy",
     "normalize",
     "parse_strategy_spec",
+    "prompt_arguments",
     "render",
     "render_with_breakpoints",
     "strategy_names",
@@ -90,6 +97,11 @@ class Strategy:
         content (``None``: all of it) stay the same on the next turns. Provider
         shapes put their cache markers there (Anthropic ``cache_control``).
         The default is the end of the system message.
+
+        One exception: a breakpoint at the very end of the prompt may be a
+        read-only marker (a client's last ``cache_control`` reads what the previous
+        prompt wrote), so a strategy whose boundary moves next turn may still mark
+        its end; every other breakpoint must be repeated by the following prompts.
         """
         return [(0, None)]
 
@@ -137,7 +149,15 @@ class Strategy:
 
 
 def option_defaults(cls: type) -> dict[str, Any]:
-    """The keyword-only constructor arguments of a strategy class, with defaults."""
+    """The keyword-only constructor arguments of a strategy class, with defaults.
+
+    Read once per class (``inspect.signature`` is slow), then served from a cache.
+    """
+    return dict(_option_defaults(cls))
+
+
+@lru_cache(maxsize=256)
+def _option_defaults(cls: type) -> dict[str, Any]:
     try:
         sig = inspect.signature(cls)
     except (TypeError, ValueError):
@@ -147,6 +167,15 @@ def option_defaults(cls: type) -> dict[str, Any]:
         for p in sig.parameters.values()
         if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is not p.empty
     }
+
+
+Compression = (bool | str | type[Strategy] | Strategy
+               | tuple[str | type[Strategy], Mapping[str, Any]] | None)
+"""What ``compression=`` accepts (``render``, ``Agent``, ``get_strategy``, ``normalize``):
+``True`` (the default strategy, ``single-user-coalesced``; the default everywhere),
+``False``/``None`` (the ``full-history`` baseline), a strategy name or spec string
+(``"rolling-window:window=3"``), a Strategy class, a Strategy instance, or
+``(name_or_class, {options})``."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +193,109 @@ class NamespaceView:
     minimal: bool = False
 
 
+class RunCache:
+    """What every render of one run shares, rendered once and reused.
+
+    A run is fixed by its tools, its data, the template directories and the
+    plugin registry; sections that depend on nothing else (the namespace sections
+    ordered before ``user/``: ``tool/``, ``data/``, NS-012) and template texts
+    whose variables are plain strings and numbers are kept here. Found by
+    :func:`run_cache_for` from the identity of those objects and of every tool
+    and data value, so replacing a value starts a new cache; changing a value in
+    place (appending to a list inside ``data``) is not seen: pass new data instead.
+    """
+
+    __slots__ = ("data", "keep", "lock", "sections", "text_chars", "texts", "tools")
+
+    def __init__(self, keep: tuple[Any, ...]) -> None:
+        self.keep = keep  # strong references: the ids in the lookup key stay unique
+        self.sections: dict[tuple[Any, ...], tuple[Any, str]] = {}
+        self.texts: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        self.tools: dict[str, Tool] | None = None  # the coerced tools (render())
+        self.data: dict[str, Any] | None = None
+        self.lock = threading.Lock()
+        self.text_chars = 0
+
+    def remember(self, key: tuple[Any, ...], text: str) -> None:
+        """Keep a template's text, the newest ``_MAX_TEXTS`` within ``_MAX_TEXT_CHARS``."""
+        size = _key_chars(key) + len(text)
+        if size > _MAX_TEXT_CHARS // 4:
+            return
+        with self.lock:
+            if key in self.texts:
+                return
+            self.texts[key] = text
+            self.text_chars += size
+            while len(self.texts) > _MAX_TEXTS or self.text_chars > _MAX_TEXT_CHARS:
+                old_key, old_text = self.texts.popitem(last=False)
+                self.text_chars -= _key_chars(old_key) + len(old_text)
+
+
+_RUNS: OrderedDict[tuple[Any, ...], RunCache] = OrderedDict()
+_RUNS_LOCK = threading.Lock()
+_MAX_RUNS = 8
+_MAX_TEXTS = 64
+_MAX_TEXT_CHARS = 1_000_000  # per run: what the text cache may hold
+
+
+def _key_chars(key: tuple[Any, ...]) -> int:
+    total = 0
+    for part in key[1:]:
+        value = part[2]
+        if isinstance(value, str):
+            total += len(value)
+        elif isinstance(value, tuple):
+            total += sum(len(x[1]) for x in value if isinstance(x[1], str))
+    return total
+
+
+def _items(mapping: Mapping[str, Any] | None) -> tuple[tuple[Any, Any], ...]:
+    return () if mapping is None else tuple(mapping.items())
+
+
+def _same_items(a: tuple[tuple[Any, Any], ...], b: tuple[tuple[Any, Any], ...]) -> bool:
+    return len(a) == len(b) and all(
+        x[1] is y[1] and x[0] == y[0] for x, y in zip(a, b, strict=True))
+
+
+def run_cache_for(tools: Mapping[str, Any] | None, data: Mapping[str, Any] | None,
+                  template_dirs: tuple[Path, ...], registry: Registry) -> RunCache:
+    """The :class:`RunCache` of the run with these tools, data, templates and plugins."""
+    key = (id(tools), id(data), tuple(template_dirs), id(registry))
+    tool_items, data_items = _items(tools), _items(data)
+    with _RUNS_LOCK:
+        entry = _RUNS.get(key)
+        if entry is not None:
+            kept_tools, kept_data, kept_registry, kept_tool_items, kept_data_items = entry.keep
+            if (kept_tools is tools and kept_data is data and kept_registry is registry
+                    and _same_items(kept_tool_items, tool_items)
+                    and _same_items(kept_data_items, data_items)):
+                _RUNS.move_to_end(key)
+                return entry
+        entry = RunCache((tools, data, registry, tool_items, data_items))
+        _RUNS[key] = entry
+        _RUNS.move_to_end(key)
+        while len(_RUNS) > _MAX_RUNS:
+            _RUNS.popitem(last=False)
+        return entry
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _text_key(name: str, variables: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """A cache key for a template call whose variables are plain values, else None."""
+    key: list[Any] = [name]
+    for k, v in variables.items():
+        if isinstance(v, _PLAIN):
+            key.append((k, type(v), v))
+        elif isinstance(v, (list, tuple)) and all(isinstance(x, _PLAIN) for x in v):
+            key.append((k, tuple, tuple((type(x), x) for x in v)))
+        else:
+            return None
+    return tuple(key)
+
+
 @dataclass(frozen=True)
 class RenderContext:
     """Everything a strategy needs besides the turns, and the shared building blocks."""
@@ -178,6 +310,14 @@ class RenderContext:
     #: an imported transcript's original messages before its first turn (empty for a
     #: PTC-Lisp run); its turns carry their own original ``Turn.messages``
     preamble: tuple[Message, ...] = ()
+    #: what the renders of this run share (see :class:`RunCache`); found from
+    #: ``tools``, ``data``, ``template_dirs`` and ``registry`` when not given
+    run_cache: RunCache | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.run_cache is None:
+            object.__setattr__(self, "run_cache", run_cache_for(
+                self.tools, self.data, tuple(self.template_dirs), self.registry))
 
     @property
     def is_transcript(self) -> bool:
@@ -214,9 +354,22 @@ class RenderContext:
     # -- templates ------------------------------------------------------------------
 
     def template(self, name: str, /, **variables: Any) -> str:
-        """Render template ``name`` with ``variables`` (trailing newlines removed)."""
+        """Render template ``name`` with ``variables`` (trailing newlines removed).
+
+        Templates are pure: when every variable is a plain string, number, boolean,
+        None, or a list of those, the text is remembered for the rest of the run.
+        """
+        cache: RunCache = self.run_cache  # type: ignore[assignment]
+        key = _text_key(name, variables)
+        if key is not None:
+            text = cache.texts.get(key)
+            if text is not None:
+                return text
         env = get_environment(self.template_dirs)
-        return env.get_template(name).render(**variables).rstrip("\n")
+        text = env.get_template(name).render(**variables).rstrip("\n")
+        if key is not None:
+            cache.remember(key, text)
+        return text
 
     def message(self, role: str, content: str) -> Message:
         """A message dict."""
@@ -231,16 +384,26 @@ class RenderContext:
 
         ``only`` restricts to the named sections (``["tool/", "data/"]``);
         ``stable=True`` keeps the sections ordered before ``user/`` (which must not
-        depend on memory), ``stable=False`` the others.
+        depend on memory), ``stable=False`` the others. The stable sections are
+        rendered once per run (:class:`RunCache`) and reused.
         """
         view = NamespaceView(self, memory, show_samples, minimal)
         wanted = None if only is None else set(only)
         sections = []
+        cache: RunCache = self.run_cache  # type: ignore[assignment]
         for reg in self.registry.namespace_renderers():
             if wanted is not None and reg.name not in wanted:
                 continue
-            if stable is not None and (reg.order < USER_NAMESPACE_ORDER) != stable:
+            is_stable = reg.order < USER_NAMESPACE_ORDER
+            if stable is not None and is_stable != stable:
                 continue
+            key = (id(reg), show_samples, minimal)
+            if is_stable:
+                hit = cache.sections.get(key)
+                if hit is not None and hit[0] is reg:
+                    if hit[1]:
+                        sections.append(hit[1])
+                    continue
             try:
                 text = reg.value(view)
             except Exception as exc:
@@ -249,8 +412,11 @@ class RenderContext:
                     f"{type(exc).__name__}: {exc}", plugin=reg.plugin.name,
                     distribution=reg.plugin.distribution,
                     entry_point=reg.plugin.entry_point) from exc
+            text = text.rstrip("\n") if text else ""
+            if is_stable:
+                cache.sections[key] = (reg, text)
             if text:
-                sections.append(text.rstrip("\n"))
+                sections.append(text)
         return sections
 
     def tool_calls(self, turns: Sequence[Turn], limit: int) -> str | None:
@@ -260,7 +426,7 @@ class RenderContext:
             return None
         calls = [
             {"name": call.name, "args": self.call_args(call.args)}
-            for call in last_items((t.tool_calls for t in turns), limit)
+            for call in newest_items((t.tool_calls for t in reversed(turns)), limit)
         ]
         return self.template("history/tool_calls.j2", calls=calls)
 
@@ -273,7 +439,7 @@ class RenderContext:
         """
         if not has_printed(turns):
             return None
-        prints = last_items((t.prints for t in turns if t.success), limit)
+        prints = newest_items((t.prints for t in reversed(turns) if t.success), limit)
         return self.template("history/output.j2", prints=prints, max_chars=max_chars)
 
     def failed_attempt(self, turn: Turn, *, max_lines: int | None = None) -> str:
@@ -363,14 +529,17 @@ def error_message(turn: Turn) -> str:
 
 
 def last_items(groups: Iterable[Sequence[Any]], limit: int) -> list[Any]:
-    """The last ``limit`` items of the concatenated ``groups``, oldest first.
+    """The last ``limit`` items of the concatenated ``groups``, oldest first."""
+    return newest_items(reversed(list(groups)), limit)
 
-    Walks from the end, so the cost depends on ``limit``, not on the history length.
-    """
+
+def newest_items(groups_newest_first: Iterable[Sequence[Any]], limit: int) -> list[Any]:
+    """:func:`last_items` given the groups newest first (``reversed(turns)``): it stops
+    once it has ``limit`` items, so the cost depends on ``limit``, not on the history."""
     if limit <= 0:
         return []
     picked: list[Any] = []
-    for group in reversed(list(groups)):
+    for group in groups_newest_first:
         need = limit - len(picked)
         picked.extend(reversed(group[-need:]))
         if len(picked) >= limit:
@@ -413,6 +582,9 @@ def parse_strategy_spec(spec: str) -> tuple[str, dict[str, str]]:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"strategy spec {spec!r}: {item!r} is not option=value")
+        if key.strip() in options:
+            raise ValueError(f"strategy spec {spec!r} gives option {key.strip()!r} twice; "
+                             f"give each option once")
         options[key.strip()] = value.strip()
     return name, options
 
@@ -432,13 +604,14 @@ def _coerce_option(strategy: str, option: str, text: str, default: Any) -> Any:
         if isinstance(default, float):
             return float(text)
     except ValueError:
-        kind = type(default).__name__
-        raise ValueError(f"strategy {strategy!r}: option {option!r} expects a {kind}, "
+        kind = {bool: "a boolean (true or false)", int: "an integer",
+                float: "a number"}.get(type(default), f"a {type(default).__name__}")
+        raise ValueError(f"strategy {strategy!r}: option {option!r} expects {kind}, "
                          f"got {text!r}") from None
     return text
 
 
-def _resolve(compression: Any, registry: Registry) -> tuple[type, dict[str, Any]]:
+def _resolve(compression: Compression, registry: Registry) -> tuple[type, dict[str, Any]]:
     """``(strategy class, validated options as given)`` for a ``compression=`` value."""
     if compression is None or compression is False:
         compression = BASELINE_STRATEGY
@@ -485,22 +658,42 @@ def _instantiate(cls: type, options: Mapping[str, Any]) -> Any:
         raise ValueError(f"strategy {cls.name!r}: {exc}") from None
 
 
-def get_strategy(compression: Any = True, /, registry: Registry | None = None,
+_RESOLVED: dict[tuple[Any, ...], tuple[Any, type, dict[str, Any]]] = {}
+_RESOLVED_LOCK = threading.Lock()
+
+
+def get_strategy(compression: Compression = True, /, registry: Registry | None = None,
                  **options: Any) -> Any:
     """The strategy instance that ``render(..., compression=compression)`` uses.
 
     Accepts everything :func:`normalize` accepts, plus a ready instance; extra
     keyword arguments are options. ``False``/``None`` give the ``full-history``
-    baseline. Bad names and options raise ``ValueError``.
+    baseline. Bad names and options raise ``ValueError``. A name, spec string or
+    ``True``/``False``/``None`` is looked up, parsed and validated once per set of
+    registered strategies; later calls only build a new instance from the result.
     """
     registry = registry or get_registry()
     if not options and _is_strategy_class(type(compression)):
         return compression
+    cacheable = not options and (compression is None or isinstance(compression, (bool, str)))
+    if cacheable:
+        key = (type(compression), compression, id(registry))
+        strategies = registry.strategies()
+        hit = _RESOLVED.get(key)
+        if hit is not None and hit[0] is strategies:
+            return _instantiate(hit[1], hit[2])
     cls, given = _resolve(compression, registry)
-    return _instantiate(cls, _validated(cls, {**given, **options}))
+    valid = _validated(cls, {**given, **options})
+    instance = _instantiate(cls, valid)
+    if cacheable:
+        with _RESOLVED_LOCK:
+            if len(_RESOLVED) > 256:
+                _RESOLVED.clear()
+            _RESOLVED[key] = (strategies, cls, valid)
+    return instance
 
 
-def normalize(compression: Any) -> tuple[str | None, dict[str, Any]]:
+def normalize(compression: Compression) -> tuple[str | None, dict[str, Any]]:
     """Normalize a ``compression=`` value to ``(strategy_name | None, options)``.
 
     ``True`` -> ``("single-user-coalesced", {})``; ``False``/``None`` -> ``(None, {})``;
@@ -515,6 +708,60 @@ def normalize(compression: Any) -> tuple[str | None, dict[str, Any]]:
     return cls.name, options
 
 
+class RunLike(Protocol):
+    """What :func:`prompt_arguments` reads from a run: a :class:`~turnpress.core.trace.Trace`,
+    a :class:`RunState`, or anything with these attributes (``preamble`` and ``name``
+    are optional)."""
+
+    mission: str
+    system_prompt: str
+    max_turns: int
+    tools: Mapping[str, Any]
+    data: Mapping[str, Any]
+    turns: Sequence[Turn]
+
+
+@dataclass(frozen=True)
+class RunState:
+    """A run in progress, as the render path needs it (the agent loop's view of a
+    :class:`~turnpress.core.trace.Trace`). Nothing is copied, so the tools and data
+    keep their identity from turn to turn and their sections are rendered once."""
+
+    mission: str
+    system_prompt: str
+    max_turns: int
+    tools: Mapping[str, Any]
+    data: Mapping[str, Any]
+    turns: tuple[Turn, ...] = ()
+    preamble: tuple[Mapping[str, Any], ...] = ()
+    name: str = ""
+
+
+def prompt_arguments(run: RunLike, n: int) -> dict[str, Any]:
+    """The arguments of :func:`render` (all but ``compression`` and ``template_dirs``)
+    for the prompt of turn ``n`` (1-based) of ``run``.
+
+    This is the one place that says what "the prompt of turn n" is: the turns before
+    it (``turns[:n-1]``) and ``turns_left = max_turns - (n - 1)`` (ARC-006: counted
+    from turns, never from messages). ``n`` goes from 1 to ``len(turns) + 1``; the
+    last one is the next prompt, the one a live agent sends next (turn 1 of a run
+    with no turns). ``render``, ``trace show``, ``compare`` and the agent loop all
+    come through here. Anything else raises ``ValueError`` naming the run and the
+    valid range.
+    """
+    turns = tuple(run.turns)
+    count = len(turns)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= count + 1:
+        name = getattr(run, "name", "") or "(unnamed)"
+        raise ValueError(f"trace {name} has {count} turn{'' if count == 1 else 's'}; "
+                         f"turn must be from 1 to {count + 1} ({count + 1} is the next "
+                         f"prompt), got {n!r}")
+    return {"turns": turns[: n - 1], "mission": run.mission,
+            "system_prompt": run.system_prompt, "tools": run.tools, "data": run.data,
+            "turns_left": run.max_turns - (n - 1),
+            "preamble": tuple(getattr(run, "preamble", ()))}
+
+
 def _prepare(
     turns: Iterable[Turn],
     memory: Mapping[str, Any] | None,
@@ -524,15 +771,16 @@ def _prepare(
     tools: Mapping[str, Any] | None,
     data: Mapping[str, Any] | None,
     turns_left: int,
-    compression: Any,
+    compression: Compression,
     template_dirs: Iterable[str | os.PathLike[str]],
     preamble: Iterable[Mapping[str, Any]] = (),
 ) -> tuple[Any, tuple[Turn, ...], Mapping[str, Any], RenderContext]:
     """Check ``render()``'s arguments; return (strategy, turns, memory, context)."""
     turns = tuple(turns)
-    for i, turn in enumerate(turns):
-        if not isinstance(turn, Turn):
-            raise TypeError(f"turns[{i}] is a {type(turn).__name__}, not a Turn")
+    if not set(map(type, turns)) <= {Turn}:  # one C-speed pass; subclasses are checked below
+        for i, turn in enumerate(turns):
+            if not isinstance(turn, Turn):
+                raise TypeError(f"turns[{i}] is a {type(turn).__name__}, not a Turn")
     if not isinstance(mission, str):
         raise TypeError(f"mission must be a string, got {type(mission).__name__}")
     if isinstance(turns_left, bool) or not isinstance(turns_left, int):
@@ -540,14 +788,21 @@ def _prepare(
     if memory is None:
         memory = turns[-1].memory if turns else {}
     strategy = get_strategy(compression)
+    registry = get_registry()
+    dirs = resolve_template_dirs(template_dirs)
+    shared = run_cache_for(tools, data, dirs, registry)
+    if shared.tools is None or shared.data is None:
+        shared.tools, shared.data = coerce_tools(tools), dict(data or {})
     ctx = RenderContext(
         mission=mission,
         system_prompt=system_prompt,
-        tools=coerce_tools(tools),
-        data=dict(data or {}),
+        tools=shared.tools,
+        data=shared.data,
         turns_left=turns_left,
-        template_dirs=resolve_template_dirs(template_dirs),
+        template_dirs=dirs,
+        registry=registry,
         preamble=tuple(preamble),  # type: ignore[arg-type]
+        run_cache=shared,
     )
     return strategy, turns, memory, ctx
 
@@ -561,7 +816,7 @@ def render(
     tools: Mapping[str, Any] | None = None,
     data: Mapping[str, Any] | None = None,
     turns_left: int,
-    compression: Any = True,
+    compression: Compression = True,
     template_dirs: Iterable[str | os.PathLike[str]] = (),
     preamble: Iterable[Mapping[str, Any]] = (),
 ) -> list[Message]:
@@ -589,7 +844,7 @@ def render_with_breakpoints(
     tools: Mapping[str, Any] | None = None,
     data: Mapping[str, Any] | None = None,
     turns_left: int,
-    compression: Any = True,
+    compression: Compression = True,
     template_dirs: Iterable[str | os.PathLike[str]] = (),
     preamble: Iterable[Mapping[str, Any]] = (),
 ) -> tuple[list[Message], list[Breakpoint]]:

@@ -76,10 +76,16 @@ def register_tokenizers(register: Callable[[str, Callable[[str], int]], None]) -
 
 @hookspec
 def template_dirs() -> Iterable[str] | None:
-    """Return directories of Jinja2 templates that override or add to the built-ins.
+    """Return the directories of Jinja2 templates this plugin ships (a list of paths).
 
-    They are searched after the directories a user passes explicitly and before
-    the built-in templates::
+    A plugin's own templates (``my_strategy/user.j2``) are found after the built-in
+    ones, so they can never change a built-in format by accident: a file with the
+    name of a built-in template is ignored, with a warning. To override a built-in
+    template on purpose, put the file under ``overrides/`` in one of these
+    directories (``overrides/history/turns_left.j2``); ``turnpress plugins`` and
+    ``turnpress templates list`` then show it as "overridden by <distribution>".
+    A file under ``overrides/`` whose name is not a built-in template is ignored,
+    with a warning suggesting the nearest built-in name::
 
         @hookimpl
         def template_dirs():
@@ -104,3 +110,35 @@ def register_trace_readers(register: Callable[..., None]) -> None:
         def register_trace_readers(register):
             register("my-agent-log", lambda data, path: "my_events" in data, read_my_log)
     """
+
+
+@hookspec
+def register_commands(cli: Any) -> None:
+    """Add subcommands to the ``turnpress`` command (llm's pattern).
+
+    ``cli`` is the top-level :class:`click.Group`; use ``@cli.command()`` or
+    ``cli.add_command(cmd)``. ``cli.add_lazy_command(name, "module:attribute", help)``
+    adds a command whose module is imported only when the command runs, which keeps
+    ``turnpress --help`` fast (the built-in ``compare`` and ``run`` do this)::
+
+        @hookimpl
+        def register_commands(cli):
+            @cli.command()
+            def hello():
+                "Say hello."
+                click.echo("hello")
+
+    A command whose name is already taken is left out with a warning naming both.
+    """
+
+
+HOOK_NAMES: tuple[str, ...] = (
+    "register_strategies",
+    "register_namespace_renderers",
+    "type_label",
+    "register_tokenizers",
+    "template_dirs",
+    "register_trace_readers",
+    "register_commands",
+)
+"""Every hook name, in the order the documentation presents them."""

@@ -42,12 +42,21 @@ def describe_turn(turn: Turn, *, raw: bool = False) -> str:
         lines.append("output:")
         lines.extend(turn.prints)
     if turn.success:
-        lines.append(f"result: {_sample(turn.result)}")
+        if not (turn.messages and turn.result is None):  # a transcript turn returns nothing
+            lines.append(f"result: {_sample(turn.result)}")
     else:
         lines.append(f"error: {error_message(turn)}")
     if turn.memory:
         lines.append("memory: " + ", ".join(turn.memory))
     return "\n".join(lines)
+
+
+def _skipped_line(skipped: Any) -> str:
+    """``skipped message 9 (exit): final submission ...`` for one ``Trace.skipped`` entry."""
+    message = skipped.get("message")
+    role = message.get("role", "?") if isinstance(message, dict) else "?"
+    return (f"skipped message {skipped.get('index', '?')} ({role}): "
+            f"{skipped.get('reason', 'no reason given')}")
 
 
 def describe_trace(trace: Trace, *, view: str = "full", raw: bool = False,
@@ -59,6 +68,9 @@ def describe_trace(trace: Trace, *, view: str = "full", raw: bool = False,
     status = ("succeeded" if trace.turns and trace.turns[-1].success else "did not succeed")
     head = [f"trace {trace.name or '(unnamed)'}: {len(trace.turns)} of {trace.max_turns} turns, "
             f"{status}", f"mission: {trace.mission}"]
+    if trace.source:
+        head.insert(1, f"imported from: {trace.source}")
+    head.extend(_skipped_line(s) for s in trace.skipped)
     if view == "full":
         if raw and trace.system_prompt:
             head.append(f"system prompt:\n{trace.system_prompt}")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from turnpress.core.compression import Breakpoint, render_with_breakpoints
@@ -23,17 +24,51 @@ __all__ = [
     "to_openai",
 ]
 
+def _content_text(content: Any) -> str:
+    """A message content as text: a string as is, ``None`` as ``""``, content parts
+    (an imported transcript's) as their texts, an image as ``[image]``."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    texts = []
+    for part in content:
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        else:
+            kind = part.get("type", "part") if isinstance(part, Mapping) else "part"
+            texts.append(f"[{'image' if 'image' in str(kind) else kind}]")
+    return "\n".join(texts)
+
+
 def format_text(messages: Sequence[Message]) -> str:
-    """Messages as readable text: a ``===== [i] role =====`` header before each content."""
+    """Messages as readable text: a ``===== [i] role =====`` header before each content.
+
+    A transcript's tool message names its call (``===== [3] tool (call_1) =====``)
+    and an assistant message lists its tool calls after its text, one
+    ``-> tool call ID: NAME ARGUMENTS`` line each.
+    """
     blocks = []
     for i, message in enumerate(messages, 1):
-        blocks.append(f"===== [{i}] {message['role']} =====\n{message['content']}")
+        role = message["role"]
+        call_id = message.get("tool_call_id")  # type: ignore[attr-defined]
+        head = f"{role} ({call_id})" if role == "tool" and call_id is not None else role
+        body = _content_text(message.get("content"))
+        calls = message.get("tool_calls") or []  # type: ignore[attr-defined]
+        lines = [body] if body or not calls else []
+        for call in calls:
+            function = call.get("function", {}) if isinstance(call, Mapping) else {}
+            lines.append(f"-> tool call {call.get('id', '')}: {function.get('name', '')} "
+                         f"{function.get('arguments', '')}")
+        blocks.append(f"===== [{i}] {head} =====\n" + "\n".join(lines))
     return "\n\n".join(blocks) + "\n"
 
 
 def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """The ``messages`` list of an OpenAI chat-completions request."""
-    return [{"role": m["role"], "content": m["content"]} for m in messages]
+    """The ``messages`` list of an OpenAI chat-completions request: each message a
+    copy with every key it has (a replayed transcript's ``tool_calls``,
+    ``tool_call_id``... stay exactly as they were sent)."""
+    return [dict(m) for m in messages]
 
 
 # -- Anthropic ------------------------------------------------------------------------------
@@ -59,14 +94,17 @@ def anthropic_breakpoints(messages: Sequence[Message],
     for index, offset in breakpoints:
         if not 0 <= index < len(messages):
             continue
-        size = len(messages[index]["content"])
-        if offset is not None and offset >= size:
+        content = messages[index].get("content")  # type: ignore[attr-defined]
+        if not isinstance(content, str):  # a transcript message: marked as a whole
+            offset = None
+        elif offset is not None and offset >= len(content):
             offset = None
         if offset is not None and offset <= 0:
             index, offset = index - 1, None
             if index < 0:
                 continue
-        if offset is None and not messages[index]["content"]:
+        if offset is None and not (messages[index].get("content")  # type: ignore[attr-defined]
+                                   or messages[index].get("tool_calls")):  # type: ignore[attr-defined]
             continue
         points.add((index, offset))
     ordered = sorted(points, key=lambda p: (p[0], p[1] if p[1] is not None else math.inf))
@@ -96,11 +134,18 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
     ``breakpoints`` (a strategy's stable prefix, as ``Strategy.cache_breakpoints``
     returns it; see :func:`render_with_breakpoints`) become ``cache_control:
     {"type": "ephemeral"}`` markers, at most four (:func:`anthropic_breakpoints`):
-    a whole message is marked on its last text block, an offset inside a message
+    a whole message is marked on its last block, an offset inside a message
     splits it into two text blocks, the first one marked. ``system`` is a string
     (``""`` when there is none) and a content is a string, unless a marker needs
     the list-of-blocks form. A system message after a non-system one raises
     ``ValueError`` (the API has no system role inside the conversation).
+
+    An imported transcript's messages (OpenAI chat shape, DESIGN §10) get their
+    Anthropic blocks back: an assistant message's ``tool_calls`` become
+    ``tool_use`` blocks after its text, each ``tool`` message a ``tool_result``
+    block; consecutive tool results and the user messages right after them share
+    one user message (the API alternates user and assistant), and content parts
+    become text / image blocks.
     """
     cuts: dict[int, list[int | None]] = {}
     for index, offset in anthropic_breakpoints(messages, breakpoints):
@@ -110,22 +155,88 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
         lead += 1
     system_blocks: list[dict[str, Any]] = []
     for i in range(lead):
-        if messages[i]["content"] or i in cuts:
-            system_blocks.extend(_blocks(messages[i]["content"], cuts.get(i, [])))
+        text = _content_text(messages[i]["content"])
+        if text or i in cuts:
+            system_blocks.extend(_blocks(text, cuts.get(i, [])))
     system: str | list[dict[str, Any]]
     if any("cache_control" in b for b in system_blocks):
         system = system_blocks
     else:
         system = "\n\n".join(b["text"] for b in system_blocks)
     out: list[dict[str, Any]] = []
+    results: dict[str, Any] | None = None  # the user message gathering tool results
     for i in range(lead, len(messages)):
-        role, content = messages[i]["role"], messages[i]["content"]
+        m = messages[i]
+        role, content = m["role"], m.get("content")  # type: ignore[attr-defined]
         if role == "system":
             raise ValueError(f"message {i} is a system message after the conversation "
                              f"started; Anthropic has no system role there")
-        out.append({"role": role,
-                    "content": _blocks(content, cuts[i]) if i in cuts else content})
+        if role == "tool":
+            block = {"type": "tool_result",
+                     "tool_use_id": m.get("tool_call_id", ""),  # type: ignore[attr-defined]
+                     "content": _anthropic_blocks(content, i) if isinstance(content, list)
+                     else (content or "")}
+            if i in cuts:
+                block["cache_control"] = dict(EPHEMERAL)
+            if results is None:
+                results = {"role": "user", "content": []}
+                out.append(results)
+            results["content"].append(block)
+            continue
+        calls = m.get("tool_calls") or []  # type: ignore[attr-defined]
+        if isinstance(content, str) and not calls and not (role == "user" and results):
+            out.append({"role": role,
+                        "content": _blocks(content, cuts[i]) if i in cuts else content})
+            results = None
+            continue
+        blocks = (_anthropic_blocks(content, i) if isinstance(content, list)
+                  else [{"type": "text", "text": content}] if content else [])
+        blocks.extend(_tool_use(call, i) for call in calls)
+        if i in cuts and blocks:
+            blocks[-1]["cache_control"] = dict(EPHEMERAL)
+        if role == "user" and results is not None:
+            results["content"].extend(blocks)
+            continue
+        out.append({"role": role, "content": blocks})
+        results = None
     return system, out
+
+
+def _anthropic_blocks(parts: Sequence[Any], index: int) -> list[dict[str, Any]]:
+    """OpenAI content parts as Anthropic blocks (text, and images from ``image_url``)."""
+    blocks: list[dict[str, Any]] = []
+    for part in parts:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text":
+            blocks.append({"type": "text", "text": part["text"]})
+        elif kind == "image_url":
+            url = str(part.get("image_url", {}).get("url", ""))
+            head, _, data = url.partition(";base64,")
+            if url.startswith("data:") and data:
+                blocks.append({"type": "image", "source": {
+                    "type": "base64", "media_type": head[len("data:"):], "data": data}})
+            else:
+                blocks.append({"type": "image", "source": {"type": "url", "url": url}})
+        else:
+            raise ValueError(f"message {index}: content part type {kind!r} has no Anthropic "
+                             f"block (text, image_url)")
+    return blocks
+
+
+def _tool_use(call: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """An OpenAI tool call as a ``tool_use`` block (its arguments must be a JSON object)."""
+    function = call.get("function") or {}
+    raw = function.get("arguments") or "{}"
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        raise ValueError(f"message {index}: the arguments of tool call {call.get('id')!r} are "
+                         f"not a JSON object, which an Anthropic tool_use input must be: "
+                         f"{str(raw)[:80]!r}")
+    return {"type": "tool_use", "id": call.get("id", ""), "name": function.get("name", ""),
+            "input": arguments}
 
 
 # -- prompts with their cache breakpoints -------------------------------------------------

@@ -5,11 +5,19 @@ Templates are looked up in this order, first match wins:
 1. directories passed explicitly (``template_dirs=``, ``--templates DIR``),
 2. directories in the ``TURNPRESS_TEMPLATES`` environment variable
    (separated by ``os.pathsep``),
-3. directories that plugins return from their ``template_dirs()`` hook,
-4. the built-in templates in ``turnpress/templates``.
+3. plugin overrides: files under ``overrides/`` in a directory a plugin returns
+   from its ``template_dirs()`` hook, each replacing the built-in of the same name
+   (an explicit act, shown as "overridden by <distribution>"),
+4. the built-in templates in ``turnpress/templates``,
+5. the plugins' own templates (the rest of their ``template_dirs()``), which can add
+   names but never replace a built-in one.
 
 ``default:NAME`` always reaches the built-in template, so an override can
 ``{% extends "default:history/output.j2" %}`` and change one block.
+
+A broken template (a syntax error, an undefined variable, a missing parent or
+include, a name nobody ships) raises :class:`TemplateProblem`, a ``ValueError``
+whose one-line message names the template file, the line and the problem.
 """
 
 from __future__ import annotations
@@ -20,15 +28,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
 from turnpress.core.clojure import to_clojure
 
+if TYPE_CHECKING:
+    from turnpress.core.registry import TemplateLayout
+
 __all__ = [
     "BUILTIN_TEMPLATE_DIR",
     "TemplateInfo",
+    "TemplateProblem",
+    "builtin_template_names",
     "export_templates",
     "get_environment",
     "list_templates",
@@ -39,23 +53,48 @@ BUILTIN_TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 ENV_VAR = "TURNPRESS_TEMPLATES"
 
 
-def resolve_template_dirs(template_dirs: Iterable[str | os.PathLike[str]] = (),
-                          *, plugin_dirs: Iterable[Path] | None = None) -> tuple[Path, ...]:
-    """The override directories in search order (without the built-in one).
+class TemplateProblem(ValueError):
+    """A template could not be found, compiled or rendered.
 
-    Raises ``ValueError`` for a directory that does not exist, naming where it
-    came from, so a typo in ``--templates`` is not silently ignored.
+    ``str()`` is one line: ``template FILE, line N: PROBLEM``. ``filename`` and
+    ``lineno`` are None when unknown (a template that does not exist).
+    """
+
+    def __init__(self, problem: str, *, filename: str | None = None,
+                 lineno: int | None = None) -> None:
+        self.problem = problem
+        self.filename = filename
+        self.lineno = lineno
+        where = ""
+        if filename:
+            where = f"template {filename}" + (f", line {lineno}" if lineno else "") + ": "
+        super().__init__(where + problem)
+
+
+def builtin_template_names() -> frozenset[str]:
+    """The names of every built-in template (``history/turns_left.j2``, ...)."""
+    return _builtin_names()
+
+
+@lru_cache(maxsize=1)
+def _builtin_names() -> frozenset[str]:
+    return frozenset(p.relative_to(BUILTIN_TEMPLATE_DIR).as_posix()
+                     for p in BUILTIN_TEMPLATE_DIR.rglob("*.j2"))
+
+
+def resolve_template_dirs(template_dirs: Iterable[str | os.PathLike[str]] = ()
+                          ) -> tuple[Path, ...]:
+    """The user's override directories in search order (argument, then environment).
+
+    Plugin templates are not in it: :func:`get_environment` places them. Raises
+    ``ValueError`` for a directory that does not exist, naming where it came from,
+    so a typo in ``--templates`` is not silently ignored.
     """
     dirs: list[Path] = []
     for d in template_dirs:
         dirs.append(_existing(Path(d), "template directory"))
     for d in filter(None, os.environ.get(ENV_VAR, "").split(os.pathsep)):
         dirs.append(_existing(Path(d), f"template directory in ${ENV_VAR}"))
-    if plugin_dirs is None:
-        from turnpress.core.registry import get_registry
-
-        plugin_dirs = get_registry().template_dirs()
-    dirs.extend(Path(d) for d in plugin_dirs)
     return tuple(dirs)
 
 
@@ -70,16 +109,120 @@ def _clojure_filter(value: Any, limit: int | None = None,
     return to_clojure(value, limit, printable_limit)[0]
 
 
-@lru_cache(maxsize=32)
+class _FileMapLoader(jinja2.BaseLoader):
+    """Serves exactly the given template names, each from its file."""
+
+    def __init__(self, files: dict[str, Path]) -> None:
+        self.files = files
+
+    def get_source(self, environment: jinja2.Environment, template: str
+                   ) -> tuple[str, str, Any]:
+        path = self.files.get(template)
+        if path is None:
+            raise jinja2.TemplateNotFound(template)
+        mtime = path.stat().st_mtime
+        return path.read_text(encoding="utf-8"), str(path), lambda: path.stat().st_mtime == mtime
+
+    def list_templates(self) -> list[str]:
+        return sorted(self.files)
+
+
+def _template_frame(tb: TracebackType | None) -> tuple[str, int] | None:
+    """The innermost traceback frame that is template code: (file, line)."""
+    found = None
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.endswith(".j2"):
+            found = (filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
+def _innermost_is_template(tb: TracebackType | None) -> bool:
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    return last is not None and last.tb_frame.f_code.co_filename.endswith(".j2")
+
+
+class _Template(jinja2.Template):
+    """Renders like Jinja2, but every template error becomes a :class:`TemplateProblem`."""
+
+    def render(self, *args: Any, **kwargs: Any) -> str:
+        try:
+            return super().render(*args, **kwargs)
+        except TemplateProblem as exc:
+            if exc.filename is not None:
+                raise
+            where = _template_frame(exc.__traceback__)
+            if where is None:
+                raise
+            raise TemplateProblem(exc.problem, filename=where[0], lineno=where[1]) from None
+        except jinja2.TemplateError as exc:
+            where = _template_frame(exc.__traceback__) or (self.filename or self.name, None)
+            raise TemplateProblem(_describe(exc), filename=where[0],
+                                  lineno=where[1]) from None
+        except Exception as exc:
+            if not _innermost_is_template(exc.__traceback__):
+                raise
+            where = _template_frame(exc.__traceback__)
+            raise TemplateProblem(f"{type(exc).__name__}: {exc}", filename=where[0],
+                                  lineno=where[1]) from None
+
+
+def _describe(exc: jinja2.TemplateError) -> str:
+    if isinstance(exc, jinja2.UndefinedError):
+        return f"{exc.message} (undefined variable)"
+    return exc.message or type(exc).__name__
+
+
+class _Environment(jinja2.Environment):
+    """Reports templates that are missing or do not compile as :class:`TemplateProblem`."""
+
+    template_class = _Template
+
+    def get_template(self, name: Any, parent: str | None = None,
+                     globals: Any = None) -> jinja2.Template:
+        try:
+            return super().get_template(name, parent, globals)
+        except jinja2.TemplateNotFound as exc:
+            if isinstance(name, str) and name.startswith("default:"):
+                problem = (f"template {name!r} does not exist: there is no built-in "
+                           f"template {name[len('default:'):]!r}")
+            else:
+                problem = (f"template {exc.name!r} does not exist in the --templates "
+                           f"directories, the plugins' template directories or the "
+                           f"built-in templates")
+            raise TemplateProblem(problem) from None
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateProblem(f"syntax error: {exc.message}",
+                                  filename=exc.filename or exc.name,
+                                  lineno=exc.lineno) from None
+
+
 def get_environment(dirs: tuple[Path, ...] = ()) -> jinja2.Environment:
-    """A Jinja2 environment searching ``dirs`` then the built-in templates."""
+    """A Jinja2 environment searching ``dirs``, plugin overrides, the built-in
+    templates, then the plugins' own templates."""
+    from turnpress.core.registry import get_registry
+
+    return _environment(tuple(dirs), get_registry().template_layout())
+
+
+@lru_cache(maxsize=32)
+def _environment(dirs: tuple[Path, ...], layout: TemplateLayout) -> jinja2.Environment:
     builtin = jinja2.FileSystemLoader(str(BUILTIN_TEMPLATE_DIR))
-    loader = jinja2.ChoiceLoader([
-        jinja2.PrefixLoader({"default": builtin}, delimiter=":"),
-        jinja2.FileSystemLoader([str(d) for d in dirs] + [str(BUILTIN_TEMPLATE_DIR)]),
-    ])
-    env = jinja2.Environment(
-        loader=loader,
+    loaders: list[jinja2.BaseLoader] = [jinja2.PrefixLoader({"default": builtin},
+                                                            delimiter=":")]
+    if dirs:
+        loaders.append(jinja2.FileSystemLoader([str(d) for d in dirs]))
+    if layout.overrides:
+        loaders.append(_FileMapLoader(dict(layout.overrides)))
+    loaders.append(builtin)
+    if layout.own:
+        loaders.append(_FileMapLoader(dict(layout.own)))
+    env = _Environment(
+        loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=False,
         trim_blocks=True,
@@ -96,18 +239,29 @@ class TemplateInfo:
 
     name: str
     path: Path
-    origin: str  # "built-in", or the override directory it came from
+    origin: str
+    """``built-in``, the user directory it came from, ``overridden by DIST``
+    (a plugin override) or ``plugin DIST`` (a plugin's own template)."""
 
 
 def list_templates(template_dirs: Iterable[str | os.PathLike[str]] = ()) -> list[TemplateInfo]:
     """Every template name with the file that wins the lookup for it."""
+    from turnpress.core.registry import get_registry
+
     dirs = resolve_template_dirs(template_dirs)
+    layout = get_registry().template_layout()
     found: dict[str, TemplateInfo] = {}
-    for d in reversed((*dirs, BUILTIN_TEMPLATE_DIR)):
-        origin = "built-in" if d == BUILTIN_TEMPLATE_DIR else str(d)
+    for name, path in layout.own:
+        found[name] = TemplateInfo(name, path, f"plugin {layout.owner(path)}")
+    for path in sorted(BUILTIN_TEMPLATE_DIR.rglob("*.j2")):
+        name = path.relative_to(BUILTIN_TEMPLATE_DIR).as_posix()
+        found[name] = TemplateInfo(name, path, "built-in")
+    for name, path in layout.overrides:
+        found[name] = TemplateInfo(name, path, f"overridden by {layout.owner(path)}")
+    for d in reversed(dirs):
         for path in sorted(d.rglob("*.j2")):
             name = path.relative_to(d).as_posix()
-            found[name] = TemplateInfo(name, path, origin)
+            found[name] = TemplateInfo(name, path, str(d))
     return [found[name] for name in sorted(found)]
 
 
@@ -122,10 +276,11 @@ def export_templates(dest: str | os.PathLike[str], *, force: bool = False) -> li
     clashes = [dest_path / s.relative_to(BUILTIN_TEMPLATE_DIR) for s in sources]
     existing = [c for c in clashes if c.exists()]
     if existing and not force:
-        raise FileExistsError(
+        error = FileExistsError(
             f"{len(existing)} template(s) already exist in {dest_path}, e.g. {existing[0]}; "
-            f"pass force=True (--force) to overwrite them"
-        )
+            f"nothing was copied. Call export_templates(..., force=True) to overwrite them.")
+        error.existing = existing  # type: ignore[attr-defined]
+        raise error
     for src in sources:
         target = dest_path / src.relative_to(BUILTIN_TEMPLATE_DIR)
         target.parent.mkdir(parents=True, exist_ok=True)

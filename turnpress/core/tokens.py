@@ -24,6 +24,7 @@ breakpoint.
 from __future__ import annotations
 
 import hashlib
+import json
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,6 +42,7 @@ __all__ = [
     "Tokenizer",
     "count_prompt_tokens",
     "get_tokenizer",
+    "message_body",
     "message_text",
     "prompt_text",
     "tokenizer_names",
@@ -105,9 +107,55 @@ def message_text(role: str, content: str) -> str:
     return f"<|{role}|>\n{content}\n"
 
 
+def _part_text(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+        return part["text"]
+    return json.dumps(part, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _call_text(call: Any) -> str:
+    if isinstance(call, Mapping):
+        fn = call.get("function", call)
+        if isinstance(fn, Mapping):
+            name, arguments = fn.get("name"), fn.get("arguments", fn.get("input"))
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments, ensure_ascii=False, sort_keys=True,
+                                       default=str)
+            return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    return json.dumps(call, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def message_body(message: Mapping[str, Any]) -> str:
+    """The text of one message as counted and searched.
+
+    A plain ``{"role", "content": str}`` message is its content. A message replayed
+    from a provider transcript may have list-of-parts content (each text part's
+    text; any other part as JSON), ``content: None``, and ``tool_calls``: each call
+    is added on its own line as the JSON ``{"name", "arguments"}`` of its function.
+    """
+    content = message.get("content")
+    calls = message.get("tool_calls")
+    if isinstance(content, str) and not calls:
+        return content
+    if content is None:
+        text = ""
+    elif isinstance(content, str):
+        text = content
+    elif isinstance(content, (list, tuple)):
+        text = "\n".join(_part_text(p) for p in content)
+    else:
+        text = _part_text(content)
+    if calls:
+        text = "\n".join([text, *(_call_text(c) for c in calls)] if text
+                         else [_call_text(c) for c in calls])
+    return text
+
+
 def prompt_text(messages: Iterable[Mapping[str, Any]]) -> str:
     """The text a prompt is counted as: :func:`message_text` of each message, joined."""
-    return "".join(message_text(m["role"], m["content"]) for m in messages)
+    return "".join(message_text(m["role"], message_body(m)) for m in messages)
 
 
 def _digest(data: bytes) -> bytes:
@@ -185,13 +233,20 @@ class TokenizedPrompt:
             if a is b or a.digest == b.digest:
                 shared += a.count
                 continue
-            if a.tokens is not None and b.tokens is not None:
-                shared += common_prefix_length(a.tokens, b.tokens) // 4
-            elif a.text is not None and b.text is not None and self._count is not None:
-                n = common_prefix_length(a.text, b.text)
-                shared += min(self._count(a.text[:n]), a.count, b.count)
+            shared += self.segment_prefix(a, b)
             break
         return shared
+
+    def segment_prefix(self, a: Segment, b: Segment) -> int:
+        """The leading tokens two counted texts share (all of them if they are equal)."""
+        if a is b or a.digest == b.digest:
+            return a.count
+        if a.tokens is not None and b.tokens is not None:
+            return common_prefix_length(a.tokens, b.tokens) // 4
+        if a.text is not None and b.text is not None and self._count is not None:
+            n = common_prefix_length(a.text, b.text)
+            return min(self._count(a.text[:n]), a.count, b.count)
+        return 0
 
     def prefix_key(self, index: int, offset: int | None,
                    partial: Segment | None = None) -> bytes | None:
@@ -225,6 +280,8 @@ class TokenCounter:
         self.tokenizer = get_tokenizer(tokenizer, registry)
         self._encode = self.tokenizer.encode
         self._run: dict[tuple[str, str], Segment] = {}
+        # id(tool_calls list) -> (the list, its text): replayed messages share their lists
+        self._bodies: dict[int, tuple[Any, str, Any]] = {}
         self._shared: OrderedDict[tuple[str, str], Segment] = OrderedDict()
         self._shared_chars = 0
         self._shared_limit = shared_chars
@@ -234,6 +291,24 @@ class TokenCounter:
     def start_run(self) -> None:
         """Forget the texts of the previous run (the cross-run cache stays)."""
         self._run = {}
+        self._bodies = {}
+
+    def body(self, message: Mapping[str, Any]) -> str:
+        """:func:`message_body`, remembered per run for messages with tool calls or
+        non-string content (their parts are shared by the prompts of a run)."""
+        content = message.get("content")
+        if isinstance(content, str) and not message.get("tool_calls"):
+            return content
+        key_obj = message.get("tool_calls") or content
+        if key_obj is None:
+            return message_body(message)
+        found = self._bodies.get(id(key_obj))
+        if found is not None and found[0] is key_obj:
+            if not message.get("tool_calls") or found[2] is content:
+                return found[1]
+        text = message_body(message)
+        self._bodies[id(key_obj)] = (key_obj, text, content)
+        return text
 
     def _make(self, text: str) -> Segment:
         self.encoded += 1
@@ -273,8 +348,10 @@ class TokenCounter:
         return self._lookup("", text)
 
     def count(self, messages: Iterable[Mapping[str, Any]]) -> int:
-        """The tokens of a prompt (a list of ``{"role", "content"}`` messages)."""
-        return sum(self.segment(m["role"], m["content"]).count for m in messages)
+        """The tokens of a prompt (a list of ``{"role", "content"}`` messages; provider
+        messages with tool calls, ``tool`` roles and list content are counted as
+        :func:`message_body` gives them)."""
+        return sum(self.segment(m["role"], self.body(m)).count for m in messages)
 
     def tokenize(self, messages: Sequence[Mapping[str, Any]],
                  breakpoints: Iterable[tuple[int, int | None]] = ()) -> TokenizedPrompt:
@@ -284,7 +361,8 @@ class TokenCounter:
         ``Strategy.cache_breakpoints`` and :func:`turnpress.core.providers.anthropic_breakpoints`
         give them; they must be in range.
         """
-        segments = [self.segment(m["role"], m["content"]) for m in messages]
+        bodies = [self.body(m) for m in messages]
+        segments = [self.segment(m["role"], b) for m, b in zip(messages, bodies, strict=True)]
         prompt = TokenizedPrompt(segments, count=self.tokenizer.count)
         points = []
         for index, offset in breakpoints:
@@ -293,7 +371,7 @@ class TokenCounter:
                 key = prompt.prefix_key(index, None)
             else:
                 message = messages[index]
-                partial = self.text(f"<|{message['role']}|>\n{message['content'][:offset]}")
+                partial = self.text(f"<|{message['role']}|>\n{bodies[index][:offset]}")
                 tokens = prompt.tokens_before(index) + partial.count
                 key = prompt.prefix_key(index, offset, partial)
             assert key is not None

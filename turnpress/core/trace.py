@@ -99,14 +99,11 @@ class Trace:
 
     def prompt_arguments(self, n: int) -> dict[str, Any]:
         """The arguments of ``render()`` (all but ``compression`` and ``template_dirs``)
-        for the prompt of turn ``n`` (1-based): the first n-1 turns, ``max_turns - (n-1)``
-        turns left."""
-        if not 1 <= n <= max(len(self.turns), 1):
-            raise ValueError(f"trace {self.name or '(unnamed)'} has {len(self.turns)} turn(s); "
-                             f"turn must be from 1 to {max(len(self.turns), 1)}, got {n}")
-        return {"turns": self.turns[: n - 1], "mission": self.mission,
-                "system_prompt": self.system_prompt, "tools": self.tools, "data": self.data,
-                "turns_left": self.max_turns - (n - 1), "preamble": self.preamble}
+        for the prompt of turn ``n``, from 1 to ``len(turns) + 1`` (the next prompt):
+        see :func:`turnpress.core.compression.prompt_arguments`, the one render path."""
+        from turnpress.core.compression import prompt_arguments
+
+        return prompt_arguments(self, n)
 
     def prompt(self, n: int, compression: Any = True,
                template_dirs: Iterable[str | os.PathLike[str]] = ()) -> list[Message]:

@@ -39,7 +39,7 @@ def to_python(value: Any, ctx: Any) -> Any:
         return value
     if t is Keyword:
         return value.name
-    ctx.charge(1)
+    ctx.charge(1 + (len(value) >> 3 if hasattr(value, "__len__") else 0))
     if isinstance(value, (list, tuple)):
         return [to_python(x, ctx) for x in value]
     if isinstance(value, Mapping):
@@ -54,7 +54,7 @@ def from_python(value: Any, ctx: Any) -> Any:
     t = type(value)
     if t in _PLAIN or t is Keyword:
         return value
-    ctx.charge(1)
+    ctx.charge(1 + (len(value) >> 3 if hasattr(value, "__len__") else 0))
     if isinstance(value, (list, tuple)):
         return [from_python(x, ctx) for x in value]
     if isinstance(value, Mapping):

@@ -8,6 +8,27 @@ the forms on every evaluation. Every call and special form counts one step
 Name resolution for a bare symbol: local -> user definition (looked up when the
 code runs, so a later ``def`` is seen) -> built-in -> ``tool/`` or ``data/`` of the
 same name (both existing is an ``ambiguous_reference``).
+
+NOTES: why the step check is written out in every node
+-------------------------------------------------------
+Every node here and in :mod:`turnpress.lisp.special_forms` starts with the same
+three lines::
+
+    ctx.steps += 1
+    if ctx.steps > ctx.check_at:
+        ctx.check()
+
+instead of calling one helper (``ctx.tick()``). The nodes are the interpreter's
+innermost loop, and a Python method call costs about as much as the rest of a
+small node. Measured with ``benchmarks/bench_lisp.py --size 50000 --repeat 5``
+(issue 12, two alternating runs each), folding the check into ``ctx.tick()``
+made the tasks 10-11% slower (filter 0.051 -> 0.056 s, map+reduce 0.087 ->
+0.096 s, loop/recur 0.141 -> 0.155 s), over the 5% the issue allows, so the
+check stays inlined. ``check_at`` is the next step count at which
+:meth:`~turnpress.lisp.context.RunContext.check` must look at the step limit,
+the clock and the memory budget (every 256 steps), so the common path is one
+addition and one comparison. Built-ins count their work with
+``ctx.charge(n)``; wide forms with :func:`~turnpress.lisp.nodes.weigh`.
 """
 
 from __future__ import annotations
@@ -38,11 +59,21 @@ from turnpress.lisp.forms import (
     position,
 )
 from turnpress.lisp.library import CORE, resolve_qualified
+from turnpress.lisp.nodes import (
+    FnCode,
+    Node,
+    Tail,
+    const,
+    is_literal,
+    literal_value,
+    raiser,
+    symbols_in,
+    weigh,
+)
+from turnpress.lisp.special_forms import SPECIAL_FORMS
 from turnpress.lisp.values import MISSING, Closure, CoreFn, Recur, ToolFn, freeze, lookup
 
 __all__ = ["Compiler", "Node", "Tail"]
-
-Node = Callable[[dict[str, Any]], Any]
 
 _FORM_TYPES = (Symbol, ListForm, VectorForm, MapForm, SetForm)
 
@@ -69,90 +100,15 @@ UNSUPPORTED = {
 }
 
 
-class Tail:
-    """A recur target: the loop or function that ``(recur ...)`` jumps back to."""
-
-    __slots__ = ("arity", "what")
-
-    def __init__(self, arity: int, what: str) -> None:
-        self.arity = arity
-        self.what = what
-
-
-class _Code:
-    """A user function's compiled parameters and body."""
-
-    __slots__ = ("bind", "body", "rebind", "single")
-
-    def __init__(self, bind: Any, rebind: Any, body: Node, single: str | None = None) -> None:
-        self.bind = bind
-        self.rebind = rebind
-        self.body = body
-        self.single = single  # the parameter name, for exactly one plain parameter
-
-
-def const(value: Any) -> Node:
-    """A node that always gives ``value``."""
-    return lambda env: value
-
-
-def raiser(make_error: Callable[[], Exception]) -> Node:
-    """A node that raises ``make_error()`` when evaluated."""
-
-    def node(env: dict[str, Any]) -> Any:
-        raise make_error()
-
-    return node
-
-
-def is_literal(form: Any) -> bool:
-    """True for forms that are pure data (no symbols, no calls)."""
-    t = type(form)
-    if t is Symbol or t is ListForm:
-        return False
-    if t in (VectorForm, MapForm, SetForm):
-        return all(is_literal(x) for x in form)
-    return True
-
-
-def literal_value(form: Any) -> Any:
-    """The value of a literal (or quoted) form."""
-    t = type(form)
-    if t is VectorForm or t is ListForm:
-        return [literal_value(x) for x in form]
-    if t is MapForm:
-        return {freeze(literal_value(form[i])): literal_value(form[i + 1])
-                for i in range(0, len(form), 2)}
-    if t is SetForm:
-        return frozenset(freeze(literal_value(x)) for x in form)
-    if t is Symbol:
-        raise LispSyntaxError(f"quoted symbols are not supported ('{form.name})",
-                              *position(form, (1, 1)))
-    return form
-
-
-def symbols_in(form: Any, out: set[str]) -> set[str]:
-    """Every unqualified symbol name used anywhere inside ``form``."""
-    t = type(form)
-    if t is Symbol:
-        if form.ns is None:
-            out.add(form.name)
-    elif t in (ListForm, VectorForm, MapForm, SetForm) or isinstance(form, (list, tuple)):
-        for x in form:
-            symbols_in(x, out)
-    return out
-
-
 class Compiler:
     """Compiles forms for one run; also invokes user functions (``ctx.invoke``)."""
 
     def __init__(self, ctx: RunContext) -> None:
-        from turnpress.lisp.special_forms import SPECIAL_FORMS
-
         self.ctx = ctx
         self.specials = SPECIAL_FORMS
-        self.cache: dict[int, tuple[Any, _Code]] = {}
+        self.cache: dict[int, tuple[Any, FnCode]] = {}
         self.prepared: dict[Closure, Callable[..., Any]] = {}
+        self.compiled = 0  # forms compiled, to check the clock now and then
         ctx.invoke = self.invoke
         ctx.prepare = self.prepare
 
@@ -165,6 +121,9 @@ class Compiler:
     # --- dispatch -------------------------------------------------------------------------
     def compile(self, form: Any, scope: frozenset[str], tail: Tail | None = None) -> Node:
         """The node for ``form``; ``scope`` holds the local names, ``tail`` the recur target."""
+        self.compiled += 1
+        if not self.compiled & 1023:
+            self.ctx.check_clock()  # compiling counts toward the time limit
         t = type(form)
         if t is Symbol:
             return self.symbol(form, scope)
@@ -201,13 +160,16 @@ class Compiler:
                 n(env)
             return last(env)
 
-        return do_n
+        return weigh(self.ctx, do_n, len(nodes))
 
     # --- literals ---------------------------------------------------------------------------
     def collection(self, form: Any, scope: frozenset[str]) -> Node:
         """Vector, map and set literals (constant ones are built once)."""
         if is_literal(form):
             return const(literal_value(form))
+        return weigh(self.ctx, self._collection(form, scope), len(form))
+
+    def _collection(self, form: Any, scope: frozenset[str]) -> Node:
         nodes = [self.expr(x, scope) for x in form]
         t = type(form)
         if t is VectorForm:
@@ -306,6 +268,9 @@ class Compiler:
             if special is not None:
                 return special(self, form, scope, tail)
         args = [self.expr(a, scope) for a in form[1:]]
+        return weigh(self.ctx, self._call(form, head, args, scope), len(args))
+
+    def _call(self, form: ListForm, head: Any, args: list[Node], scope: frozenset[str]) -> Node:
         if type(head) is Keyword:
             return self.keyword_call(head, args)
         if type(head) is Symbol:
@@ -316,7 +281,7 @@ class Compiler:
             return self.qualified_call(head, args)
         if isinstance(head, (int, float, str, bool)) or head is None:
             return raiser(lambda: LispError(
-                "type_error", f"cannot call {head!r} as a function"))
+                "type_error", f"cannot call {form_text(head)} as a function"))
         return self.dynamic_call(self.expr(head, scope), args)
 
     def keyword_call(self, kw: Keyword, args: list[Node]) -> Node:
@@ -528,7 +493,7 @@ class Compiler:
 
         return fn_node
 
-    def compile_code(self, param_form: Any, body: Any, base: frozenset[str], where: Any) -> _Code:
+    def compile_code(self, param_form: Any, body: Any, base: frozenset[str], where: Any) -> FnCode:
         """Compile a function's parameter binding and body."""
         items = list(param_form)
         rest_pattern = None
@@ -547,7 +512,7 @@ class Compiler:
         scope = base | frozenset(names)
         n = len(fixed)
         tail = Tail(n + (1 if amp else 0), "function")
-        body_node = self.body(body, scope, tail)
+        body_node = weigh(self.ctx, self.body(body, scope, tail), len(names))
         simple = rest is None and all(isinstance(p, Symbol) for p in items)
         if simple and n == 1:
             p0 = items[0].name
@@ -560,7 +525,7 @@ class Compiler:
             def rebind1(env: dict[str, Any], args: Any) -> None:
                 env[p0] = args[0]
 
-            return _Code(bind1, rebind1, body_node, p0)
+            return FnCode(bind1, rebind1, body_node, p0)
         if simple:
             pnames = tuple(p.name for p in items)
 
@@ -574,7 +539,7 @@ class Compiler:
                 for k, v in zip(pnames, args, strict=False):
                     env[k] = v
 
-            return _Code(bind_simple, rebind_simple, body_node)
+            return FnCode(bind_simple, rebind_simple, body_node)
 
         def bind(env: dict[str, Any], args: Any, clo: Closure) -> None:
             if len(args) < n or (rest is None and len(args) != n):
@@ -590,9 +555,9 @@ class Compiler:
             if rest is not None:
                 rest(env, args[n])
 
-        return _Code(bind, rebind, body_node)
+        return FnCode(bind, rebind, body_node)
 
-    def code_for(self, clo: Closure) -> _Code:
+    def code_for(self, clo: Closure) -> FnCode:
         """The compiled code of ``clo`` (compiled on first use for closures of earlier runs)."""
         entry = self.cache.get(id(clo.param_form))
         if entry is not None:
@@ -622,6 +587,9 @@ class Compiler:
 
         if p0 is not None:
             def run1(*args: Any) -> Any:
+                ctx.steps += 1  # a call through a built-in (map, sort, comp...) is a step too
+                if ctx.steps > ctx.check_at:
+                    ctx.check()
                 ctx.depth += 1
                 if ctx.depth > max_depth:
                     raise _too_deep(ctx, clo)
@@ -640,6 +608,9 @@ class Compiler:
             fn = run1
         else:
             def run(*args: Any) -> Any:
+                ctx.steps += 1  # a call through a built-in (map, sort, comp...) is a step too
+                if ctx.steps > ctx.check_at:
+                    ctx.check()
                 ctx.depth += 1
                 if ctx.depth > max_depth:
                     raise _too_deep(ctx, clo)

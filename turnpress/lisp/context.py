@@ -15,6 +15,7 @@ from turnpress.core.model import Keyword, Tool, ToolCall
 from turnpress.lisp.bridge import from_python, to_python
 from turnpress.lisp.errors import ArgumentError, LispError
 from turnpress.lisp.limits import Limits
+from turnpress.lisp.memory import estimate_size, resident_bytes
 from turnpress.lisp.render import short
 from turnpress.lisp.values import Closure, CoreFn, ToolFn, kind_name, lookup
 
@@ -24,6 +25,10 @@ __all__ = ["HOST_ERRORS", "RunContext", "host_error"]
 HOST_ERRORS = (TypeError, ValueError, ArithmeticError, LookupError, AttributeError)
 
 _CHECK_EVERY = 256
+# Memory is measured every this many clock checks, and after this many bytes allocated.
+_MEMORY_EVERY_CHECKS = 16
+_MEMORY_EVERY_BYTES = 4 * 2**20
+_MEMORY_HEADROOM = 2**20
 
 
 def host_error(name: str, args: tuple[Any, ...] | list[Any], exc: Exception) -> LispError:
@@ -32,9 +37,13 @@ def host_error(name: str, args: tuple[Any, ...] | list[Any], exc: Exception) -> 
         return LispError("runtime_error", f"division by zero in ({name} ...)")
     if isinstance(exc, OverflowError):
         return LispError("runtime_error", f"number too large in ({name} ...)")
-    if isinstance(exc, TypeError):
+    if isinstance(exc, ValueError) and "int_max_str_digits" in str(exc):
+        return LispError("size_limit", f"integer too large to show in ({name} ...)")
+    if isinstance(exc, (TypeError, AttributeError)):
         kinds = ", ".join(kind_name(a) for a in args) or "no arguments"
         return LispError("type_error", f"{name} cannot be applied to ({kinds})")
+    if isinstance(exc, LookupError):
+        return LispError("runtime_error", f"{name}: no such key or index")
     return LispError("runtime_error", f"{name} failed: {exc}")
 
 
@@ -65,6 +74,15 @@ class RunContext:
         self.prints: list[str] = []
         self.tool_calls: list[ToolCall] = []
         self.returns: dict[Closure, Any] = {}
+        self.max_memory = limits.max_memory
+        # values may fill the budget but for a little room for the interpreter's own objects
+        self.value_memory = limits.max_memory - min(_MEMORY_HEADROOM, limits.max_memory // 16)
+        self.memory_base = estimate_size(definitions.values())  # kept from earlier turns
+        self.resident_start = resident_bytes()
+        self.allocated = 0  # bytes built-ins reported creating (all of this run)
+        self.pending = 0  # ... since memory was last measured
+        self.last_used = self.memory_base
+        self.checks = 0
         self.invoke: Callable[[Closure, Any], Any] = _no_invoke
         self.prepare: Callable[[Closure], Callable[..., Any]] = _no_invoke  # type: ignore[assignment]
 
@@ -79,7 +97,49 @@ class RunContext:
         if time.monotonic() > self.deadline:
             raise LispError(
                 "timeout", f"timeout: the program ran longer than {self.limits.timeout_s} s")
+        self.checks += 1
+        if not self.checks % _MEMORY_EVERY_CHECKS:
+            self.check_memory()
         self.check_at = min(self.steps + _CHECK_EVERY, self.max_steps)
+
+    def memory_used(self) -> int:
+        """Bytes charged to the program now (see :mod:`turnpress.lisp.memory`)."""
+        if self.resident_start is not None:
+            now = resident_bytes()
+            if now is not None:
+                return self.memory_base + max(now - self.resident_start, 0)
+        return self.memory_base + self.allocated
+
+    def check_memory(self, upcoming: int = 0) -> None:
+        """Raise ``memory_limit`` when the program's values (plus ``upcoming`` bytes about
+        to be created) would hold more than ``max_memory``."""
+        self.last_used = self.memory_used()
+        self.pending = 0
+        used = self.last_used + upcoming
+        if used > self.value_memory:
+            raise LispError(
+                "memory_limit",
+                f"memory limit exceeded: the program's values would hold about {used >> 20} "
+                f"MB (the limit is {self.max_memory >> 20} MB); keep less in memory, e.g. "
+                "select the fields you need instead of keeping whole results")
+
+    def alloc(self, nbytes: int) -> None:
+        """Note that a built-in is about to create a value of about ``nbytes`` bytes.
+
+        The memory is measured again after every few megabytes, and whenever the
+        last measurement plus what was created since would pass the budget.
+        """
+        self.allocated += nbytes
+        self.pending += nbytes
+        if self.pending > _MEMORY_EVERY_BYTES or \
+                self.last_used + self.pending > self.value_memory:
+            self.check_memory(nbytes)
+
+    def check_clock(self) -> None:
+        """Raise ``timeout`` when the time is up (used while reading and compiling)."""
+        if time.monotonic() > self.deadline:
+            raise LispError(
+                "timeout", f"timeout: the program ran longer than {self.limits.timeout_s} s")
 
     def charge(self, n: int) -> None:
         """Count ``n`` steps of work done by a built-in."""
@@ -90,6 +150,8 @@ class RunContext:
     def charge_copy(self, n: int) -> None:
         """Count copying ``n`` items in bulk (cheap: one step per 256 items)."""
         self.charge((n >> 8) + 1)
+        if n > 64:
+            self.alloc(8 * n)
 
     def check_count(self, n: int, what: str = "collection") -> None:
         """Raise ``size_limit`` before building a collection of ``n`` items."""
@@ -105,7 +167,9 @@ class RunContext:
             raise LispError(
                 "size_limit",
                 f"string too long: {n} characters (the limit is {self.max_string})")
-        self.charge_copy(n)
+        self.charge((n >> 8) + 1)
+        if n > 64:
+            self.alloc(n)
 
     # --- output -------------------------------------------------------------
     def emit_print(self, text: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from turnpress.core.model import Keyword
 from turnpress.lisp.errors import LispSyntaxError
-from turnpress.lisp.forms import MapForm, Symbol, VectorForm, position
+from turnpress.lisp.forms import MapForm, Symbol, VectorForm, form_text, position
 from turnpress.lisp.values import MISSING, lookup, seq
 
 __all__ = ["Binder", "compile_pattern"]
@@ -29,7 +29,9 @@ def _error(form: Any, message: str, where: Any) -> LispSyntaxError:
 
 def _local_name(sym: Any, where: Any) -> str:
     if not isinstance(sym, Symbol) or sym.ns is not None or sym.name in ("&", "nil"):
-        raise _error(sym, f"cannot bind {sym!r}: expected a plain symbol", where)
+        hint = ("& must come just before the last name, as in [a b & more]"
+                if isinstance(sym, Symbol) and sym.name == "&" else "expected a plain name")
+        raise _error(sym, f"invalid binding form {form_text(sym)}: {hint}", where)
     return sym.name
 
 
@@ -58,7 +60,8 @@ def compile_pattern(
         return _vector_pattern(pattern, scope, compile_expr, names)
     if isinstance(pattern, MapForm):
         return _map_pattern(pattern, scope, compile_expr, names)
-    raise _error(pattern, f"invalid binding pattern {pattern!r}", where)
+    raise _error(pattern, f"invalid binding form {form_text(pattern)}: expected a name, "
+                 "a vector [a b] or a map {:keys [a b]}", where)
 
 
 def _vector_pattern(
@@ -115,7 +118,8 @@ def _map_pattern(
                 raise _error(val, "a map pattern key must be a constant", pattern)
             lookups.append((key, val))
         else:
-            raise _error(pattern, f"invalid map pattern entry {key!r}", pattern)
+            raise _error(pattern, f"invalid map binding entry {form_text(key)}: expected a name, "
+                 ":keys, :strs, :or or :as", pattern)
     compiled: list[tuple[Binder, Any, Any]] = []
     for target, key in lookups:
         sub_names: list[str] = []

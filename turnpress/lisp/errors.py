@@ -19,7 +19,23 @@ __all__ = [
     "ReturnSignal",
 ]
 
-#: Every ``Failure.reason`` that :func:`~turnpress.lisp.run_program` can report.
+#: Every ``Failure.reason`` that :func:`~turnpress.lisp.run_program` can report:
+#:
+#: * ``syntax_error`` -- the text cannot be read, or a special form is malformed;
+#: * ``undefined_symbol`` / ``ambiguous_reference`` -- a name resolves to nothing,
+#:   or to both ``tool/x`` and ``data/x``;
+#: * ``type_error`` / ``arity_error`` -- a value of the wrong kind, or the wrong
+#:   number of arguments;
+#: * ``tool_error`` -- a tool raised;
+#: * ``step_limit`` / ``depth_limit`` / ``timeout`` -- ``Limits.max_steps``, call or
+#:   value nesting, ``Limits.timeout_s`` (reading and compiling included);
+#: * ``size_limit`` -- a collection, string, integer or the program text is past
+#:   its limit (``max_collection``, ``max_string``, 4096-bit integers, ``max_source``);
+#: * ``memory_limit`` -- the program's values hold more than ``Limits.max_memory``
+#:   (the run then keeps none of its definitions);
+#: * ``output_limit`` -- more than ``Limits.max_prints`` ``println`` calls;
+#: * ``fail`` -- the program called ``(fail reason)``;
+#: * ``runtime_error`` -- anything else (division by zero, an index out of bounds).
 FAILURE_REASONS: tuple[str, ...] = (
     "syntax_error",
     "undefined_symbol",
@@ -31,6 +47,7 @@ FAILURE_REASONS: tuple[str, ...] = (
     "depth_limit",
     "timeout",
     "size_limit",
+    "memory_limit",
     "output_limit",
     "fail",
     "runtime_error",

@@ -36,7 +36,8 @@ class ExecutionResult:
 
     ``value`` is the last form's value (or the ``(return x)`` value; ``None`` on
     failure); ``memory`` holds every definition after the run (the previous
-    memory plus this run's, even when the run failed part-way), with ``def``
+    memory plus this run's, even when the run failed part-way -- except after a
+    ``memory_limit`` failure, which keeps only the previous memory), with ``def``
     docstrings in ``memory.docs``; ``prints`` has one entry per ``println`` call;
     ``tool_calls`` lists every tool call in order; ``returned`` says whether
     ``(return x)`` ended the run; ``failure`` is ``None`` on success.
@@ -85,8 +86,13 @@ def run_program(
     failure: Failure | None = None
     _raise_recursion_limit(limits.max_depth)
     try:
-        for form in read_program(source):
+        if isinstance(source, str) and len(source) > limits.max_source:
+            raise LispError(
+                "size_limit", f"program too long: {len(source)} characters (the limit is "
+                              f"{limits.max_source}, Limits.max_source)")
+        for form in read_program(source, check=ctx.check_clock):
             value = compiler.compile(form, frozenset())({})
+        ctx.check_memory()
     except ReturnSignal as signal:
         value, returned = signal.value, True
     except LispError as error:
@@ -96,12 +102,17 @@ def run_program(
             "depth_limit", "nesting too deep: the program or its data nest more deeply than "
                            "the interpreter allows")
     except MemoryError:
-        value, failure = None, Failure("size_limit", "out of memory: a value grew too large")
+        value, failure = None, Failure(
+            "memory_limit", "out of memory: the program's values grew too large")
     except Exception as exc:  # a bug in the interpreter: still never escape
         value, failure = None, Failure(
             "runtime_error", f"internal error: {type(exc).__name__}: {exc}")
     finally:
         _restore_recursion_limit()
+    if failure is not None and failure.reason == "memory_limit":
+        # keeping what filled the memory would fail every later turn as well
+        definitions = dict(previous)
+        docs = dict(getattr(previous, "docs", None) or {})
     return ExecutionResult(
         value=value,
         memory=_final_memory(definitions, docs, ctx.returns),

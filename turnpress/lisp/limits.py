@@ -21,7 +21,14 @@ class Limits:
     * ``max_string`` -- characters in a string a built-in creates;
     * ``max_prints`` -- ``println`` calls per run;
     * ``print_chars`` -- characters kept per ``println`` call (longer output
-      is cut and ends with ``...``, the total staying within the limit).
+      is cut and ends with ``...``, the total staying within the limit);
+    * ``max_source`` -- characters of program text (longer programs are
+      refused with ``size_limit`` before they are read);
+    * ``max_memory`` -- bytes of memory the program's values may hold: an
+      estimate of the definitions kept from earlier turns plus what this run
+      adds (see :mod:`turnpress.lisp.memory`); exceeding it is ``memory_limit``.
+
+    Reading and compiling the program count toward ``timeout_s``.
     """
 
     max_steps: int = 1_000_000
@@ -31,6 +38,8 @@ class Limits:
     max_string: int = 1_000_000
     max_prints: int = 1000
     print_chars: int = 2000
+    max_source: int = 1_000_000
+    max_memory: int = 256 * 2**20
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from typing import Any
 
 from turnpress.core.model import Keyword
 from turnpress.lisp.errors import LispSyntaxError
 from turnpress.lisp.forms import ListForm, MapForm, SetForm, Symbol, VectorForm
 from turnpress.lisp.regex import parse_regex
+from turnpress.lisp.values import MAX_INT_BITS
 
 __all__ = ["MAX_NESTING", "read_program"]
 
@@ -24,8 +26,8 @@ _TOKEN = re.compile(
     r"""
     (?P<ws>[\s,]+)
   | (?P<comment>;[^\n]*)
-  | (?P<string>"(?:[^"\\]|\\.)*")
-  | (?P<regex>\#"(?:[^"\\]|\\.)*")
+  | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*")
+  | (?P<regex>\#"[^"\\]*(?:\\.[^"\\]*)*")
   | (?P<open>\(|\[|\{|\#\{|\#\()
   | (?P<close>[)\]}])
   | (?P<quote>')
@@ -117,7 +119,7 @@ def _read_atom(src: _Source, token: str, offset: int) -> Any:
             raise src.error(f"invalid keyword {token}", offset)
         return Keyword(name)
     if first in "#@~^`":
-        raise src.error(f"unsupported reader syntax {token!r}", offset)
+        raise src.error(f"unsupported reader syntax {token}", offset)
     if token != "/" and (token.startswith("/") or token.endswith("/") or token.count("/") > 1):
         raise src.error(f"invalid symbol {token}", offset)
     line, column = src.where(offset)
@@ -127,7 +129,11 @@ def _read_atom(src: _Source, token: str, offset: int) -> Any:
 def _read_number(src: _Source, token: str, offset: int) -> int | float:
     try:
         if _INT.match(token):
-            return int(token.rstrip("N"))
+            value = int(token.rstrip("N"))
+            if value.bit_length() > MAX_INT_BITS:
+                raise src.error(f"number too large: {token[:40]}... (more than "
+                                f"{MAX_INT_BITS} bits)", offset)
+            return value
         if _FLOAT.match(token):
             return float(token.rstrip("M"))
         ratio = _RATIO.match(token)
@@ -193,12 +199,15 @@ def _close(src: _Source, frame: _Frame) -> Any:
     return _fn_literal(src, frame)
 
 
-def read_program(source: str, *, max_nesting: int = MAX_NESTING) -> list[Any]:
+def read_program(source: str, *, max_nesting: int = MAX_NESTING,
+                 check: Callable[[], None] | None = None) -> list[Any]:
     """Read every top-level form of ``source``.
 
     Raises :class:`~turnpress.lisp.errors.LispSyntaxError` (with ``.line`` and
     ``.column``) for unbalanced brackets, bad tokens, unsupported reader syntax,
-    or nesting deeper than ``max_nesting``.
+    or nesting deeper than ``max_nesting``. ``check``, if given, is called every
+    few thousand tokens (the interpreter passes its clock check, so reading
+    counts toward the time limit).
     """
     if not isinstance(source, str):
         raise LispSyntaxError(f"program must be text, got {type(source).__name__}", 1, 1)
@@ -215,7 +224,11 @@ def read_program(source: str, *, max_nesting: int = MAX_NESTING) -> list[Any]:
             form = ListForm([Symbol("quote", line, column), form], line, column)
         (stack[-1].items if stack else top).append(form)
 
+    tokens = 0
     for match in _TOKEN.finditer(source):
+        tokens += 1
+        if check is not None and not tokens & 4095:
+            check()
         kind = match.lastgroup
         token = match.group()
         offset = match.start()

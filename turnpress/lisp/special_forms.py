@@ -8,20 +8,31 @@ Malformed special forms are syntax errors pointing at the form.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turnpress.core.model import Keyword
-from turnpress.lisp.compiler import Compiler, Node, Tail, const, is_literal, literal_value
 from turnpress.lisp.destructure import Binder, compile_pattern
 from turnpress.lisp.errors import LispError, ReturnSignal
 from turnpress.lisp.forms import ListForm, MapForm, Symbol, VectorForm
+from turnpress.lisp.nodes import (
+    Node,
+    Tail,
+    const,
+    is_literal,
+    literal_value,
+    symbols_in,
+    weigh,
+)
 from turnpress.lisp.render import render_prefix
 from turnpress.lisp.values import Recur, lisp_eq, seq
+
+if TYPE_CHECKING:
+    from turnpress.lisp.compiler import Compiler
 
 __all__ = ["SPECIAL_FORMS"]
 
 Env = dict[str, Any]
-SpecialForm = Callable[[Compiler, ListForm, frozenset[str], "Tail | None"], Node]
+SpecialForm = Callable[["Compiler", ListForm, frozenset[str], "Tail | None"], Node]
 SPECIAL_FORMS: dict[str, SpecialForm] = {}
 
 
@@ -138,15 +149,30 @@ def _bindings(
         raise c.syntax(vec, f"{what} bindings need an even number of forms (name value pairs)",
                        form)
     out = []
+    bound: set[str] = set()
     for i in range(0, len(vec), 2):
         pattern, init = vec[i], vec[i + 1]
-        init_node = c.expr(init, scope)
+        init_node = c.expr(init, _visible(scope, bound, init))
         names: list[str] = []
-        binder = compile_pattern(pattern, scope, c.expr, names, vec)
-        scope = scope | frozenset(names)
+        binder = compile_pattern(pattern, _visible(scope, bound, pattern), c.expr, names, vec)
+        bound.update(names)
         simple = pattern.name if isinstance(pattern, Symbol) else None
         out.append((binder, init_node, simple))
-    return out, scope
+    return out, scope | frozenset(bound)
+
+
+def _visible(scope: frozenset[str], bound: set[str], form: Any) -> frozenset[str]:
+    """The scope ``form`` sees: ``scope`` plus the earlier bindings it mentions.
+
+    Adding only the names the form can mention (not every earlier binding)
+    keeps a ``let`` with thousands of bindings linear instead of quadratic.
+    """
+    if not bound:
+        return scope
+    used = symbols_in(form, set())
+    extra = [name for name in used if name in bound] if len(used) < len(bound) else \
+        list(used & bound)
+    return scope | frozenset(extra) if extra else scope
 
 
 @special("let", "let*")
@@ -177,7 +203,7 @@ def let(c: Compiler, form: ListForm, scope: frozenset[str], tail: Tail | None) -
             binder(env, init(env))
         return body(env)
 
-    return let_n
+    return weigh(ctx, let_n, len(inner) - len(scope))
 
 
 @special("loop")
@@ -203,7 +229,7 @@ def loop(c: Compiler, form: ListForm, scope: frozenset[str], tail: Tail | None) 
                 r = body(env)
             return r
 
-        return loop_simple
+        return weigh(ctx, loop_simple, len(inner) - len(scope))
 
     def loop_node(env: Env) -> Any:
         ctx.steps += 1
@@ -219,7 +245,7 @@ def loop(c: Compiler, form: ListForm, scope: frozenset[str], tail: Tail | None) 
             r = body(env)
         return r
 
-    return loop_node
+    return weigh(ctx, loop_node, len(inner) - len(scope))
 
 
 @special("recur")
@@ -394,7 +420,7 @@ def cond(c: Compiler, form: ListForm, scope: frozenset[str], tail: Tail | None) 
                 return expr(env)
         return None
 
-    return cond_node
+    return weigh(ctx, cond_node, len(pairs))
 
 
 @special("case")
@@ -432,7 +458,7 @@ def case(c: Compiler, form: ListForm, scope: frozenset[str], tail: Tail | None) 
             raise LispError("runtime_error", f"no case clause matches {render_prefix(v, ctx, 80)}")
         return default(env)
 
-    return case_node
+    return weigh(ctx, case_node, len(table))
 
 
 @special("and")
@@ -454,7 +480,7 @@ def and_(c: Compiler, form: ListForm, scope: frozenset[str], tail: Tail | None) 
                 return v
         return last(env)
 
-    return and_node
+    return weigh(ctx, and_node, len(nodes))
 
 
 @special("or")
@@ -476,7 +502,7 @@ def or_(c: Compiler, form: ListForm, scope: frozenset[str], tail: Tail | None) -
                 return v
         return last(env)
 
-    return or_node
+    return weigh(ctx, or_node, len(nodes))
 
 
 def _thread(form: ListForm, last: bool) -> Any:
@@ -585,8 +611,9 @@ def _comprehension(c: Compiler, form: ListForm, scope: frozenset[str], collect: 
         return True
 
     emit: Emit = final
+    weight = len(plan) if len(plan) > 8 else 1  # wide comprehensions count every clause
     for kind, a, b in reversed(plan):
-        emit = _clause(ctx, kind, a, b, emit)
+        emit = _clause(ctx, kind, a, b, emit, weight)
     first = emit
 
     def comprehension_node(env: Env) -> Any:
@@ -600,13 +627,13 @@ def _comprehension(c: Compiler, form: ListForm, scope: frozenset[str], collect: 
     return comprehension_node
 
 
-def _clause(ctx: Any, kind: str, a: Any, b: Any, nxt: Emit) -> Emit:
+def _clause(ctx: Any, kind: str, a: Any, b: Any, nxt: Emit, weight: int) -> Emit:
     if kind == "bind":
         coll, binder = a, b
 
         def bind(env: Env, out: list[Any]) -> bool:
             for item in seq(coll(env)):
-                ctx.steps += 1
+                ctx.steps += weight
                 if ctx.steps > ctx.check_at:
                     ctx.check()
                 inner = env.copy()

@@ -22,6 +22,7 @@ from turnpress.core.model import Fn, FrozenMap, Keyword
 from turnpress.lisp.errors import ArgumentError, LispError
 
 __all__ = [
+    "MAX_INT_BITS",
     "MISSING",
     "Closure",
     "CoreFn",
@@ -39,6 +40,11 @@ __all__ = [
     "seq",
     "truthy",
 ]
+
+
+#: Integers may not grow past this many bits (``size_limit``); far below the
+#: 4,300 digits CPython refuses to print, so every integer can be shown.
+MAX_INT_BITS = 4096
 
 
 class _Missing:
@@ -174,6 +180,8 @@ def kind_name(value: Any) -> str:
         return "list"
     if isinstance(value, (set, frozenset)):
         return "set"
+    if type(value).__name__ == "Regex":
+        return "regex"
     return type(value).__name__
 
 
@@ -304,21 +312,25 @@ def lisp_eq(a: Any, b: Any, ctx: Any = None) -> bool:
         return a == b
     if ta in _EQ_SCALARS and tb in _EQ_SCALARS:
         return False
-    if ctx is not None:
-        ctx.charge(1)
     if isinstance(a, (list, tuple)):
         if not isinstance(b, (list, tuple)) or len(a) != len(b):
             return False
+        if ctx is not None:
+            ctx.charge(1 + len(a))
         return all(lisp_eq(x, y, ctx) for x, y in zip(a, b, strict=False))
     if isinstance(a, Mapping):
         if not isinstance(b, Mapping) or len(a) != len(b):
             return False
+        if ctx is not None:
+            ctx.charge(1 + len(a))
         for k, v in a.items():
             other = b.get(k, MISSING)
             if other is MISSING or not lisp_eq(v, other, ctx):
                 return False
         return True
     if isinstance(a, (set, frozenset)):
+        if ctx is not None:
+            ctx.charge(1 + len(a))
         return isinstance(b, (set, frozenset)) and a == b
     if isinstance(a, Fn) or isinstance(b, Fn):
         return False
@@ -367,7 +379,7 @@ def compare(a: Any, b: Any, ctx: Any = None) -> int:
         a, b = a.name, b.name
     elif ra == 5:
         if ctx is not None:
-            ctx.charge(1)
+            ctx.charge(1 + min(len(a), len(b)))
         if len(a) != len(b):
             return -1 if len(a) < len(b) else 1
         for x, y in zip(a, b, strict=False):

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from turnpress.core.compression import RenderContext
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Turn
+from turnpress.plugins._transcript import summary_view
 from turnpress.plugins.single_user_coalesced import SingleUserCoalesced
 
 FAILED_PROGRAM_LINES = 20
@@ -45,6 +46,12 @@ class Aggressive(SingleUserCoalesced):
     def output_section(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
         """The last ``println_limit`` println calls, each cut to ``output_chars``."""
         return ctx.output(turns, self.println_limit, max_chars=self.output_chars)
+
+    def transcript_content(self, turns: Sequence[Turn], ctx: RenderContext) -> str:
+        """An imported transcript: mission, the last ``tool_call_limit`` tool calls and
+        the last ``println_limit`` outputs, each cut to about ``output_chars``."""
+        return summary_view(turns, ctx, tool_call_limit=self.tool_call_limit,
+                            output_limit=self.println_limit, max_chars=self.output_chars)
 
     def failed_attempt_block(self, turn: Turn, ctx: RenderContext) -> str:
         """The failed-attempt block with the program cut to its first 20 lines.

@@ -40,14 +40,18 @@ class FullHistory(Strategy):
         return [ctx.message("assistant", turn.raw_response),
                 ctx.message("user", ctx.feedback(turn, ctx.turns_left_after(turns, pos)))]
 
+    def head(self, turns: Sequence[Turn], ctx: RenderContext) -> list[Message]:
+        """The messages before the first turn: ``[SYSTEM, USER(first_user)]``, or an
+        imported transcript's preamble as sent."""
+        if ctx.is_transcript:
+            return [dict(m) for m in ctx.preamble]  # type: ignore[misc]
+        return [ctx.message("system", ctx.system_prompt),
+                ctx.message("user", self.first_user(ctx, ctx.turns_left_after(turns, 0)))]
+
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """The whole conversation as it happened."""
-        if ctx.is_transcript:
-            messages: list[Message] = [dict(m) for m in ctx.preamble]  # type: ignore[misc]
-        else:
-            messages = [ctx.message("system", ctx.system_prompt),
-                        ctx.message("user", self.first_user(ctx, ctx.turns_left_after(turns, 0)))]
+        messages = self.head(turns, ctx)
         for pos in range(1, len(turns) + 1):
             messages.extend(self.turn_pair(ctx, turns, pos))
         return messages
@@ -57,7 +61,7 @@ class FullHistory(Strategy):
         """Append-only: the system prompt, and the whole conversation so far (each
         later prompt starts with this one)."""
         if ctx.is_transcript:
-            last = len(ctx.preamble) + sum(len(t.messages) or 2 for t in turns)
+            last = len(ctx.preamble) + sum(len(t.messages) or 2 for t in turns) - 1
             return [(0, None), (last, None)]
         last = 1 + 2 * len(turns)
         return [(0, None), (last, None)]

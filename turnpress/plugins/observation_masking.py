@@ -22,6 +22,11 @@ from turnpress.core.compression import (
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
+from turnpress.plugins._transcript import (
+    assistant_messages,
+    content_text,
+    with_content,
+)
 from turnpress.plugins.full_history import FullHistory
 
 
@@ -38,51 +43,102 @@ def output_lines(turn: Turn) -> int:
 class ObservationMasking(Strategy):
     """``full-history`` whose old USER feedback is masked by a one-line placeholder.
 
-    Option: ``window`` (3, >= 0): the feedback of the last ``window`` turns stays
-    in full. The most recent failed turn's error is never masked.
+    Options: ``window`` (3, >= 0): the feedback of the last ``window`` turns stays in
+    full; ``step`` (10, >= 1): the masking boundary moves ``step`` turns at a time, so
+    the prompt is append-only for ``step`` turns in a row and providers keep their cache
+    (DESIGN §11; ``step=1`` masks a little more every turn and costs more than
+    ``full-history`` under prompt caching). The latest failed turn as of the last boundary move
+    is never masked. A placeholder longer than the feedback it would replace keeps the
+    feedback. On an imported transcript the tool and user messages of masked turns get
+    the placeholder as content; their ``tool_call_id`` stays, so every tool call is
+    still answered.
     """
 
     name = "observation-masking"
 
-    def __init__(self, *, window: int = 3) -> None:
+    def __init__(self, *, window: int = 3, step: int = 10) -> None:
         self.window = self.check_int("window", window)
+        self.step = self.check_int("step", step, minimum=1)
         self._full = FullHistory()
 
+    def boundary(self, n_turns: int) -> int:
+        """How many of the oldest turns lie outside the window: the largest multiple of
+        ``step`` that leaves at least ``window`` turns unmasked."""
+        if n_turns <= self.window:
+            return 0
+        return (n_turns - self.window) // self.step * self.step
+
     def masked(self, turns: Sequence[Turn]) -> set[int]:
-        """The positions (1-based) of the turns whose feedback is masked."""
-        latest_failed = max((pos for pos, t in enumerate(turns, 1) if not t.success),
+        """The positions (1-based) of the turns whose feedback is masked (or would be,
+        when the placeholder is not shorter than the feedback)."""
+        m = self.boundary(len(turns))
+        # judged on the turns up to the last boundary move, so it holds between moves
+        seen = turns[: m + self.window]
+        latest_failed = max((pos for pos, t in enumerate(seen, 1) if not t.success),
                             default=None)
-        return {pos for pos in range(1, len(turns) - self.window + 1) if pos != latest_failed}
+        return {pos for pos in range(1, m + 1) if pos != latest_failed}
+
+    def placeholder(self, ctx: RenderContext, turn: Turn, lines: int | None = None) -> str:
+        """The line standing for a masked turn's feedback (or, on a transcript, for one
+        feedback message of ``lines`` lines)."""
+        return ctx.template("observation_masking/masked.j2", number=turn.number,
+                            lines=output_lines(turn) if lines is None else lines)
+
+    def masked_pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
+        """The ``pos``-th turn with its feedback masked (never larger than unmasked)."""
+        turn = turns[pos - 1]
+        if turn.messages:
+            out: list[Message] = []
+            for m in turn.messages:
+                text = content_text(m)
+                line = self.placeholder(ctx, turn, text.count("\n") + 1)
+                keep = m.get("role") == "assistant" or len(text) <= len(line)
+                out.append(dict(m) if keep else with_content(m, line))  # type: ignore[arg-type]
+            return out
+        text = self.placeholder(ctx, turn)
+        full = self._full.turn_pair(ctx, turns, pos)
+        if len(text) >= len(full[1]["content"]):
+            return full
+        return [full[0], ctx.message("user", text)]
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """Full history, with masked feedback for the turns outside the window."""
+        return self._render(turns, ctx)[0]
+
+    def _render(self, turns: Sequence[Turn], ctx: RenderContext
+                ) -> tuple[list[Message], list[int]]:
+        """The messages, and for each turn the index of its first message."""
         masked = self.masked(turns)
-        messages = [ctx.message("system", ctx.system_prompt),
-                    ctx.message("user", self._full.first_user(ctx, ctx.turns_left_after(turns, 0)))]
-        for pos, turn in enumerate(turns, 1):
+        messages = self._full.head(turns, ctx)
+        starts = []
+        for pos in range(1, len(turns) + 1):
+            starts.append(len(messages))
             if pos in masked:
-                messages.append(ctx.message("assistant", turn.raw_response))
-                messages.append(ctx.message("user", ctx.template(
-                    "observation_masking/masked.j2", number=turn.number,
-                    lines=output_lines(turn))))
+                messages.extend(self.masked_pair(ctx, turns, pos))
             else:
                 messages.extend(self._full.turn_pair(ctx, turns, pos))
-        return messages
+        return messages, starts
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
-        """The system prompt, and the conversation up to the first feedback the next
-        turn may mask: the one sliding out of the window, or the latest error kept
-        in full outside it (masked as soon as a newer turn fails)."""
+        """The end of the system prompt, the longest prefix the next prompt repeats (all of
+        this prompt while the boundary holds; when it moves, the messages before the
+        first feedback that may change: the oldest newly masked turn, or the error
+        kept in full until then), and the end of the prompt, where a client puts its
+        last ``cache_control`` to read what the previous prompt cached."""
+        messages, starts = self._render(turns, ctx)
         n = len(turns)
-        masked = self.masked(turns)
-        candidates = [n + 1 - self.window] if n + 1 - self.window >= 1 else []
-        candidates += [pos for pos in range(1, n - self.window + 1) if pos not in masked]
-        if not candidates:
-            return [(0, None), (1 + 2 * n, None)]
-        # messages before the first changing feedback: up to that turn's ASSISTANT
-        return [(0, None), (min(2 * min(candidates), 1 + 2 * n), None)]
+        m = self.boundary(n)
+        if self.boundary(n + 1) == m:
+            return [(0, None), (len(messages) - 1, None)]
+        kept = [pos for pos in range(1, m + 1) if pos not in self.masked(turns)]
+        first = min([m + 1, *kept])
+        if first > n:  # only the turn about to run gets masked
+            return [(0, None), (len(messages) - 1, None)]
+        turn = turns[first - 1]
+        index = starts[first - 1] + (len(assistant_messages(turn)) if turn.messages else 1)
+        return [(0, None), (index - 1, None), (len(messages) - 1, None)]
 
 
 @hookimpl

@@ -23,6 +23,7 @@ from turnpress.core.compression import (
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Fn, Message, Turn
+from turnpress.plugins._transcript import cut_feedback
 from turnpress.plugins.full_history import FullHistory
 
 
@@ -32,7 +33,10 @@ class PerTurnSummary(Strategy):
     Options: ``println_limit`` (15) and ``tool_call_limit`` (20) cap the println
     calls and tool calls shown in one turn's summary (the most recent ones).
     Defined values show a sample only when the turn did not print (samples OR
-    println, SAM-001/SAM-002).
+    println, SAM-001/SAM-002). Never larger than ``full-history``: a program or a
+    summary longer than what full history shows for that turn (the raw response,
+    the feedback) gives way to the original. On an imported transcript each turn
+    keeps its original messages, with long tool results cut to head plus tail.
     """
 
     name = "per-turn-summary"
@@ -73,14 +77,28 @@ class PerTurnSummary(Strategy):
             turns_left=ctx.turns_left_line(ctx.turns_left_after(turns, pos)),
         )
 
+    def turn_pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
+        """The ``pos``-th turn's pair; never larger than full history's: the program
+        when shorter than the raw response, the summary when shorter than the
+        feedback, else the original. A transcript turn keeps its messages (every tool
+        call answered) with each tool result or user message cut to head plus tail."""
+        turn = turns[pos - 1]
+        if turn.messages:
+            return cut_feedback(turn, ctx)
+        full = self._full.turn_pair(ctx, turns, pos)
+        program = self.program(ctx, turn)
+        summary = self.summary(ctx, turns, pos)
+        return [full[0] if len(full[0]["content"]) <= len(program)
+                else ctx.message("assistant", program),
+                full[1] if len(full[1]["content"]) <= len(summary)
+                else ctx.message("user", summary)]
+
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """``[SYSTEM, USER]`` then one ASSISTANT/USER pair per turn."""
-        messages = [ctx.message("system", ctx.system_prompt),
-                    ctx.message("user", self._full.first_user(ctx, ctx.turns_left_after(turns, 0)))]
-        for pos, turn in enumerate(turns, 1):
-            messages.append(ctx.message("assistant", self.program(ctx, turn)))
-            messages.append(ctx.message("user", self.summary(ctx, turns, pos)))
+        messages = self._full.head(turns, ctx)
+        for pos in range(1, len(turns) + 1):
+            messages.extend(self.turn_pair(ctx, turns, pos))
         return messages
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],

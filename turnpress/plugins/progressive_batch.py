@@ -13,6 +13,10 @@ response without a ``recap -`` line gets a recap generated from the turn instead
 of leaking its whole content; a failed turn is recapped as a failure, whatever
 its response claimed. A prompt never ends with an ASSISTANT message: when every
 turn is compacted, a USER message with the current turns-left line closes it.
+Never larger (DESIGN §11): a recap longer than the turn it stands for keeps the
+turn. On an imported transcript a compacted turn (assistant message with its tool
+calls, and the tool results answering them) becomes one assistant recap line, so
+every tool call left in the prompt is still answered.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from turnpress.core.compression import (
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
+from turnpress.plugins._transcript import content_text, feedback_messages, feedback_text
 from turnpress.plugins.full_history import FullHistory
 
 logger = logging.getLogger(__name__)
@@ -49,8 +54,10 @@ def recap_line(response: str) -> str | None:
 
 
 def messages_size(messages: Sequence[Message]) -> int:
-    """The characters of all message contents."""
-    return sum(len(m["content"]) for m in messages)
+    """The characters of all message contents (tool calls of transcript messages count
+    by their JSON arguments)."""
+    return sum(len(content_text(m)) + sum(len(str(c)) for c in m.get("tool_calls") or ())
+               for m in messages)
 
 
 class ProgressiveBatch(Strategy):
@@ -81,16 +88,22 @@ class ProgressiveBatch(Strategy):
 
         A successful turn's own ``recap -`` line when its response has one, else a
         line generated from the turn; a failed turn is always recapped as a failure.
+        A transcript turn's recap counts the lines of its feedback as printed.
         """
         turn = turns[pos - 1]
         if turn.success:
-            own = recap_line(turn.raw_response)
+            own = recap_line(content_text(turn.messages[0]) if turn.messages
+                             else turn.raw_response)
             if own is not None:
                 return own
         calls: dict[str, int] = {}
         for call in turn.tool_calls:
             calls[call.name] = calls.get(call.name, 0) + 1
         previous = turns[pos - 2].memory if pos > 1 else {}
+        if turn.messages:
+            printed = feedback_text(turn).count("\n") + 1 if feedback_messages(turn) else 0
+        else:
+            printed = printed_lines(turn)
         return ctx.template(
             "progressive_batch/recap.j2",
             number=turn.number,
@@ -98,39 +111,52 @@ class ProgressiveBatch(Strategy):
             message=None if turn.success else " ".join(error_message(turn).split()),
             calls=[{"name": name, "count": count} for name, count in calls.items()],
             defined=defined_names(turn.memory, previous),
-            printed=printed_lines(turn) if turn.success else 0,
+            printed=printed if turn.success else 0,
         )
+
+    def compacted(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
+        """What a compacted turn becomes: its recap line, or (never larger) the turn as
+        full history shows it when the recap would be longer."""
+        full = self._full.turn_pair(ctx, turns, pos)
+        recap = self.recap(ctx, turns, pos)
+        if len(recap) >= messages_size(full):
+            return full
+        return [ctx.message("assistant", recap)]
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """The full-history messages with the oldest turns compacted."""
+        return self._render(turns, memory, ctx)[0]
+
+    def _render(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                ctx: RenderContext) -> tuple[list[Message], int]:
+        """The messages, and how many of them stay the same until the next block."""
         n = len(turns)
         c = self.compacted_count(n)
-        messages = [ctx.message("system", ctx.system_prompt),
-                    ctx.message("user", self._full.first_user(ctx, ctx.turns_left_after(turns, 0)))]
+        messages = self._full.head(turns, ctx)
         for pos in range(1, c + 1):
-            messages.append(ctx.message("assistant", self.recap(ctx, turns, pos)))
+            messages.extend(self.compacted(ctx, turns, pos))
+        stable = len(messages)
         for pos in range(c + 1, n + 1):
             messages.extend(self._full.turn_pair(ctx, turns, pos))
-        if c and c == n:  # min_preserved=0 compacted every turn: end with USER, not a recap
+        if c and c == n and messages[-1]["role"] == "assistant":
+            # min_preserved=0 compacted every turn: end with USER, not a recap
             messages.append(ctx.message("user", ctx.turns_left_line(ctx.turns_left)))
         if logger.isEnabledFor(logging.INFO):
             before = messages_size(self._full.to_messages(turns, memory, ctx))
             after = messages_size(messages)
             logger.info("progressive-batch: %d turns, %d compacted: %d -> %d chars (%.1f%%)",
                         n, c, before, after, 100.0 * after / before if before else 100.0)
-        return messages
+        return messages, stable
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
         """The system prompt; the first USER message and the recaps so far (they never
-        change); and, when the next turn compacts no new block, the whole
-        conversation so far."""
-        n = len(turns)
-        c = self.compacted_count(n)
-        points: list[Breakpoint] = [(0, None), (1 + c, None)]
-        if self.compacted_count(n + 1) == c and c < n:
-            points.append((1 + c + 2 * (n - c), None))
+        change); and the end of the prompt: the whole conversation, repeated by the
+        next prompt unless it compacts a new block (the marker then still reads what
+        the previous prompt cached, as a client's last ``cache_control`` does)."""
+        messages, stable = self._render(turns, memory, ctx)
+        points: list[Breakpoint] = [(0, None), (stable - 1, None), (len(messages) - 1, None)]
         return sorted(set(points), key=lambda p: p[0])
 
 

@@ -24,19 +24,22 @@ from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoale
 class RollingWindow(Strategy):
     """The last ``window`` turns as full pairs, older turns coalesced into the first USER.
 
-    Options: ``window`` (2, >= 0) turns kept in full; ``step`` (1, >= 1): the
-    coalesced part grows ``step`` turns at a time, so it stays the same for ``step``
-    turns in a row; ``println_limit`` (15), ``tool_call_limit`` (20) and ``errors``
-    (``"last"``/``"pairs"``) apply to the coalesced part as in
-    ``single-user-coalesced``: it is exactly what that strategy rendered just after
-    the last coalesced turn (so with ``errors="last"`` it ends with that turn's failed
-    attempt if it failed). With at most ``window`` turns this is ``full-history``;
-    ``window=0, step=1`` is ``single-user-coalesced``.
+    Options: ``window`` (2, >= 0) turns kept in full; ``step`` (10, >= 1): the coalesced
+    part grows ``step`` turns at a time, so it stays the same for ``step`` turns in a
+    row (``step=1`` rewrites it every turn, which costs more than ``full-history`` under
+    prompt caching on long runs); ``println_limit`` (15), ``tool_call_limit`` (20) and
+    ``errors`` (``"last"``/``"pairs"``) apply to the coalesced part as in ``single-user-
+    coalesced``: it is exactly what that strategy rendered just after the last coalesced
+    turn (so with ``errors="last"`` it ends with that turn's failed attempt if it
+    failed). With at most ``window`` turns this is ``full-history``; ``window=0,
+    step=1`` is ``single-user-coalesced``. On an imported transcript the coalesced part
+    is ``single-user-coalesced``'s transcript view (mission, tool calls made, last
+    outputs) and the recent turns keep their original messages.
     """
 
     name = "rolling-window"
 
-    def __init__(self, *, window: int = 2, step: int = 1, println_limit: int = 15,
+    def __init__(self, *, window: int = 2, step: int = 10, println_limit: int = 15,
                  tool_call_limit: int = 20, errors: str = "last") -> None:
         self.window = self.check_int("window", window)
         self.step = self.check_int("step", step, minimum=1)
@@ -75,14 +78,19 @@ class RollingWindow(Strategy):
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
         """While the boundary holds on the next turn, the whole conversation so far
-        (the coalesced USER message included); when it moves, only the mission +
-        ``tool/`` + ``data/`` head of the first USER message."""
+        (the coalesced USER message included); when it moves, the mission + ``tool/``
+        + ``data/`` head of the first USER message, and the end of the prompt, where
+        a client puts its last ``cache_control`` to read what the previous prompt
+        cached (the next prompt does not repeat it)."""
         n = len(turns)
         c = self.coalesced_count(n)
+        messages = self.to_messages(turns, memory, ctx)
         if self.coalesced_count(n + 1) != c:
-            return [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
-        last = len(self.to_messages(turns, memory, ctx)) - 1
-        points: list[Breakpoint] = [(0, None), (1, None), (last, None)]
+            # the end marker reads what the previous prompt cached (see cache_breakpoints)
+            return sorted({*self._coalesced.cache_breakpoints(turns, memory, ctx),
+                           (len(messages) - 1, None)}, key=lambda p: (p[0], p[1] is None))
+        first_user = next(i for i, m in enumerate(messages) if m["role"] != "system")
+        points: list[Breakpoint] = [(0, None), (first_user, None), (len(messages) - 1, None)]
         return sorted(set(points), key=lambda p: p[0])
 
 

@@ -13,6 +13,12 @@ from typing import Any, ClassVar
 from turnpress.core.compression import RenderContext, Strategy, has_printed
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
+from turnpress.plugins._transcript import (
+    HEAD_LINES,
+    preamble_head,
+    summary_view,
+    transcript_head_breakpoints,
+)
 
 ERROR_MODES = ("last", "pairs")
 
@@ -23,11 +29,17 @@ class SingleUserCoalesced(Strategy):
     Options: ``println_limit`` (15) and ``tool_call_limit`` (20) keep the most
     recent println calls and tool calls; ``errors="last"`` shows only the latest
     failed attempt while the last turn failed (spec 03), ``errors="pairs"`` keeps
-    every failed turn as an ASSISTANT/USER pair after the USER message (ERR-002).
+    each failed turn of the trailing streak of failures as an ASSISTANT/USER pair
+    after the USER message (ERR-002); after a recovery the prompt ends with the USER
+    message and the current turns left. The stable head (system prompt, mission,
+    ``tool/``, ``data/``) comes first and carries the cache breakpoints.
     """
 
     name = "single-user-coalesced"
     minimal: ClassVar[bool] = False  # namespaces with names and types only (aggressive)
+    #: lines kept at each end of a long transcript output (not an option; strategies
+    #: built on this one may set it on their instance)
+    output_lines: int = HEAD_LINES
 
     def __init__(self, *, println_limit: int = 15, tool_call_limit: int = 20,
                  errors: str = "last") -> None:
@@ -67,19 +79,24 @@ class SingleUserCoalesced(Strategy):
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
-        """``[SYSTEM, USER]``, plus one ASSISTANT/USER pair per failed turn with
-        ``errors="pairs"``."""
-        failed = [(pos, t) for pos, t in enumerate(turns, 1) if not t.success]
+        """``[SYSTEM, USER]``; with ``errors="pairs"``, one ASSISTANT/USER pair per failed
+        turn of the trailing streak of failures (while the last turn failed).
+
+        An imported transcript gets its system message(s) and one USER message with
+        the mission, the tool calls made and the last outputs (cut to head plus tail).
+        """
+        if ctx.is_transcript:
+            return [*preamble_head(ctx), ctx.message("user", self.transcript_content(turns, ctx))]
         pairs: list[Message] = []
         if self.errors == "pairs":
             failed_attempt = None
-            # the USER message speaks as of just before the first failed turn
-            turns_left = (ctx.turns_left_after(turns, failed[0][0] - 1) if failed
-                          else ctx.turns_left)
-            for pos, turn in failed:
-                pairs.append(ctx.message("assistant", turn.raw_response))
+            streak = trailing_failures(turns)
+            # the USER message speaks as of just before the streak of failed turns
+            turns_left = ctx.turns_left_after(turns, len(turns) - len(streak))
+            for pos in streak:
+                pairs.append(ctx.message("assistant", turns[pos - 1].raw_response))
                 pairs.append(ctx.message(
-                    "user", ctx.feedback(turn, ctx.turns_left_after(turns, pos))))
+                    "user", ctx.feedback(turns[pos - 1], ctx.turns_left_after(turns, pos))))
         else:
             turns_left = ctx.turns_left
             last_failed = bool(turns) and not turns[-1].success
@@ -88,11 +105,31 @@ class SingleUserCoalesced(Strategy):
                                  failed_attempt=failed_attempt)
         return [ctx.message("system", ctx.system_prompt), ctx.message("user", user), *pairs]
 
+    def transcript_content(self, turns: Sequence[Turn], ctx: RenderContext) -> str:
+        """The one USER message for an imported transcript: mission, tool calls made,
+        the last ``println_limit`` outputs."""
+        return summary_view(turns, ctx, tool_call_limit=self.tool_call_limit,
+                            output_limit=self.println_limit, lines=self.output_lines)
+
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[tuple[int, int | None]]:
         """The system prompt, and the mission + ``tool/`` + ``data/`` head of the USER
-        message."""
+        message (for a transcript: its system message(s) and the mission that starts
+        the USER message)."""
+        if ctx.is_transcript:
+            return transcript_head_breakpoints(ctx)
         return [(0, None), (1, len(self.stable_head(ctx)))]
+
+
+def trailing_failures(turns: Sequence[Turn]) -> list[int]:
+    """The positions (1-based) of the trailing streak of failed turns, oldest first
+    (empty when the last turn succeeded)."""
+    streak: list[int] = []
+    for pos in range(len(turns), 0, -1):
+        if turns[pos - 1].success:
+            break
+        streak.append(pos)
+    return streak[::-1]
 
 
 @hookimpl

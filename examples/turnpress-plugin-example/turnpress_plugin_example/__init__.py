@@ -1,4 +1,5 @@
-"""An example turnpress plugin: a strategy, a type label and a template directory."""
+"""An example turnpress plugin: a strategy, a type label, a template directory and a
+transcript reader (``example-events``, see :mod:`turnpress_plugin_example.events`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from turnpress import Message, Strategy, Turn, hookimpl
 from turnpress.core.compression import RenderContext
+from turnpress_plugin_example import events
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -56,3 +58,9 @@ def type_label(value: Any) -> str | None:
 def template_dirs() -> Iterable[str]:
     """This plugin's templates."""
     return [str(TEMPLATES)]
+
+
+@hookimpl
+def register_trace_readers(register: Callable[..., None]) -> None:
+    """Read the ``example-events`` log format in every command that takes a trace."""
+    register(events.FORMAT, events.detect, events.read)

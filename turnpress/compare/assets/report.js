@@ -41,11 +41,32 @@
     return 10 * power;
   }
 
-  function values(series, index) {
-    var row = series.input[index];
-    if (state.mode !== "cumulative") return row.slice();
+  function cumulate(row) {
     var sum = 0;
-    return row.map(function (v) { sum += v; return sum; });
+    return row.map(function (v) {
+      if (v === null) return null;
+      sum += v;
+      return sum;
+    });
+  }
+
+  function values(series, index) {
+    if (state.mode === "cost") return cumulate(series.cost[index]);
+    var row = series.input[index];
+    return state.mode === "cumulative" ? cumulate(row) : row.slice();
+  }
+
+  // The billed (as-run) values of the series, or null when no turn carries usage.
+  function billedValues(series) {
+    var row = state.mode === "cost" ? series.billed_cost : series.billed;
+    if (!row) return null;
+    return state.mode === "prompt" ? row.slice() : cumulate(row);
+  }
+
+  function fmtValue(v) {
+    if (state.mode !== "cost") return fmt(v);
+    if (v === 0) return "$0";
+    return "$" + (v < 0.01 ? v.toFixed(5) : v < 1 ? v.toFixed(3) : v.toFixed(2));
   }
 
   // -- the per-turn token chart ----------------------------------------------------
@@ -63,11 +84,13 @@
       return;
     }
     var lines = strategies.map(function (s, i) { return values(series, i); });
+    var billed = billedValues(series);
     var max = 0;
     lines.forEach(function (row, i) {
       if (!visible[i]) return;
       row.forEach(function (v) { if (v > max) max = v; });
     });
+    if (billed && showBilled) billed.forEach(function (v) { if (v !== null && v > max) max = v; });
     if (max <= 0) max = 1;
     var step = niceStep(max, 5);
     var top = Math.ceil(max / step) * step;
@@ -77,7 +100,8 @@
     for (var v = 0; v <= top + 1e-9; v += step) {
       chart.appendChild(svg("line", { x1: m.l, x2: W - m.r, y1: y(v), y2: y(v),
         "class": v === 0 ? "axis" : "grid" }));
-      chart.appendChild(svg("text", { x: m.l - 8, y: y(v) + 4, "text-anchor": "end" }, fmt(v)));
+      chart.appendChild(svg("text", { x: m.l - 8, y: y(v) + 4, "text-anchor": "end" },
+        fmtValue(v)));
     }
     var every = Math.max(1, Math.ceil(turns / 20));
     for (var t = 1; t <= turns; t++) {
@@ -88,7 +112,8 @@
       "class": "label" }, "turn"));
     chart.appendChild(svg("text", { x: 14, y: m.t + ph / 2, "text-anchor": "middle",
       transform: "rotate(-90 14 " + (m.t + ph / 2) + ")", "class": "label" },
-      state.mode === "cumulative" ? "cumulative input tokens" : "input tokens per prompt"));
+      state.mode === "cost" ? "cumulative cost (USD)" :
+        state.mode === "cumulative" ? "cumulative input tokens" : "input tokens per prompt"));
 
     lines.forEach(function (row, i) {
       if (!visible[i]) return;
@@ -98,12 +123,24 @@
         "stroke-width": 2.2, "stroke-linejoin": "round", "data-strategy": s.label }));
       row.forEach(function (v, k) {
         var dot = svg("circle", { cx: x(k + 1), cy: y(v), r: 3.2, fill: s.color });
-        dot.appendChild(svg("title", {}, s.label + ", turn " + (k + 1) + ": " + fmt(v) +
-          " tokens" + (state.mode === "cumulative" ? " so far" : "")));
+        dot.appendChild(svg("title", {}, s.label + ", turn " + (k + 1) + ": " + fmtValue(v) +
+          (state.mode === "cost" ? " so far" : " tokens" +
+            (state.mode === "cumulative" ? " so far" : ""))));
         chart.appendChild(dot);
       });
     });
+    if (billed && showBilled) {
+      var pts = [];
+      billed.forEach(function (v, k) { if (v !== null) pts.push(x(k + 1) + "," + y(v)); });
+      var line = svg("polyline", { id: "as-run-line", points: pts.join(" "), fill: "none",
+        stroke: "#111827", "stroke-width": 2, "stroke-dasharray": "6 4",
+        "data-strategy": "as run (billed)" });
+      line.appendChild(svg("title", {}, "as run: what the provider billed (its own tokenizer)"));
+      chart.appendChild(line);
+    }
   }
+
+  var showBilled = true;
 
   function buildLegend() {
     var legend = document.getElementById("legend");
@@ -122,6 +159,18 @@
       });
       legend.appendChild(button);
     });
+    if (data.meta.as_run) {
+      var b = html("button", { type: "button", "aria-pressed": String(showBilled),
+        id: "as-run-key", title: "show or hide what the provider billed" });
+      b.appendChild(html("span", { "class": "as-run-key" }));
+      b.appendChild(document.createTextNode("as run (billed)"));
+      b.addEventListener("click", function () {
+        showBilled = !showBilled;
+        b.setAttribute("aria-pressed", String(showBilled));
+        drawTokens();
+      });
+      legend.appendChild(b);
+    }
   }
 
   // -- cached / written / uncached shares ------------------------------------------
@@ -177,12 +226,42 @@
   function drawPrompts() {
     var box = document.getElementById("prompts");
     clear(box);
+    var old = document.getElementById("common-messages");
+    if (old) old.parentNode.removeChild(old);
     var kept = data.prompts[Number(document.getElementById("prompt-trace").value)];
     if (!kept || !kept.turns.length) {
       box.appendChild(html("p", { "class": "empty" }, "No rendered prompts in this report."));
       return;
     }
     var turn = Number(document.getElementById("prompt-turn").value) || kept.turns.length;
+    var columns = [];
+    strategies.forEach(function (s, i) { if (chosen[i]) columns.push(kept.turns[turn - 1][i]); });
+    // the leading messages every shown column has in common are folded into one block
+    var common = 0;
+    if (columns.length > 1) {
+      var shortest = Math.min.apply(null, columns.map(function (c) { return c.length; }));
+      while (common < shortest && columns.every(function (c) {
+        return c[common][0] === columns[0][common][0] && c[common][1] === columns[0][common][1];
+      })) common++;
+    }
+    if (common) {
+      var shared = html("details", { "class": "common", id: "common-messages" });
+      var chars = 0;
+      for (var k = 0; k < common; k++) chars += (data.texts[columns[0][k][1]] || "").length;
+      shared.appendChild(html("summary", {}, common + " leading message" +
+        (common === 1 ? "" : "s") + " common to all " + columns.length + " columns (" +
+        fmt(chars) + " characters), folded; what differs is shown below"));
+      var wrap = html("div", { "class": "prompt" });
+      for (var j = 0; j < common; j++) {
+        var block0 = html("div", { "class": "message" });
+        block0.appendChild(html("div", { "class": "role" }, columns[0][j][0]));
+        var text0 = data.texts[columns[0][j][1]];
+        block0.appendChild(html("pre", text0 ? {} : { "class": "empty" }, text0 || "(empty)"));
+        wrap.appendChild(block0);
+      }
+      shared.appendChild(wrap);
+      box.parentNode.insertBefore(shared, box);
+    }
     strategies.forEach(function (s, i) {
       if (!chosen[i]) return;
       var column = html("article", { "class": "prompt", "data-strategy": s.label });
@@ -195,7 +274,11 @@
       title.appendChild(name);
       title.appendChild(html("small", {}, fmt(kept.tokens[turn - 1][i]) + " tokens"));
       column.appendChild(title);
-      kept.turns[turn - 1][i].forEach(function (message) {
+      if (common) {
+        column.appendChild(html("p", { "class": "folded" }, "(" + common + " common message" +
+          (common === 1 ? "" : "s") + " folded above)"));
+      }
+      kept.turns[turn - 1][i].slice(common).forEach(function (message) {
         var block = html("div", { "class": "message" });
         block.appendChild(html("div", { "class": "role" }, message[0]));
         var text = data.texts[message[1]];

@@ -68,13 +68,21 @@ def contains(coll: Any, key: Any) -> bool:
 
 
 @core("keys", "The keys of a map, as a list.", category="access")
-def keys(m: Any) -> Any:
-    return None if m is None else list(_map_arg(m, "keys").keys())
+def keys(ctx: Any, m: Any) -> Any:
+    if m is None:
+        return None
+    m = _map_arg(m, "keys")
+    ctx.charge_copy(len(m))
+    return list(m.keys())
 
 
 @core("vals", "The values of a map, as a list.", category="access")
-def vals(m: Any) -> Any:
-    return None if m is None else list(_map_arg(m, "vals").values())
+def vals(ctx: Any, m: Any) -> Any:
+    if m is None:
+        return None
+    m = _map_arg(m, "vals")
+    ctx.charge_copy(len(m))
+    return list(m.values())
 
 
 @core("select-keys", "A map with only the given keys (those present).", category="access")
@@ -89,7 +97,9 @@ def select_keys(ctx: Any, m: Any, ks: Any) -> dict[Any, Any]:
     return out
 
 
-def _assoc1(coll: Any, k: Any, v: Any) -> Any:
+def _assoc1(ctx: Any, coll: Any, k: Any, v: Any) -> Any:
+    if hasattr(coll, "__len__"):
+        ctx.charge_copy(len(coll))
     if coll is None or isinstance(coll, Mapping):
         out = dict(coll) if coll is not None else {}
         out[map_key(out, _key(k))] = v
@@ -111,10 +121,9 @@ def _assoc1(coll: Any, k: Any, v: Any) -> Any:
 def assoc(ctx: Any, coll: Any, k: Any, v: Any, *kvs: Any) -> Any:
     if len(kvs) % 2:
         raise LispError("arity_error", "assoc expects an even number of key/value arguments")
-    ctx.charge_copy(len(coll) if hasattr(coll, "__len__") else 1)
-    coll = _assoc1(coll, k, v)
+    coll = _assoc1(ctx, coll, k, v)
     for i in range(0, len(kvs), 2):
-        coll = _assoc1(coll, kvs[i], kvs[i + 1])
+        coll = _assoc1(ctx, coll, kvs[i], kvs[i + 1])
     return coll
 
 
@@ -122,8 +131,8 @@ def _assoc_in(ctx: Any, coll: Any, path: list[Any], v: Any) -> Any:
     ctx.charge(1)
     k = path[0]
     if len(path) == 1:
-        return _assoc1(coll, k, v)
-    return _assoc1(coll, k, _assoc_in(ctx, lookup(coll, k), path[1:], v))
+        return _assoc1(ctx, coll, k, v)
+    return _assoc1(ctx, coll, k, _assoc_in(ctx, lookup(coll, k), path[1:], v))
 
 
 @core("assoc-in", "(assoc-in m [k1 k2 ...] v): nested assoc, creating maps as needed.",
@@ -149,7 +158,7 @@ def dissoc(ctx: Any, m: Any, *ks: Any) -> Any:
 @core("update", "(update m k f & args): m with k set to (f old-value args...).",
       category="access")
 def update(ctx: Any, coll: Any, k: Any, f: Any, *args: Any) -> Any:
-    return _assoc1(coll, k, ctx.call(f, (lookup(coll, k), *args)))
+    return _assoc1(ctx, coll, k, ctx.call(f, (lookup(coll, k), *args)))
 
 
 @core("update-in", "(update-in m [k1 k2 ...] f & args): nested update.", category="access")
@@ -230,15 +239,24 @@ def first(coll: Any) -> Any:
     return None
 
 
-@core("second", "Second item, or nil.", category="seqs")
-def second(coll: Any) -> Any:
+def _items(ctx: Any, coll: Any) -> Any:
+    """``seq(coll)``, counting the copy when a map or set has to be listed."""
+    if type(coll) is list or type(coll) is tuple or type(coll) is str:
+        return coll
     s = seq(coll)
+    ctx.charge_copy(len(s))
+    return s
+
+
+@core("second", "Second item, or nil.", category="seqs")
+def second(ctx: Any, coll: Any) -> Any:
+    s = _items(ctx, coll)
     return s[1] if len(s) > 1 else None
 
 
 @core("last", "Last item, or nil.", category="seqs")
-def last(coll: Any) -> Any:
-    s = seq(coll)
+def last(ctx: Any, coll: Any) -> Any:
+    s = _items(ctx, coll)
     return s[-1] if s else None
 
 
@@ -258,8 +276,8 @@ def next_(ctx: Any, coll: Any) -> Any:
 
 @core("nth", "(nth coll i) or (nth coll i default): item at index i; an error if out of "
       "range and no default.", category="seqs")
-def nth(coll: Any, i: Any, default: Any = MISSING) -> Any:
-    s = coll if type(coll) in (list, tuple, str) else seq(coll)
+def nth(ctx: Any, coll: Any, i: Any, default: Any = MISSING) -> Any:
+    s = _items(ctx, coll)
     if type(i) is not int:
         raise LispError("type_error", f"nth expects an integer index, got {kind_name(i)}")
     if 0 <= i < len(s):

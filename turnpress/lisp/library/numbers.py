@@ -9,10 +9,7 @@ from typing import Any
 
 from turnpress.lisp.errors import LispError
 from turnpress.lisp.library.registry import core
-from turnpress.lisp.values import compare, kind_name, lisp_eq, truthy
-
-#: Integers may not grow past this many bits (``size_limit``).
-MAX_INT_BITS = 4096
+from turnpress.lisp.values import MAX_INT_BITS, compare, kind_name, lisp_eq, truthy
 
 _NUM = frozenset({int, float})
 
@@ -34,21 +31,42 @@ def _int(x: Any, fname: str) -> int:
     raise LispError("type_error", f"{fname} expects an integer, got {kind_name(x)}")
 
 
+_INT_LIMIT = 1 << MAX_INT_BITS
+_INT_MAX = _INT_LIMIT - 1
+
+
+def _too_big() -> LispError:
+    return LispError("size_limit", f"integer too large (more than {MAX_INT_BITS} bits)")
+
+
 def _big(r: Any) -> Any:
-    if type(r) is int and r.bit_length() > MAX_INT_BITS:
-        raise LispError("size_limit", f"integer too large (more than {MAX_INT_BITS} bits)")
+    """``r``, unless it is an integer past :data:`MAX_INT_BITS` (``size_limit``)."""
+    if type(r) is int and not -_INT_LIMIT < r < _INT_LIMIT:
+        raise _too_big()
     return r
 
 
 def _add2(a: Any, b: Any) -> Any:
-    if type(a) in _NUM and type(b) in _NUM:
-        return a + b
+    ta, tb = type(a), type(b)
+    if ta is int and tb is int:
+        r = a + b
+        if -_INT_LIMIT < r < _INT_LIMIT:
+            return r
+        raise _too_big()
+    if ta in _NUM and tb in _NUM:
+        return a + b  # a float
     return add(a, b)
 
 
 def _sub2(a: Any, b: Any) -> Any:
-    if type(a) in _NUM and type(b) in _NUM:
-        return a - b
+    ta, tb = type(a), type(b)
+    if ta is int and tb is int:
+        r = a - b
+        if -_INT_LIMIT < r < _INT_LIMIT:
+            return r
+        raise _too_big()
+    if ta in _NUM and tb in _NUM:
+        return a - b  # a float
     return sub(a, b)
 
 
@@ -70,11 +88,17 @@ def _not_eq2(ctx: Any, a: Any, b: Any) -> bool:
 def add(*xs: Any) -> Any:
     if len(xs) == 2:
         a, b = xs
-        if type(a) in _NUM and type(b) in _NUM:
+        ta, tb = type(a), type(b)
+        if (ta is float and tb in _NUM) or (tb is float and ta is int):
             return a + b
+        if ta is int and tb is int:
+            r = a + b
+            if -_INT_LIMIT < r < _INT_LIMIT:
+                return r
+            raise _too_big()
     total: Any = 0
     for x in xs:
-        total += _num(x, "+")
+        total = _big(total + _num(x, "+"))
     return total
 
 
@@ -83,9 +107,9 @@ def add(*xs: Any) -> Any:
 def sub(x: Any, *xs: Any) -> Any:
     _num(x, "-")
     if not xs:
-        return -x
+        return _big(-x)
     for y in xs:
-        x -= _num(y, "-")
+        x = _big(x - _num(y, "-"))
     return x
 
 
@@ -143,17 +167,21 @@ def mod(a: Any, b: Any) -> Any:
     _num(b, "mod")
     if b == 0:
         raise LispError("runtime_error", "division by zero")
-    return a % b
+    return _big(a % b)
 
 
 @core("inc", "x + 1.", category="numbers")
 def inc(x: Any) -> Any:
-    return _num(x, "inc") + 1
+    if type(x) is int and x < _INT_MAX:
+        return x + 1
+    return _big(_num(x, "inc") + 1)
 
 
 @core("dec", "x - 1.", category="numbers")
 def dec(x: Any) -> Any:
-    return _num(x, "dec") - 1
+    if type(x) is int and x > -_INT_MAX:
+        return x - 1
+    return _big(_num(x, "dec") - 1)
 
 
 @core("max", "Largest of the numbers.", category="numbers")
@@ -176,12 +204,12 @@ def min_(x: Any, *xs: Any) -> Any:
 
 @core("abs", "Absolute value.", category="numbers", qualified=("Math/abs",))
 def abs_(x: Any) -> Any:
-    return abs(_num(x, "abs"))
+    return _big(abs(_num(x, "abs")))
 
 
 @core("int", "Truncate a number to an integer.", category="numbers", aliases=("long",))
 def to_int(x: Any) -> int:
-    return int(_num(x, "int"))
+    return _big(int(_num(x, "int")))
 
 
 @core("double", "The number as a float.", category="numbers", aliases=("float",))
@@ -198,7 +226,7 @@ def parse_long(s: Any) -> Any:
     if not text or len(text) > 1000:
         return None
     try:
-        return int(text)
+        return _big(int(text))
     except ValueError:
         return None
 

@@ -192,6 +192,7 @@ def _sorted(ctx: Any, items: list[Any], keys: list[Any], comparator: Any) -> lis
             idx = sorted(order, key=keys.__getitem__, reverse=reverse)
     else:
         def cmp2(i: int, j: int) -> int:
+            ctx.charge(1)
             return compare(keys[i], keys[j], ctx)
 
         idx = sorted(order, key=functools.cmp_to_key(cmp2), reverse=reverse)
@@ -212,6 +213,7 @@ def sort_by(ctx: Any, keyfn: Any, a: Any, b: Any = MISSING) -> list[Any]:
     comparator, coll = (MISSING, a) if b is MISSING else (a, b)
     items = list(seq(coll))
     fn = ctx.as_fn(keyfn)
+    ctx.charge(len(items))
     return _sorted(ctx, items, [fn(x) for x in items], comparator)
 
 
@@ -262,6 +264,7 @@ def distinct(ctx: Any, coll: Any) -> list[Any]:
 
 def _best_key(ctx: Any, f: Any, xs: tuple[Any, ...], better: Any) -> Any:
     fn = ctx.as_fn(f)
+    ctx.charge(len(xs))
     best, best_k = xs[0], fn(xs[0])
     for x in xs[1:]:
         k = fn(x)
@@ -468,6 +471,7 @@ def apply(ctx: Any, f: Any, *args: Any) -> Any:
         raise LispError("arity_error", "apply needs a list of arguments")
     last = seq(args[-1])
     ctx.check_count(len(last) + len(args) - 1, "argument list")
+    ctx.charge(1)
     return ctx.call(f, (*args[:-1], *last))
 
 
@@ -481,10 +485,13 @@ def _make_fn(name: str, impl: Any) -> CoreFn:
 def comp(*fs: Any) -> Any:
     if not fs:
         return CORE["identity"]
+    last, rest = fs[-1], fs[-2::-1]
 
     def composed(ctx: Any, *args: Any) -> Any:
-        r = ctx.call(fs[-1], args)
-        for f in reversed(fs[:-1]):
+        ctx.charge(1)
+        r = ctx.call(last, args)
+        for f in rest:
+            ctx.charge(1)
             r = ctx.call(f, (r,))
         return r
 
@@ -494,19 +501,40 @@ def comp(*fs: Any) -> Any:
 @core("partial", "(partial f & args): f with the first arguments filled in.",
       category="higher")
 def partial(f: Any, *first: Any) -> Any:
-    return _make_fn("partial", lambda ctx, *args: ctx.call(f, (*first, *args)))
+    def partial_fn(ctx: Any, *args: Any) -> Any:
+        ctx.charge(1 + ((len(first) + len(args)) >> 8))
+        return ctx.call(f, (*first, *args))
+
+    return _make_fn("partial", partial_fn)
 
 
 @core("complement", "(complement f): a function returning (not (f ...)).", category="higher")
 def complement(f: Any) -> Any:
-    return _make_fn("complement", lambda ctx, *args: not truthy(ctx.call(f, args)))
+    def complement_fn(ctx: Any, *args: Any) -> Any:
+        ctx.charge(1)
+        return not truthy(ctx.call(f, args))
+
+    return _make_fn("complement", complement_fn)
 
 
 @core("juxt", "(juxt f g ...): a function returning [(f x) (g x) ...].", category="higher")
 def juxt(f: Any, *fs: Any) -> Any:
-    return _make_fn("juxt", lambda ctx, *args: [ctx.call(g, args) for g in (f, *fs)])
+    all_fs = (f, *fs)
+
+    def juxt_fn(ctx: Any, *args: Any) -> list[Any]:
+        out = []
+        for g in all_fs:
+            ctx.charge(1)
+            out.append(ctx.call(g, args))
+        return out
+
+    return _make_fn("juxt", juxt_fn)
 
 
 @core("constantly", "(constantly x): a function that always returns x.", category="higher")
 def constantly(x: Any) -> Any:
-    return _make_fn("constantly", lambda ctx, *args: x)
+    def constantly_fn(ctx: Any, *args: Any) -> Any:
+        ctx.charge(1)
+        return x
+
+    return _make_fn("constantly", constantly_fn)

@@ -34,7 +34,7 @@ def str_(ctx: Any, *xs: Any) -> str:
 
 
 @core("subs", "(subs s start) or (subs s start end): the substring.", category="strings")
-def subs(s: Any, start: Any, end: Any = MISSING) -> str:
+def subs(ctx: Any, s: Any, start: Any, end: Any = MISSING) -> str:
     s = _s(s, "subs")
     stop = len(s) if end is MISSING else end
     if type(start) is not int or type(stop) is not int:
@@ -42,6 +42,7 @@ def subs(s: Any, start: Any, end: Any = MISSING) -> str:
     if not 0 <= start <= stop <= len(s):
         raise LispError("runtime_error",
                         f"subs range {start}..{stop} out of bounds for a string of {len(s)}")
+    ctx.check_chars(stop - start)
     return s[start:stop]
 
 
@@ -102,51 +103,59 @@ def join(ctx: Any, a: Any, b: Any = MISSING) -> str:
 
 @core("upper-case", "The string in upper case.", category="strings",
       qualified=_q("upper-case"))
-def upper_case(s: Any) -> str:
+def upper_case(ctx: Any, s: Any) -> str:
+    ctx.check_chars(len(_s(s, "upper-case")))
     return _s(s, "upper-case").upper()
 
 
 @core("lower-case", "The string in lower case.", category="strings",
       qualified=_q("lower-case"))
-def lower_case(s: Any) -> str:
+def lower_case(ctx: Any, s: Any) -> str:
+    ctx.check_chars(len(_s(s, "lower-case")))
     return _s(s, "lower-case").lower()
 
 
 @core("capitalize", "First character upper case, the rest lower case.", category="strings",
       qualified=_q("capitalize"))
-def capitalize(s: Any) -> str:
+def capitalize(ctx: Any, s: Any) -> str:
     s = _s(s, "capitalize")
+    ctx.check_chars(len(s))
     return s[:1].upper() + s[1:].lower()
 
 
 @core("trim", "The string without surrounding whitespace.", category="strings",
       qualified=_q("trim"))
-def trim(s: Any) -> str:
+def trim(ctx: Any, s: Any) -> str:
+    ctx.check_chars(len(_s(s, "trim")))
     return _s(s, "trim").strip()
 
 
 @core("triml", "The string without leading whitespace.", category="strings",
       qualified=_q("triml"))
-def triml(s: Any) -> str:
+def triml(ctx: Any, s: Any) -> str:
+    ctx.check_chars(len(_s(s, "triml")))
     return _s(s, "triml").lstrip()
 
 
 @core("trimr", "The string without trailing whitespace.", category="strings",
       qualified=_q("trimr"))
-def trimr(s: Any) -> str:
+def trimr(ctx: Any, s: Any) -> str:
+    ctx.check_chars(len(_s(s, "trimr")))
     return _s(s, "trimr").rstrip()
 
 
 @core("blank?", "True for nil, \"\" or only whitespace.", category="strings",
       qualified=_q("blank?"))
 def is_blank(s: Any) -> bool:
-    return s is None or _s(s, "blank?").strip() == ""
+    return s is None or _s(s, "blank?").isspace() or s == ""
 
 
 @core("includes?", "(includes? s sub): s contains sub.", category="strings",
       qualified=_q("includes?"))
-def includes(s: Any, sub: Any) -> bool:
-    return _s(sub, "includes?") in _s(s, "includes?")
+def includes(ctx: Any, s: Any, sub: Any) -> bool:
+    s = _s(s, "includes?")
+    ctx.charge((len(s) >> 8) + 1)
+    return _s(sub, "includes?") in s
 
 
 @core("starts-with?", "True when s begins with prefix.", category="strings",
@@ -162,15 +171,19 @@ def ends_with(s: Any, suffix: Any) -> bool:
 
 @core("index-of", "(index-of s sub): position of the first sub in s, or nil.",
       category="strings", qualified=_q("index-of"))
-def index_of(s: Any, sub: Any) -> Any:
-    i = _s(s, "index-of").find(_s(sub, "index-of"))
+def index_of(ctx: Any, s: Any, sub: Any) -> Any:
+    s = _s(s, "index-of")
+    ctx.charge((len(s) >> 8) + 1)
+    i = s.find(_s(sub, "index-of"))
     return None if i < 0 else i
 
 
 @core("last-index-of", "(last-index-of s sub): position of the last sub in s, or nil.",
       category="strings", qualified=_q("last-index-of"))
-def last_index_of(s: Any, sub: Any) -> Any:
-    i = _s(s, "last-index-of").rfind(_s(sub, "last-index-of"))
+def last_index_of(ctx: Any, s: Any, sub: Any) -> Any:
+    s = _s(s, "last-index-of")
+    ctx.charge((len(s) >> 8) + 1)
+    i = s.rfind(_s(sub, "last-index-of"))
     return None if i < 0 else i
 
 
@@ -184,7 +197,8 @@ def split_lines(ctx: Any, s: Any) -> list[str]:
 
 @core("string-reverse", "The characters of a string in reverse (clojure.string/reverse).",
       category="strings", bare=False, qualified=_q("reverse"))
-def string_reverse(s: Any) -> str:
+def string_reverse(ctx: Any, s: Any) -> str:
+    ctx.check_chars(len(_s(s, "reverse")))
     return _s(s, "reverse")[::-1]
 
 

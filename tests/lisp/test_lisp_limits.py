@@ -1,0 +1,255 @@
+"""Issue 13: the sandbox's limits cover all the work a program causes.
+
+Every program of ``adversarial_programs.ADVERSARIAL_PROGRAMS`` ends with its
+expected outcome; the issue's repros are regression tests of their own. No test
+here measures wall-clock time (``benchmarks/bench_lisp.py --adversarial`` does).
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.lisp.adversarial_programs import (
+    ADVERSARIAL_LIMITS,
+    ADVERSARIAL_PROGRAMS,
+    limits_for,
+    random_program,
+)
+from turnpress.lisp import FAILURE_REASONS, Limits, run_program
+from turnpress.lisp.memory import estimate_size
+
+#: Python internals that must never reach a program's failure message.
+_INTERNALS = ("Traceback", "sys.set_int_max_str_digits", "Symbol(", "Form(", "object at 0x")
+
+
+def _clean(result) -> None:
+    if result.failure is not None:
+        assert result.failure.reason in FAILURE_REASONS
+        for internal in _INTERNALS:
+            assert internal not in result.failure.message, result.failure.message
+
+
+@pytest.mark.parametrize(("name", "program", "expected"), ADVERSARIAL_PROGRAMS,
+                         ids=[name for name, _, _ in ADVERSARIAL_PROGRAMS])
+def test_adversarial_program_ends_as_expected(name, program, expected):
+    result = run_program(program, limits=limits_for(name))
+    _clean(result)
+    got = None if result.failure is None else result.failure.reason
+    assert got == expected, result.failure
+
+
+def test_adversarial_list_covers_every_issue_13_repro():
+    programs = {program for _, program, _ in ADVERSARIAL_PROGRAMS}
+    for repro in (
+        "(loop [f inc i 0] (if (< i 23) (recur (juxt f f) (inc i)) (do (f 1) :done)))",
+        "(def f (apply comp (repeat 999999 inc))) (dotimes [i 300] (f 1))",
+        '(def s (apply str (repeat 999999 "a"))) (def xs (for [i (range 300000)] (subs s 1)))',
+        "(def x (loop [x [] i 0] (if (< i 1000) (recur [x] (inc i)) x))) (str x)",
+        "(apply * (repeat 5000 99999))",
+    ):
+        assert repro in programs
+    names = {name for name, _, _ in ADVERSARIAL_PROGRAMS}
+    assert {"let-30000", "string-literal-8mb", "shared-40", "lone-surrogate", "regex-value",
+            "maps-and-sets-as-keys", "nested-100000"} <= names
+
+
+# --- the repros with the issue's own limits --------------------------------------------------
+
+
+def test_juxt_bomb_stops_at_a_work_limit():
+    result = run_program(
+        "(loop [f inc i 0] (if (< i 23) (recur (juxt f f) (inc i)) (do (f 1) :done)))",
+        limits=Limits(timeout_s=1.0))
+    assert result.failure is not None
+    assert result.failure.reason in ("step_limit", "timeout")
+
+
+def test_long_comp_chain_stops_at_a_work_limit():
+    result = run_program("(def f (apply comp (repeat 999999 inc))) (dotimes [i 300] (f 1))",
+                         limits=Limits(timeout_s=1.0))
+    assert result.failure.reason in ("step_limit", "timeout")
+
+
+@pytest.mark.parametrize("combinator", [
+    "(comp inc inc)", "(partial + 1)", "(complement odd?)", "(juxt inc)", "(constantly 1)"])
+def test_combinator_results_count_steps(combinator):
+    # without the combinators counting, 5,000 calls would cost only the dotimes steps
+    program = f"(def g {combinator}) (dotimes [i 5000] (g 1))"
+    assert run_program(program, limits=Limits(max_steps=100_000)).success
+    assert run_program(program, limits=Limits(max_steps=12_000)).failure.reason == "step_limit"
+
+
+@pytest.mark.parametrize("program", [
+    "(count (map (fn [x] x) (range 20000)))",
+    "(count (sort (fn [a b] (< a b)) (range 3000)))",
+    "(count (sort-by identity (range 20000)))",
+    "(apply max-key identity (range 20000))",
+])
+def test_callbacks_from_builtins_count_steps(program):
+    assert run_program(program, limits=Limits(max_steps=10_000)).failure.reason == "step_limit"
+
+
+def test_source_size_limit_is_checked_before_reading():
+    big = '(count "' + "a" * 2_000 + '")'
+    assert run_program(big).value == 2000
+    result = run_program(big, limits=Limits(max_source=1_000))
+    assert result.failure.reason == "size_limit"
+    assert "max_source" in result.failure.message
+    assert Limits().max_source == 1_000_000
+
+
+def test_reading_and_compiling_count_toward_the_timeout():
+    long_let = "(let [" + " ".join(f"a{i} 0" for i in range(60_000)) + "] a0)"
+    assert run_program(long_let, limits=Limits(timeout_s=0.01)).failure.reason == "timeout"
+
+
+def test_a_long_let_compiles_and_runs():
+    long_let = "(let [" + " ".join(f"a{i} a{i - 1}" if i else "a0 7"
+                                   for i in range(5_000)) + "] a4999)"
+    assert run_program(long_let, limits=Limits(timeout_s=30)).value == 7
+
+
+def test_let_bindings_still_shadow_in_order():
+    assert run_program("(def x 10) (let [a x x 1 b x] [a b])").value == [10, 1]
+    assert run_program("(let [x 1 f (fn [] x) x 2] [(f) x])").value == [1, 2]
+    assert run_program("(let [{:keys [a] :or {a 5}} {} b a] b)").value == 5
+
+
+# --- integers -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("program", [
+    "(loop [x 1] (recur (+ x x)))", "(loop [x -1] (recur (- x (- x) 1)))",
+    "(loop [x 2] (recur (* x x)))", "(reduce + (repeat 3 (apply * (repeat 820 99999))))",
+    "(apply * (repeat 5000 99999))", "(inc " + "9" * 1300 + ")",
+])
+def test_every_integer_result_is_size_checked(program):
+    result = run_program(program)
+    _clean(result)
+    assert result.failure.reason in ("size_limit", "syntax_error")
+
+
+def test_huge_integers_from_data_cannot_leak_python_messages():
+    result = run_program("(str data/n)", data={"n": 10**5000})
+    _clean(result)
+    assert result.failure.reason == "size_limit"
+    assert run_program("(+ data/n 1)", data={"n": 10**5000}).failure.reason == "size_limit"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(min_value=-(10**400), max_value=10**400), min_size=1, max_size=12),
+       st.sampled_from(["+", "-", "*", "max", "min", "quot", "mod"]))
+def test_arithmetic_on_big_integers_gives_a_value_or_size_limit(xs, op):
+    args = " ".join(str(x) for x in xs)
+    result = run_program(f"(str (reduce {op} [{args}]))")
+    _clean(result)
+    if result.failure is not None:
+        assert result.failure.reason in ("size_limit", "runtime_error")
+    else:
+        assert int(result.value).bit_length() <= 4096
+
+
+# --- memory -------------------------------------------------------------------------------------
+
+_BIG = '(def s (apply str (repeat 999999 "a")))'
+
+
+def test_memory_budget_stops_the_issue_repro():
+    limits = Limits(max_steps=10**8, timeout_s=30, max_memory=48 * 2**20)
+    result = run_program(_BIG + " (def xs (for [i (range 300000)] (subs s 1)))", limits=limits)
+    assert result.failure.reason == "memory_limit"
+    assert "48 MB" in result.failure.message
+    assert "xs" not in result.memory and "s" not in result.memory
+
+
+def test_memory_budget_without_a_resident_size_uses_the_allocation_estimate(monkeypatch):
+    import turnpress.lisp.context as context
+
+    monkeypatch.setattr(context, "resident_bytes", lambda: None)
+    limits = Limits(max_steps=10**8, timeout_s=30, max_memory=48 * 2**20)
+    result = run_program(_BIG + " (def xs (for [i (range 300000)] (upper-case s)))",
+                         limits=limits)
+    assert result.failure.reason == "memory_limit"
+
+
+def test_memory_kept_across_turns_counts_toward_the_budget():
+    limits = Limits(max_steps=10**8, timeout_s=30, max_memory=64 * 2**20)
+    first = run_program(_BIG + " (def xs (vec (for [i (range 40)] (subs s i)))) :ok",
+                        limits=limits)
+    assert first.success, first.failure
+    second = run_program("(def ys (vec (for [i (range 40)] (subs s (inc i))))) :ok",
+                         memory=first.memory, limits=limits)
+    assert second.failure.reason == "memory_limit"
+    assert set(second.memory) == {"s", "xs"}  # the failed run keeps none of its definitions
+    third = run_program("(count xs)", memory=second.memory, limits=limits)
+    assert third.value == 40
+
+
+def test_memory_budget_has_a_default_and_can_be_set():
+    assert Limits().max_memory == 256 * 2**20
+    assert Limits(max_memory=10).max_memory == 10
+    with pytest.raises(ValueError):
+        Limits(max_memory=0)
+
+
+def test_estimate_size_counts_shared_structure_once_and_samples_big_collections():
+    leaf = "x" * 10_000
+    shared: list = [leaf]
+    for _ in range(40):
+        shared = [shared, shared]
+    assert 10_000 < estimate_size([shared]) < 20_000
+    rows = [{"id": i, "name": f"name-{i}", "tags": ["a", f"t{i}"]} for i in range(50_000)]
+    exact = sys.getsizeof(rows) + sum(
+        sys.getsizeof(r) + sys.getsizeof(r["id"]) + sys.getsizeof(r["name"])
+        + sys.getsizeof(r["tags"]) + sys.getsizeof(r["tags"][1]) for r in rows)
+    estimate = estimate_size([rows])
+    assert 0.7 * exact < estimate < 1.3 * exact
+    assert estimate_size([rows], max_walk=10) < estimate
+
+
+# --- messages -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("program", "fragment"), [
+    ("(let [& 1] 1)", "invalid binding form &"),
+    ("(let [[a & b c] [1]] a)", "invalid binding form &"),
+    ("(let [a/b 1] 1)", "invalid binding form a/b"),
+    ("(let [5 1] 1)", "invalid binding form 5"),
+    ("(let [{5 :a} {}] 1)", "invalid map binding entry 5"),
+    ('("abc" 1)', 'cannot call "abc"'),
+    ("(true 1)", "cannot call true"),
+    ('(count #"\\s+")', "count not supported on regex"),
+])
+def test_errors_speak_ptc_lisp(program, fragment):
+    result = run_program(program)
+    _clean(result)
+    assert fragment in result.failure.message
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.randoms(use_true_random=False))
+def test_random_programs_end_with_a_documented_outcome(rng):
+    result = run_program(random_program(rng), limits=ADVERSARIAL_LIMITS)
+    _clean(result)
+
+
+def test_random_program_is_deterministic_for_a_seed():
+    assert random_program(random.Random(5)) == random_program(random.Random(5))
+
+
+# --- issue 12 item 4 ------------------------------------------------------------------------------
+
+
+def test_special_forms_do_not_import_the_compiler_at_run_time():
+    source = Path(__file__).parents[2] / "turnpress" / "lisp" / "special_forms.py"
+    tree = ast.parse(source.read_text())
+    for node in tree.body:  # module level only; `if TYPE_CHECKING:` blocks are skipped
+        if isinstance(node, ast.ImportFrom):
+            assert node.module != "turnpress.lisp.compiler"

@@ -1,0 +1,231 @@
+"""``turnpress import``, lossless round trips, every command reading every format,
+bad input (one line, exit code 2) and snapshots of ``trace show`` / ``render``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from transcripts_helpers import data, sent_before_each_assistant
+
+from turnpress import load_trace
+from turnpress.cli import main
+from turnpress.compare import compare_traces
+from turnpress.core.providers import to_openai
+from turnpress.core.trace import TraceError, iter_traces, save_traces, trace_formats
+from turnpress.importing import import_transcripts
+from turnpress.plugins.readers.openai_chat import trace_from_messages
+
+ONE_PER_FORMAT = {"openai-chat": "openai/request.json",
+                  "mini-swe-agent": "mini/fix-typo.traj.json",
+                  "anthropic-messages": "anthropic/run.json"}
+ALL = [*ONE_PER_FORMAT.values(), "openai/no_usage.json", "openai/runs.jsonl",
+       "anthropic/no_usage.json"]
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_import_writes_traces_that_load_back_losslessly(tmp_path):
+    out = tmp_path / "all.jsonl"
+    result = import_transcripts([data(rel) for rel in ALL], out)
+    assert result.total == 7 and result.formats == {
+        "openai-chat": 4, "mini-swe-agent": 1, "anthropic-messages": 2}
+    originals = [t for rel in ALL for t in iter_traces(data(rel))]
+    imported = list(iter_traces(out))
+    assert imported == originals
+    assert [t.name for t in imported] == [t.name for t in originals]
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["version"] == 1 and first["source"] == "openai-chat"
+    assert {"preamble", "turns"} <= set(first) and "messages" in first["turns"][0]
+    assert first["turns"][0]["usage"] == {"prompt_tokens": 1200, "cached_tokens": 0,
+                                          "cache_write_tokens": 0}
+
+
+def test_compare_gives_the_same_figures_on_the_import(tmp_path):
+    out = tmp_path / "runs.jsonl"
+    inputs = [data(rel) for rel in ONE_PER_FORMAT.values()]
+    import_transcripts(inputs, out)
+    before = compare_traces(inputs, ["full-history"]).to_json()
+    after = compare_traces([out], ["full-history"]).to_json()
+    assert before == after
+    assert before["strategies"][0]["input_tokens"] > 0
+
+
+def test_import_command(tmp_path):
+    out = tmp_path / "runs.jsonl"
+    result = run("import", str(data("mini/fix-typo.traj.json")),
+                 str(data("openai/runs.jsonl")), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert result.output == (f"imported 3 run(s) from 2 file(s) to {out} "
+                             f"(mini-swe-agent x1, openai-chat x2)\n")
+    assert len(list(iter_traces(out))) == 3
+
+
+def test_import_refuses_a_json_output_and_leaves_nothing_on_bad_input(tmp_path):
+    result = run("import", str(data("openai/request.json")), "-o", str(tmp_path / "x.json"))
+    assert result.exit_code == 2 and "name it with .jsonl or .ndjson" in result.output
+    out = tmp_path / "x.jsonl"
+    result = run("import", str(data("openai/request.json")),
+                 str(data("bad/unknown_role.json")), "-o", str(out))
+    assert result.exit_code == 2 and not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+BAD = {
+    "unknown_role.json": "message 2: unknown role 'robot'; a message's role must be one of "
+                         "system, user, assistant, tool",
+    "orphan_tool.json": "message 2: tool message with no matching call: tool_call_id 'zzz' "
+                        "is not a call of the assistant message 1 (its calls: 'a')",
+    "messages_not_list.json": "\"messages\" must be a list of message objects, got str",
+    "truncated.json": "line 1: invalid JSON at column 58",
+    "empty.json": "empty run: the transcript has no messages",
+    "undetectable.json": "not a format turnpress reads; it reads: turnpress, ",
+}
+
+
+@pytest.mark.parametrize("command", [["trace", "show"], ["render"], ["compare"],
+                                     ["import", "-o", "ignored.jsonl"]])
+@pytest.mark.parametrize("name", list(BAD))
+def test_bad_input_is_one_line_naming_file_and_message(name, command, tmp_path,
+                                                       monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = data(f"bad/{name}")
+    result = run(*command, str(path))
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1
+    assert result.output.startswith(f"Error: {path}: ")
+    assert BAD[name] in result.output
+    if name == "undetectable.json":
+        for fmt in trace_formats():
+            assert fmt in result.output
+
+
+@pytest.mark.parametrize("rel", ALL)
+def test_every_command_auto_detects_the_format(rel, tmp_path):
+    path = str(data(rel))
+    assert run("trace", "show", path).exit_code == 0
+    rendered = run("render", path, "-s", "full-history", "-f", "openai", "-t", "1")
+    assert rendered.exit_code == 0, rendered.output
+    compared = run("compare", path, "-s", "full-history", "--json", "--jobs", "2")
+    assert compared.exit_code == 0, compared.output
+    assert len(json.loads(compared.output)["traces"]) == len(list(iter_traces(path)))
+
+
+def test_compare_with_jobs_streams_a_jsonl_of_transcripts(tmp_path):
+    mixed = tmp_path / "mixed.jsonl"
+    lines = [json.dumps(json.loads(data(rel).read_text())) for rel in ONE_PER_FORMAT.values()]
+    mixed.write_text("\n".join(lines) + "\n")
+    result = run("compare", str(mixed), "-s", "full-history", "--json", "--jobs", "2")
+    assert result.exit_code == 0, result.output
+    # a trajectory names itself by its instance_id; the others by file and line
+    assert [t["name"] for t in json.loads(result.output)["traces"]] == [
+        "mixed#1", "demo__fix-typo", "mixed#3"]
+
+
+def test_render_openai_format_is_the_original_prefix():
+    raw = json.loads(data("mini/fix-typo.traj.json").read_text())["messages"]
+    sent = [{k: v for k, v in m.items() if k != "extra"} for m in raw if m["role"] != "exit"]
+    result = run("render", str(data("mini/fix-typo.traj.json")), "-s", "full-history",
+                 "-f", "openai", "-t", "3")
+    assert json.loads(result.output) == {"messages": sent_before_each_assistant(sent)[2]}
+
+
+@pytest.mark.parametrize("fmt", list(ONE_PER_FORMAT))
+def test_trace_show_snapshot(fmt, snapshot):
+    result = run("trace", "show", str(data(ONE_PER_FORMAT[fmt])))
+    assert result.exit_code == 0, result.output
+    assert result.output == snapshot
+
+
+@pytest.mark.parametrize("fmt", list(ONE_PER_FORMAT))
+def test_render_snapshot(fmt, snapshot):
+    path = data(ONE_PER_FORMAT[fmt])
+    text = run("render", str(path), "-s", "full-history")
+    anthropic = run("render", str(path), "-s", "full-history", "-f", "anthropic")
+    assert text.exit_code == 0 and anthropic.exit_code == 0, text.output + anthropic.output
+    assert text.output + "\n--- --format anthropic ---\n" + anthropic.output == snapshot
+
+
+# -- property: random OpenAI-chat transcripts survive import -> save -> load -> render ----
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_args = st.one_of(st.dictionaries(st.sampled_from(["path", "n", "q"]),
+                                  st.one_of(_text, st.integers()), max_size=2).map(json.dumps),
+                  _text)
+
+
+@st.composite
+def transcripts(draw):
+    messages = []
+    if draw(st.booleans()):
+        messages.append({"role": "system", "content": draw(_text)})
+    messages.append({"role": "user", "content": draw(_text)})
+    ids = iter(range(10_000))
+    for _ in range(draw(st.integers(1, 4))):
+        calls = [{"id": f"c{next(ids)}", "type": "function",
+                  "function": {"name": draw(st.sampled_from(["ls", "cat"])),
+                               "arguments": draw(_args)}}
+                 for _ in range(draw(st.integers(0, 3)))]
+        assistant = {"role": "assistant", "content": draw(_text) if not calls or draw(
+            st.booleans()) else None}
+        if calls:
+            assistant["tool_calls"] = calls
+        messages.append(assistant)
+        for call in calls:
+            if draw(st.booleans()):
+                messages.append({"role": "tool", "tool_call_id": call["id"],
+                                 "content": draw(_text)})
+        if draw(st.booleans()):
+            messages.append({"role": "user", "content": draw(_text)})
+    return messages
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts())
+def test_random_transcripts_survive_import_save_load_render(messages):
+    import tempfile
+    from pathlib import Path
+
+    directory = Path(tempfile.mkdtemp())
+    try:
+        path = directory / "run.jsonl"
+        save_traces([trace_from_messages(messages)], path)
+        loaded = load_trace(path)
+        prefixes = sent_before_each_assistant(messages)
+        assert len(prefixes) == len(loaded.turns)
+        for n, prefix in enumerate(prefixes, 1):
+            prompt = to_openai(loaded.prompt(n, "full-history"))
+            assert json.dumps(prompt) == json.dumps(prefix)
+    finally:
+        shutil.rmtree(directory)
+
+
+def test_import_error_names_the_file_for_a_bad_line(tmp_path):
+    bad = tmp_path / "two.jsonl"
+    bad.write_text(json.dumps([{"role": "user", "content": "m"},
+                               {"role": "assistant", "content": "a"}]) + "\n"
+                   + json.dumps([{"role": "user", "content": "m"}, {"role": "bot"}]) + "\n")
+    with pytest.raises(TraceError, match=r"two.jsonl: line 2: message 1: unknown role 'bot'"):
+        import_transcripts([bad], tmp_path / "out.jsonl")
+
+
+def test_readme_transcript_example():
+    """The README's "Compare strategies on your own agent's logs" example runs as printed."""
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = next(b for b in re.findall(r"^```python\n(.*?)^```$", readme, flags=re.S | re.M)
+                 if "trace_from_messages" in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, "README.md", "exec"), {"__name__": "readme_example"})
+    assert out.getvalue() == "({'command': 'ls | wc -l'},)\nTrue\n"

@@ -1,0 +1,128 @@
+"""The anthropic-messages reader: blocks to OpenAI shape and back, is_error, usage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from transcripts_helpers import data, load_json
+
+from turnpress import Failure, load_trace
+from turnpress.core.model import Usage
+from turnpress.core.providers import prompt_with_breakpoints, to_anthropic, to_openai
+from turnpress.core.trace import TraceError
+from turnpress.plugins.readers.anthropic_messages import detect, to_openai_messages
+
+REL = "anthropic/run.json"
+
+
+def test_to_openai_messages():
+    raw = load_json(REL)
+    out = to_openai_messages(raw["system"], raw["messages"])
+    assert out[0] == {"role": "system", "content": "You are a data agent. Use the tools."}
+    assert out[2] == {"role": "assistant", "content": "I will query both tables at once.",
+                      "tool_calls": [
+                          {"id": "toolu_1", "type": "function", "function": {
+                              "name": "query",
+                              "arguments": '{"sql": "select count(*) from orders"}'}},
+                          {"id": "toolu_2", "type": "function", "function": {
+                              "name": "query",
+                              "arguments": '{"sql": "select * from shipments limit 1"}'}}]}
+    assert out[3:6] == [
+        {"role": "tool", "tool_call_id": "toolu_1", "content": "1042"},
+        {"role": "tool", "tool_call_id": "toolu_2",
+         "content": "error: table shipments does not exist"},
+        {"role": "user", "content": "Hint: the table is called shipping."}]
+    assert out[6]["content"] is None and len(out[6]["tool_calls"]) == 1
+    assert out[-1] == {"role": "assistant", "content": "Monday 140, Tuesday 151, Wednesday 149."}
+
+
+def test_mapping_is_error_and_usage():
+    trace = load_trace(data(REL))
+    assert trace.source == "anthropic-messages"
+    assert trace.system_prompt.startswith("You are a data agent")
+    assert set(trace.tools) == {"query", "plot"} and trace.tools["plot"].params == {
+        "series": "list"}
+    first = trace.turns[0]
+    assert first.result == Failure("tool_error", "error: table shipments does not exist")
+    assert first.prints == ("Hint: the table is called shipping.",)
+    assert [c.args for c in first.tool_calls] == [({"sql": "select count(*) from orders"},),
+                                                  ({"sql": "select * from shipments limit 1"},)]
+    # prompt_tokens = input + cache read + cache write
+    assert [t.usage for t in trace.turns] == [Usage(1540, 0, 1500), Usage(1710, 1500, 90),
+                                              Usage(1720, 1590, 70)]
+
+
+def test_anthropic_shape_of_each_prompt_is_the_original_blocks():
+    """--format anthropic gives back the run's own blocks (without is_error, which the
+    turn's failure records, and with one text block as a string)."""
+    raw = load_json(REL)
+    original = json.loads(json.dumps(raw["messages"]).replace(', "is_error": true', ""))
+    for m in original:
+        m.pop("usage", None)
+    original[2]["content"][1]["content"] = "error: table shipments does not exist"
+    trace = load_trace(data(REL))
+    starts = [i for i, m in enumerate(original) if m["role"] == "assistant"]
+    for n, end in enumerate(starts, 1):
+        system, messages = to_anthropic(trace.prompt(n, "full-history"))
+        assert system == raw["system"]
+        assert messages == original[:end]
+
+
+def test_openai_shape_is_the_conversion_prefix():
+    raw = load_json(REL)
+    converted = to_openai_messages(raw["system"], raw["messages"])
+    trace = load_trace(data(REL))
+    starts = [i for i, m in enumerate(converted) if m["role"] == "assistant"]
+    for n, end in enumerate(starts, 1):
+        assert to_openai(trace.prompt(n, "full-history")) == converted[:end]
+
+
+def test_breakpoints_mark_transcript_blocks():
+    trace = load_trace(data(REL))
+    messages, _ = prompt_with_breakpoints(trace, 3, "full-history")
+    system, out = to_anthropic(messages, [(0, None), (len(messages) - 1, None)])
+    assert system[0]["cache_control"] == {"type": "ephemeral"}
+    assert out[-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert out[-1]["content"][-1]["type"] == "tool_result"
+
+
+def test_no_usage_and_system_blocks():
+    trace = load_trace(data("anthropic/no_usage.json"))
+    assert trace.system_prompt == "Be brief." and trace.mission == "List the files."
+    assert all(t.usage is None for t in trace.turns)
+    assert trace.turns[0].tool_calls[0].args == ({},)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ({"system": "s", "messages": []}, True),
+    ({"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}, True),
+    ({"messages": [{"role": "user", "content": "x"}]}, False),
+    ({"system": "s", "messages": [{"role": "tool", "content": "x"}]}, False)])
+def test_detect(value, expected):
+    assert detect(value, None) is expected
+
+
+@pytest.mark.parametrize("messages, problem", [
+    ([{"role": "system", "content": "x"}], "messages: message 0: unknown role 'system'"),
+    ([{"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}]}],
+     "messages: message 0: content block type 'thinking' is not supported"),
+    ([{"role": "user", "content": 5}], "messages: message 0: \"content\" must be"),
+    ("x", "messages: \"messages\" must be a list")])
+def test_bad_input(messages, problem):
+    with pytest.raises(TraceError) as info:
+        to_openai_messages("", messages)
+    assert str(info.value).startswith(problem)
+
+
+def test_images_round_trip():
+    block = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBOR"}}
+    converted = to_openai_messages("", [{"role": "user", "content": [
+        {"type": "text", "text": "what is this?"}, block]}])
+    assert converted == [{"role": "user", "content": [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}]}]
+    _, back = to_anthropic(converted)
+    assert back == [{"role": "user", "content": [{"type": "text", "text": "what is this?"},
+                                                 block]}]

@@ -1,0 +1,87 @@
+"""One-line descriptions of what failed during a comparison, naming the plugin or template.
+
+A comparison must survive a broken plugin: a strategy that cannot be created or
+rendered is reported with its reason while every other strategy completes
+(issue 13). These helpers turn an exception into that one line, without a
+traceback: a broken template is named by its file and line (not blamed on the
+strategy that happened to render it), and a plugin by its distribution and
+entry point.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+__all__ = ["describe_failure", "is_template_problem", "strategy_origin", "template_location",
+           "tokenizer_origin"]
+
+
+def template_location(exc: BaseException) -> str | None:
+    """``file.j2, line N`` of the template an exception came from, or None.
+
+    Looks at the exception's own fields (``TemplateSyntaxError.filename``/``lineno``,
+    ``TemplateNotFound.name``, a ``TemplateProblem``'s ``template``/``path``) and then
+    at the traceback, where Jinja2 puts the template's file and line.
+    """
+    for attr in ("filename", "path", "template", "name"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, str) and value.endswith(".j2"):
+            line = getattr(exc, "lineno", None)
+            return value + (f", line {line}" if isinstance(line, int) else "")
+    tb: TracebackType | None = exc.__traceback__
+    found = None
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.endswith(".j2"):
+            found = f"{filename}, line {tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
+
+
+def is_template_problem(exc: BaseException) -> bool:
+    """Whether ``exc`` is a broken template (a Jinja2 error, or the registry's
+    ``TemplateProblem``), rather than a fault of the strategy's own code."""
+    import jinja2
+
+    return (isinstance(exc, jinja2.TemplateError)
+            or any(c.__name__ == "TemplateProblem" for c in type(exc).__mro__))
+
+
+def describe_failure(exc: BaseException) -> str:
+    """``Type: message`` on one line; for a template problem, ``template FILE, line N:
+    message``."""
+    message = " ".join(str(exc).split()) or "(no message)"
+    if is_template_problem(exc):
+        where = template_location(exc)
+        if where and where.split(",")[0] not in message:
+            return f"template {where}: {message}"
+        return message if type(exc).__name__ == "TemplateProblem" else \
+            f"template problem: {message}"
+    return f"{type(exc).__name__}: {message}"
+
+
+def _origin(kind: str, name: str, found: dict) -> str:
+    reg = found.get(name)
+    if reg is None or reg.plugin.builtin:
+        return f"{kind} {name!r}"
+    return f"{kind} {name!r} of {reg.plugin.source}"
+
+
+def strategy_origin(name: str) -> str:
+    """``strategy 'x'``, plus ``of plugin 'p' (distribution d 1.0, ...)`` for a plugin's."""
+    from turnpress.core.registry import get_registry
+
+    try:
+        return _origin("strategy", name, get_registry().strategies())
+    except Exception:  # the registry itself is broken: name the strategy only
+        return f"strategy {name!r}"
+
+
+def tokenizer_origin(name: str) -> str:
+    """``tokenizer 'x'``, plus the plugin that registered it when it is not built in."""
+    from turnpress.core.registry import get_registry
+
+    try:
+        return _origin("tokenizer", name, get_registry().tokenizers())
+    except Exception:
+        return f"tokenizer {name!r}"

@@ -1,0 +1,394 @@
+"""Retention and needed-fact recall: what of the history a strategy's prompt still shows.
+
+**Retention** (DESIGN §7) checks every strategy against ONE fact set, the same
+for all of them and drawn from the history alone, never from a strategy's own
+limits. For the prompt of turn *n* the facts come from the turns before it:
+
+- ``mission`` — the mission text;
+- ``tool call`` — every distinct tool call of the run, name and arguments: the
+  name as a call (``name(...)``, ``(tool/name ...)``, ``(name ...)``, a JSON
+  ``"name": "..."`` or a fenced ```` ```name ```` block, not merely the ``tool/``
+  listing) and every argument leaf (string or number) verbatim;
+- ``name`` — every name defined in the latest memory, as a whole symbol;
+- ``printed line`` — every distinct non-blank line the agent printed;
+- ``last error`` — the last turn's error message, while that turn failed.
+
+Given the ``full-history`` prompt as reference, only the facts it shows count
+(a tool call whose arguments it cannot show, because they were computed, counts
+by its name),
+so ``full-history`` scores 1.0 by construction and a strategy that shows 5 of
+20 tool calls keeps 5/20 of them. The system prompt and the ``tool/`` listing
+are cut from the searched text (``exclude``), so static text retains nothing.
+
+**Needed-fact recall** (DESIGN §11): for each turn, the identifiers the agent's
+*next* message actually uses (file paths, names, numbers of 3+ digits, quoted
+strings) that first appeared in earlier feedback (not in the system prompt, the
+mission, or the agent's own earlier messages). Recall is the share of them the
+strategy's prompt for that turn still shows; over many prompts the counts are
+pooled (needed facts shown / needed facts). The real run's later behaviour is
+the oracle, so this measures what the agent went on to need, not a checklist.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from turnpress.core.compression import error_message
+from turnpress.core.model import Turn
+from turnpress.core.tokens import message_body
+
+__all__ = [
+    "FACT_KINDS",
+    "Fact",
+    "FactIndex",
+    "NeededFacts",
+    "Retention",
+    "counted_facts",
+    "fact_present",
+    "history_facts",
+    "identifiers",
+    "name_only",
+    "prompt_haystack",
+    "retention",
+    "score_facts",
+]
+
+FACT_KINDS = ("mission", "tool call", "name", "printed line", "last error", "needed")
+
+_SYMBOL = r"\w\-?!*+<>=/.:'"
+_MAX_LEAF = 400  # longer argument strings are checked by their first 400 characters
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact of the history: its ``kind`` (one of :data:`FACT_KINDS`), ``value``
+    (tool name, memory name, printed line, error message, mission, identifier) and,
+    for a tool call, the argument ``leaves`` that must appear too."""
+
+    kind: str
+    value: str
+    leaves: tuple[str, ...] = field(default=())
+
+    def __str__(self) -> str:
+        if self.kind == "tool call":
+            args = ", ".join(" ".join(a.split())[:30] for a in self.leaves)
+            return f"tool call {self.value}({args[:60]}{'...' if len(args) > 60 else ''})"
+        if self.kind == "name":
+            return f"name {self.value}"
+        text = " ".join(self.value.split())
+        return f"{self.kind} {text[:40]!r}" + ("..." if len(text) > 40 else "")
+
+
+@dataclass(frozen=True)
+class Retention:
+    """The retention of one prompt: its ``score``, the ``facts`` counted and those
+    ``dropped`` (counted but absent)."""
+
+    score: float
+    facts: tuple[Fact, ...]
+    dropped: tuple[Fact, ...]
+
+
+def _leaves(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        if value.strip():
+            out.append(value[:_MAX_LEAF])
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, (int, float)):
+        out.append(repr(value))
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            _leaves(v, out)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for v in value:
+            _leaves(v, out)
+
+
+def _tool_call_fact(name: str, args: Any) -> Fact:
+    if isinstance(args, str):  # arguments kept as a raw (invalid JSON) string
+        leaves: list[str] = [args[:_MAX_LEAF]] if args.strip() else []
+    else:
+        leaves = []
+        _leaves(args, leaves)
+    return Fact("tool call", name, tuple(dict.fromkeys(leaves)))
+
+
+def history_facts(turns: Sequence[Turn], mission: str) -> list[Fact]:
+    """The facts a prompt rendered from ``turns`` (oldest first) should carry: the
+    same for every strategy."""
+    facts = [Fact("mission", mission.strip())] if mission.strip() else []
+    facts.extend(dict.fromkeys(_tool_call_fact(c.name, c.args)
+                               for t in turns for c in t.tool_calls))
+    if turns:
+        facts.extend(Fact("name", str(name)) for name in turns[-1].memory)
+    lines = (ln.strip() for t in turns for p in t.prints for ln in p.splitlines())
+    facts.extend(Fact("printed line", ln) for ln in dict.fromkeys(ln for ln in lines if ln))
+    if turns and not turns[-1].success:
+        message = error_message(turns[-1]).strip()
+        if message:
+            facts.append(Fact("last error", message))
+    return facts
+
+
+@lru_cache(maxsize=4096)
+def _pattern(kind: str, value: str) -> re.Pattern[str]:
+    name = re.escape(value)
+    if kind == "tool call":
+        return re.compile(rf"(?<![{_SYMBOL}]){name}\(|tool/{name}(?![{_SYMBOL}])"
+                          rf"|\({name}[\s)]|\"{name}\"|```{name}(?!\w)")
+    return re.compile(rf"(?<![{_SYMBOL}]){name}(?![{_SYMBOL}])")
+
+
+def _whole(needle: str, haystack: str) -> bool:
+    """``needle`` occurs in ``haystack`` and not as part of a longer word (``item-1`` is
+    not in ``item-16``)."""
+    at = haystack.find(needle)
+    if at < 0:
+        return False
+    left, right = needle[0].isalnum(), needle[-1].isalnum()
+    if not (left or right):
+        return True
+    size = len(needle)
+    while at >= 0:
+        if not (left and at > 0 and (haystack[at - 1].isalnum() or haystack[at - 1] == "_")) \
+                and not (right and at + size < len(haystack)
+                         and (haystack[at + size].isalnum() or haystack[at + size] == "_")):
+            return True
+        at = haystack.find(needle, at + 1)
+    return False
+
+
+@lru_cache(maxsize=65536)
+def _escaped(needle: str) -> str:
+    return json.dumps(needle, ensure_ascii=False)[1:-1]  # as inside JSON arguments
+
+
+def _literal(needle: str, haystack: str) -> bool:
+    if _whole(needle, haystack):
+        return True
+    escaped = _escaped(needle)
+    return escaped != needle and _whole(escaped, haystack)
+
+
+def fact_present(fact: Fact, haystack: str) -> bool:
+    """Whether ``haystack`` (one message's text, or :func:`prompt_haystack`) shows ``fact``."""
+    if fact.kind in ("tool call", "name"):
+        # the arguments first: far more selective than the name, and a plain search
+        if fact.value not in haystack or not all(_literal(a, haystack) for a in fact.leaves):
+            return False
+        return _symbol_shown(fact.kind, fact.value, haystack)
+    return _literal(fact.value, haystack)
+
+
+_SYMBOL_CHARS = frozenset("-?!*+<>=/.:'_")
+
+
+def _is_symbol_char(c: str) -> bool:
+    return c.isalnum() or c in _SYMBOL_CHARS
+
+
+def _symbol_shown(kind: str, name: str, text: str) -> bool:
+    """What :func:`_pattern` matches, by scanning the occurrences of ``name`` (much
+    faster than the regex on long texts): a whole symbol, or for a tool call one of
+    ``name(``, ``tool/name``, ``(name `` / ``(name)``, ``"name"``, ```` ```name ````."""
+    size = len(name)
+    at = text.find(name)
+    while at >= 0:
+        before = text[at - 1] if at else ""
+        after = text[at + size] if at + size < len(text) else ""
+        free_before = not before or not _is_symbol_char(before)
+        if kind != "tool call":
+            if free_before and (not after or not _is_symbol_char(after)):
+                return True
+        elif ((after == "(" and free_before)
+              or (text.endswith("tool/", 0, at) and (not after or not _is_symbol_char(after)))
+              or (before == "(" and (after == ")" or after.isspace()))
+              or (before == '"' and after == '"')
+              or (text.endswith("```", 0, at) and not (after.isalnum() or after == "_"))):
+            return True
+        at = text.find(name, at + 1)
+    return False
+
+
+def prompt_haystack(messages: Iterable[Mapping[str, Any]], exclude: Iterable[str] = ()) -> str:
+    """The text searched for facts: every message's text (:func:`message_body`), with
+    each ``exclude`` text (the system prompt, the ``tool/`` listing) cut out."""
+    text = "\n\x00\n".join(message_body(m) for m in messages)
+    for part in exclude:
+        if part:
+            text = text.replace(part, "\x00")
+    return text
+
+
+def name_only(fact: Fact) -> Fact | None:
+    """For a tool call with arguments, the same call by name alone (what the reference
+    can still show when the arguments were computed at run time), else None."""
+    return Fact("tool call", fact.value) if fact.kind == "tool call" and fact.leaves else None
+
+
+def counted_facts(turns: Sequence[Turn], mission: str, *,
+                  reference: str | None = None) -> list[Fact]:
+    """:func:`history_facts`, keeping only those the ``reference`` haystack carries; a
+    tool call whose arguments the reference does not show (they were computed, as in
+    ``(tool/call (:id x))``) counts by its name alone."""
+    facts = history_facts(turns, mission)
+    if reference is None:
+        return facts
+    out: dict[Fact, None] = {}
+    for f in facts:
+        if fact_present(f, reference):
+            out[f] = None
+            continue
+        fallback = name_only(f)
+        if fallback is not None and fact_present(fallback, reference):
+            out[fallback] = None
+    return list(out)
+
+
+def score_facts(facts: Sequence[Fact], haystack: str) -> Retention:
+    """The :class:`Retention` of a prompt (as :func:`prompt_haystack`) for ``facts``."""
+    dropped = tuple(f for f in facts if not fact_present(f, haystack))
+    value = 1.0 if not facts else (len(facts) - len(dropped)) / len(facts)
+    return Retention(value, tuple(facts), dropped)
+
+
+def retention(turns: Sequence[Turn], messages: Sequence[Mapping[str, Any]], *, mission: str,
+              exclude: Iterable[str] = (),
+              reference: Sequence[Mapping[str, Any]] | str | None = None) -> Retention:
+    """The retention of ``messages``, the prompt rendered from ``turns``; ``reference``
+    (messages or a :func:`prompt_haystack`) is the full-history prompt whose facts
+    alone count. A tool call that spans messages is not seen (each message is
+    searched on its own, as :class:`FactIndex` does)."""
+    exclude = tuple(exclude)
+    if reference is not None and not isinstance(reference, str):
+        reference = prompt_haystack(reference, exclude)
+    facts = counted_facts(turns, mission, reference=reference)
+    return score_facts(facts, prompt_haystack(messages, exclude))
+
+
+class FactIndex:
+    """Which facts each distinct message text shows, for the prompts of one run.
+
+    Facts get ids as they are added; each distinct message text is searched once
+    per fact (lazily, the first time a prompt holding it is scored), so scoring
+    a prompt is a union of small sets, not a search of its whole text.
+    """
+
+    def __init__(self, exclude: Iterable[str] = ()) -> None:
+        self.exclude = tuple(p for p in exclude if p)
+        self.facts: list[Fact] = []
+        self._ids: dict[Fact, int] = {}
+        self._texts: dict[str, tuple[str, set[int], list[int]]] = {}
+
+    def ids(self, facts: Iterable[Fact]) -> list[int]:
+        """The ids of ``facts``, adding the new ones."""
+        out = []
+        for f in facts:
+            i = self._ids.get(f)
+            if i is None:
+                i = self._ids[f] = len(self.facts)
+                self.facts.append(f)
+            out.append(i)
+        return out
+
+    def shown(self, bodies: Iterable[str]) -> set[int]:
+        """The ids of the facts that any of the message texts ``bodies`` shows."""
+        n = len(self.facts)
+        found: set[int] = set()
+        for body in bodies:
+            entry = self._texts.get(body)
+            if entry is None:
+                text = body
+                for part in self.exclude:
+                    if part in text:
+                        text = text.replace(part, "\x00")
+                entry = self._texts[body] = (text, set(), [0])
+            text, present, upto = entry
+            if upto[0] < n:
+                for i in range(upto[0], n):
+                    if fact_present(self.facts[i], text):
+                        present.add(i)
+                upto[0] = n
+            found |= present
+        return found
+
+
+_PATH = re.compile(r"(?:[\w.\-]*/)+[\w.\-]+|\b[\w\-]+\.(?:py|pyi|js|ts|json|txt|md|rst|cfg|"
+                   r"toml|ya?ml|ini|c|h|cpp|rs|go|java|rb|sh|csv|log|html|css|xml|sql)\b")
+_NAME = re.compile(r"(?<![\w\-])[A-Za-z_][\w]*(?:[\-.][A-Za-z_][\w]*)*[?!]?")
+_NUMBER = re.compile(r"(?<![\w.])\d{3,}(?![\w])")
+_QUOTED = re.compile(r"\"([^\"\\\n]{3,100})\"|'([^'\\\n]{3,100})'")
+
+
+def _is_name(word: str) -> bool:
+    if len(word) < 4:
+        return False
+    core = word.rstrip("?!")
+    return ("_" in core.strip("_") or "-" in core or "." in core
+            or re.search(r"[a-z][A-Z]", core) is not None)
+
+
+def identifiers(text: str) -> list[str]:
+    """The identifiers ``text`` uses, in order, without repeats: file paths, names
+    (with ``_``, ``-``, ``.`` or camelCase, 4+ characters), numbers of 3+ digits and
+    quoted strings (3-100 characters)."""
+    found: list[str] = []
+    found.extend(m.group(0).strip(".") for m in _PATH.finditer(text))
+    found.extend(w for w in (m.group(0) for m in _NAME.finditer(text)) if _is_name(w))
+    found.extend(m.group(0) for m in _NUMBER.finditer(text))
+    found.extend((m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(text))
+    return list(dict.fromkeys(f for f in found if len(f) >= 3))
+
+
+class NeededFacts:
+    """The needed facts of each turn of one run.
+
+    ``head`` is the text before the first turn (system prompt, mission...);
+    ``turns[k]`` is ``(assistant_text, feedback_text)`` of turn k+1. The needed
+    facts of the prompt for turn *n* are the identifiers of turn *n*'s assistant
+    text whose first occurrence in the run is in the feedback of a turn before *n*.
+    """
+
+    def __init__(self, head: str, turns: Sequence[tuple[str, str]]) -> None:
+        parts, starts, kinds = [head], [0], ["head"]
+        pos = len(head) + 1
+        self.assistant = [a for a, _ in turns]
+        for k, (assistant, feedback) in enumerate(turns, 1):
+            starts.append(pos)
+            kinds.append(("assistant", k))  # type: ignore[arg-type]
+            parts.append(assistant)
+            pos += len(assistant) + 1
+            starts.append(pos)
+            kinds.append(("feedback", k))  # type: ignore[arg-type]
+            parts.append(feedback)
+            pos += len(feedback) + 1
+        self._text = "\x00".join(parts)
+        self._starts = starts
+        self._kinds: list[Any] = kinds
+        self._first: dict[str, Any] = {}
+
+    def _first_seen(self, ident: str) -> Any:
+        where = self._first.get(ident)
+        if where is None:
+            at = self._text.find(ident)
+            where = self._kinds[bisect.bisect_right(self._starts, at) - 1] if at >= 0 else "-"
+            self._first[ident] = where
+        return where
+
+    def for_turn(self, n: int) -> list[Fact]:
+        """The needed facts of the prompt for turn ``n`` (1-based)."""
+        if not 1 <= n <= len(self.assistant):
+            return []
+        out = []
+        for ident in identifiers(self.assistant[n - 1]):
+            where = self._first_seen(ident)
+            if isinstance(where, tuple) and where[0] == "feedback" and where[1] < n:
+                out.append(Fact("needed", ident))
+        return out

@@ -1,0 +1,193 @@
+"""Helpers the built-in strategies share for imported transcripts (DESIGN §10, §11).
+
+Not a plugin (the leading ``_`` keeps built-in discovery away): small functions over
+a transcript turn's original messages (``Turn.messages``, OpenAI chat shape), so each
+strategy can mask, cut or summarize them and still hand the provider a valid
+conversation (every assistant ``tool_call`` answered by a ``tool`` message with its
+``tool_call_id``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from turnpress.core.compression import RenderContext, last_items
+from turnpress.core.model import Message, Turn
+
+#: long outputs keep this many lines from the start and from the end (DESIGN §11)
+HEAD_LINES = 20
+TAIL_LINES = 20
+#: and at most this many characters from each end (a one-line 50 kB blob is long too)
+HEAD_CHARS = 2000
+TAIL_CHARS = 2000
+#: a transcript's tool-call arguments (a shell command, a file path) show this many
+#: characters; PTC-Lisp calls keep the 60 of DESIGN §4
+CALL_ARG_CHARS = 300
+
+
+def content_text(message: Mapping[str, Any]) -> str:
+    """A message's content as text (list-of-parts content joined, ``None`` as "")."""
+    content = message.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content:
+        if isinstance(part, Mapping):
+            text = part.get("text", part.get("content", ""))
+            parts.append(text if isinstance(text, str) else json.dumps(text))
+        else:
+            parts.append(str(part))
+    return "\n".join(parts)
+
+
+def cut_middle(text: str, ctx: RenderContext, *, head_lines: int = HEAD_LINES,
+               tail_lines: int = TAIL_LINES, head_chars: int = HEAD_CHARS,
+               tail_chars: int = TAIL_CHARS) -> str:
+    """``text`` cut to its first and last lines, with a line saying how much was left out.
+
+    Lines are cut first (``[... 1,234 lines elided ...]``); a text still longer than
+    ``head_chars + tail_chars`` after that is cut by characters
+    (``[... 5,678 characters elided ...]``). Never larger: a cut that would not be
+    shorter than ``text`` returns ``text`` unchanged.
+    """
+    lines = text.split("\n")
+    cut = text
+    if len(lines) > head_lines + tail_lines:
+        elided = len(lines) - head_lines - tail_lines
+        marker = ctx.template("history/elided.j2", count=elided, unit="line")
+        cut = "\n".join([*lines[:head_lines], marker, *lines[len(lines) - tail_lines:]])
+    if len(cut) > head_chars + tail_chars:
+        elided = len(cut) - head_chars - tail_chars
+        marker = ctx.template("history/elided.j2", count=elided, unit="character")
+        cut = f"{cut[:head_chars]}\n{marker}\n{cut[len(cut) - tail_chars:]}"
+    return cut if len(cut) < len(text) else text
+
+
+def with_content(message: Mapping[str, Any], content: str) -> Message:
+    """A copy of ``message`` with new text content; every other field (``tool_call_id``,
+    ``name``...) is kept so the conversation stays valid for the provider."""
+    copy = dict(message)
+    copy["content"] = content
+    return copy  # type: ignore[return-value]
+
+
+def feedback_messages(turn: Turn) -> list[Mapping[str, Any]]:
+    """The messages answering a transcript turn's assistant message (tool and user)."""
+    return [m for m in turn.messages if m.get("role") != "assistant"]
+
+
+def assistant_messages(turn: Turn) -> list[Mapping[str, Any]]:
+    """A transcript turn's assistant message(s)."""
+    return [m for m in turn.messages if m.get("role") == "assistant"]
+
+
+def cut_feedback(turn: Turn, ctx: RenderContext, **limits: int) -> list[Message]:
+    """A transcript turn's original messages with each feedback content cut to head
+    plus tail (:func:`cut_middle`); assistant messages as sent."""
+    out: list[Message] = []
+    for m in turn.messages:
+        if m.get("role") == "assistant" or not isinstance(m.get("content"), str):
+            out.append(dict(m))  # type: ignore[arg-type]
+        else:
+            out.append(with_content(m, cut_middle(m["content"], ctx, **limits)))
+    return out
+
+
+def feedback_text(turn: Turn) -> str:
+    """All feedback of a transcript turn as one text (tool results and user messages)."""
+    return "\n".join(content_text(m) for m in feedback_messages(turn))
+
+
+def preamble_head(ctx: RenderContext) -> list[Message]:
+    """The system message(s) a transcript's preamble starts with."""
+    head: list[Message] = []
+    for m in ctx.preamble:
+        if m.get("role") != "system":
+            break
+        head.append(dict(m))  # type: ignore[arg-type]
+    return head
+
+
+def mission_text(ctx: RenderContext) -> str:
+    """What the transcript's preamble asked, after its system message(s): the mission."""
+    texts = [content_text(m) for m in ctx.preamble[len(preamble_head(ctx)):]]
+    return "\n\n".join(t for t in texts if t) or ctx.mission
+
+
+def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
+                 max_chars: int | None = None, lines: int = HEAD_LINES) -> str | None:
+    """The ``;; Output:`` section of a transcript: its last ``limit`` feedback contents
+    (tool results, user messages), each cut to head plus tail, oldest first."""
+    contents = last_items(([content_text(m) for m in feedback_messages(t)] for t in turns),
+                          limit)
+    contents = [c for c in contents if c]
+    if not contents:
+        return None
+    if max_chars is not None:
+        limits = {"head_lines": 3, "tail_lines": 3, "head_chars": max_chars // 2,
+                  "tail_chars": max_chars // 2}
+    else:
+        limits = line_limits(lines)
+    return ctx.template("history/output.j2", prints=[cut_middle(c, ctx, **limits)
+                                                     for c in contents], max_chars=None)
+
+
+def tool_calls(turns: Sequence[Turn], ctx: RenderContext, limit: int) -> str | None:
+    """The ``;; Tool calls made:`` section of a transcript: the last ``limit`` calls, each
+    argument shown up to ``CALL_ARG_CHARS`` characters (commands and paths are what a
+    tool-calling agent reuses)."""
+    if not turns:
+        return None
+    calls = [{"name": call.name,
+              "args": " ".join(ctx.to_clojure(a, 3, CALL_ARG_CHARS) for a in call.args)}
+             for call in last_items((t.tool_calls for t in turns), limit)]
+    return ctx.template("history/tool_calls.j2", calls=calls)
+
+
+def line_limits(lines: int) -> dict[str, int]:
+    """:func:`cut_middle` limits keeping ``lines`` lines (and 100 characters a line) at
+    each end."""
+    return {"head_lines": lines, "tail_lines": lines, "head_chars": 100 * lines,
+            "tail_chars": 100 * lines}
+
+
+def summary_view(turns: Sequence[Turn], ctx: RenderContext, *, tool_call_limit: int,
+                 output_limit: int, max_chars: int | None = None,
+                 turns_left: bool = False, lines: int = HEAD_LINES) -> str:
+    """The coalesced view of a transcript: mission, the tool calls made, the last outputs.
+
+    This is what ``single-user-coalesced`` and ``aggressive`` send for an imported
+    transcript in one USER message (there is no REPL state, so no namespaces).
+    """
+    parts = [mission_text(ctx).rstrip("\n"),
+             tool_calls(turns, ctx, tool_call_limit),
+             last_outputs(turns, ctx, output_limit, max_chars=max_chars, lines=lines)]
+    if turns_left:
+        parts.append(ctx.turns_left_line(ctx.turns_left))
+    return "\n\n".join(p for p in parts if p)
+
+
+def answered(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether every assistant ``tool_call`` in ``messages`` is answered by a later
+    ``tool`` message with its id (what providers require)."""
+    pending: set[str] = set()
+    for m in messages:
+        if m.get("role") == "assistant":
+            if pending:
+                return False
+            pending = {c.get("id") for c in m.get("tool_calls") or () if c.get("id")}
+        elif m.get("role") == "tool":
+            pending.discard(m.get("tool_call_id"))
+    return not pending
+
+
+def transcript_head_breakpoints(ctx: RenderContext) -> list[tuple[int, int | None]]:
+    """The stable head of a coalesced transcript view (:func:`summary_view`): the end of
+    its system message(s), and the mission at the start of the USER message after them."""
+    head = len(preamble_head(ctx))
+    points: list[tuple[int, int | None]] = [(head - 1, None)] if head else []
+    return [*points, (head, len(mission_text(ctx).rstrip("\n")))]

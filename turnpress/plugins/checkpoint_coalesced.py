@@ -1,0 +1,162 @@
+"""Built-in plugin: ``checkpoint-coalesced``, the coalesced view rebuilt only at checkpoints.
+
+``single-user-coalesced`` rewrites its one USER message on every turn, so a provider
+can cache only the system prompt and the stable head. This strategy rebuilds that
+coalesced view (namespaces, tool calls, output) only at checkpoints: every
+``every`` turns, or sooner once the deltas appended since the last checkpoint pass
+``delta_chars`` characters. Between checkpoints each turn is appended as a compact
+delta, an ASSISTANT/USER pair saying what the turn called, defined, printed (cut to
+head plus tail) or its error, never its code. So the prompt is append-only between
+checkpoints and everything up to the last delta is served from cache (DESIGN §11).
+
+Layout: ``[SYSTEM, USER(coalesced view as of the last checkpoint, with the turns
+left at that point)]`` then one delta pair per later turn, the last one ending with
+the current turns-left line. Right after a checkpoint the prompt is exactly
+``single-user-coalesced``'s. On an imported transcript the coalesced view is
+``single-user-coalesced``'s transcript view (mission, tool calls made, last
+outputs) and a delta is the turn's original messages with each tool result cut to
+head plus tail, so every tool call stays answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from turnpress.core.compression import (
+    Breakpoint,
+    RenderContext,
+    Strategy,
+    defined_names,
+    error_message,
+)
+from turnpress.core.hookspecs import hookimpl
+from turnpress.core.model import Message, Turn
+from turnpress.plugins._transcript import (
+    content_text,
+    cut_feedback,
+    cut_middle,
+    line_limits,
+    transcript_head_breakpoints,
+)
+from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoalesced
+
+
+def _size(messages: Sequence[Message]) -> int:
+    return sum(len(content_text(m)) for m in messages)
+
+
+class CheckpointCoalesced(Strategy):
+    """The coalesced view of ``single-user-coalesced``, rebuilt only at checkpoints;
+    compact per-turn deltas appended in between (append-only, cache-friendly).
+
+    Options: ``every`` (20, >= 1): a checkpoint every ``every`` turns;
+    ``delta_chars`` (24000, >= 0; 0: no limit): a checkpoint as soon as the deltas
+    since the last one reach this many characters (about a quarter as many
+    tokens); ``output_lines`` (20, >= 1): a long output in a delta (or, on a
+    transcript, in the view) keeps this many lines at each end; ``println_limit``
+    (15), ``tool_call_limit`` (20) and ``errors`` (``"last"``/``"pairs"``) shape the
+    coalesced view as in ``single-user-coalesced``. ``every=1`` is ``single-user-coalesced``.
+    """
+
+    name = "checkpoint-coalesced"
+
+    def __init__(self, *, every: int = 20, delta_chars: int = 24000, output_lines: int = 20,
+                 println_limit: int = 15, tool_call_limit: int = 20,
+                 errors: str = "last") -> None:
+        self.every = self.check_int("every", every, minimum=1)
+        self.delta_chars = self.check_int("delta_chars", delta_chars)
+        self.output_lines = self.check_int("output_lines", output_lines, minimum=1)
+        self.println_limit = self.check_int("println_limit", println_limit)
+        self.tool_call_limit = self.check_int("tool_call_limit", tool_call_limit)
+        self.errors = self.check_choice("errors", errors, ERROR_MODES)
+        self._coalesced = SingleUserCoalesced(println_limit=println_limit,
+                                              tool_call_limit=tool_call_limit, errors=errors)
+        self._coalesced.output_lines = output_lines
+
+    # -- where the checkpoints are ---------------------------------------------------
+
+    def checkpoints(self, turns: Sequence[Turn], ctx: RenderContext) -> tuple[int, bool]:
+        """``(c, moves)``: the last checkpoint (how many of ``turns`` the coalesced view
+        covers) and whether the next turn makes a new checkpoint.
+
+        A turn makes a checkpoint when ``every`` turns ran since the last one, or
+        when the deltas appended since then (before it) reached ``delta_chars``.
+        Each decision depends only on earlier turns, so the prompt of turn n+1
+        starts with the prompt of turn n unless turn n made a checkpoint.
+        """
+        c, appended = 0, 0
+        for pos in range(1, len(turns) + 1):
+            if self._due(pos, c, appended):
+                c, appended = pos, 0
+            else:
+                appended += _size(self.delta(ctx, turns, pos))
+        return c, self._due(len(turns) + 1, c, appended)
+
+    def _due(self, pos: int, c: int, appended: int) -> bool:
+        return pos - c >= self.every or (self.delta_chars > 0 and appended >= self.delta_chars)
+
+    # -- the pieces ------------------------------------------------------------------
+
+    def delta(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
+        """The compact messages standing for the ``pos``-th turn (1-based) after the
+        last checkpoint."""
+        turn = turns[pos - 1]
+        if turn.messages:
+            return cut_feedback(turn, ctx, **line_limits(self.output_lines))
+        call = ctx.template("checkpoint_coalesced/delta_call.j2", number=turn.number,
+                            tool_calls=ctx.tool_calls([turn], self.tool_call_limit))
+        previous = turns[pos - 2].memory if pos > 1 else {}
+        defined = [{"text": f"{name} ({ctx.type_label(turn.memory[name])})"}
+                   for name in defined_names(turn.memory, previous)]
+        output = None
+        if turn.success and turn.prints:
+            output = cut_middle("\n".join(turn.prints), ctx, **line_limits(self.output_lines))
+        result = ctx.template(
+            "checkpoint_coalesced/delta_result.j2", defined=defined, output=output,
+            error=None if turn.success else error_message(turn),
+            turns_left=ctx.turns_left_line(ctx.turns_left_after(turns, pos)))
+        return [ctx.message("assistant", call), ctx.message("user", result)]
+
+    def coalesced(self, turns: Sequence[Turn], c: int, ctx: RenderContext) -> list[Message]:
+        """``single-user-coalesced``'s prompt just after the ``c``-th turn."""
+        at = replace(ctx, turns_left=ctx.turns_left_after(turns, c))
+        memory = turns[c - 1].memory if c else {}
+        return self._coalesced.to_messages(turns[:c], memory, at)
+
+    def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                    ctx: RenderContext) -> list[Message]:
+        """The coalesced view as of the last checkpoint, then one delta per later turn."""
+        c, _ = self.checkpoints(turns, ctx)
+        messages = self.coalesced(turns, c, ctx)
+        for pos in range(c + 1, len(turns) + 1):
+            messages.extend(self.delta(ctx, turns, pos))
+        return messages
+
+    def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                          ctx: RenderContext) -> list[Breakpoint]:
+        """The end of the stable head (system prompt, mission, ``tool/``, ``data/``), the
+        end of the last checkpoint's coalesced view, and the end of the prompt.
+
+        The end of the prompt is where a client puts its last ``cache_control``: it
+        reads what the previous prompt cached. Before a checkpoint the next prompt
+        does not repeat it (it rebuilds the view), so there only the stable head is
+        a prefix later prompts share; the end marker still saves the re-read.
+        """
+        c, moves = self.checkpoints(turns, ctx)
+        messages = self.to_messages(turns, memory, ctx)
+        if ctx.is_transcript:
+            points: list[Breakpoint] = transcript_head_breakpoints(ctx)
+        else:
+            points = [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
+        if not moves:
+            points.append((len(self.coalesced(turns, c, ctx)) - 1, None))
+        points.append((len(messages) - 1, None))
+        return sorted(set(points), key=lambda p: (p[0], p[1] is None, p[1] or 0))
+
+
+@hookimpl
+def register_strategies(register: Callable[[type], None]) -> None:
+    """Register ``checkpoint-coalesced``."""
+    register(CheckpointCoalesced)

@@ -1,0 +1,220 @@
+"""Built-in plugin: ``clear-tool-uses``, Anthropic's server-side context editing, offline.
+
+Anthropic's ``clear_tool_uses_20250919`` context edit (and LangChain's
+``ClearToolUsesEdit`` middleware) lets the client keep sending the whole
+conversation; when the request's input passes ``trigger`` tokens, the server
+clears the oldest tool results, keeping the ``keep`` most recent tool uses, and
+replaces each cleared result by a placeholder. This strategy renders exactly that
+edited prompt from a trace, so ``turnpress compare`` shows what turning the
+feature on would cost on your own logs before you do it.
+
+Mirrored semantics (Anthropic's context-editing docs):
+- the edit looks at the request as the client sends it: the full history. While
+  its size is at most ``trigger`` tokens nothing changes (this is ``full-history``);
+- once past ``trigger``, every tool use but the ``keep`` most recent is cleared,
+  oldest first, except uses of ``exclude_tools``; the result's content becomes the
+  placeholder (``[cleared]``), the tool call itself stays so the conversation is
+  valid. With ``clear_tool_inputs`` the call's input is cleared too;
+- ``clear_at_least``: an activation that would clear fewer tokens than this is
+  not applied (clearing breaks the provider cache, so it must be worth it);
+- as the history only grows, what was cleared stays cleared.
+
+Tokens are estimated with the registered tokenizer named by ``tokenizer``
+(default ``chars4``: characters / 4; ``o200k_base`` counts exactly but costs more).
+
+A tool use is, on an imported transcript, one assistant ``tool_call`` and the
+``tool`` message answering it (a turn without tool calls counts its feedback as one
+use with no tool name); on a PTC-Lisp run, one turn: its program is the input,
+its feedback the result, and its tool names are the tools the program called.
+Never larger: a result shorter than the placeholder is kept.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from turnpress.core.compression import Breakpoint, RenderContext, Strategy
+from turnpress.core.hookspecs import hookimpl
+from turnpress.core.model import Message, Turn
+from turnpress.core.registry import get_registry
+from turnpress.plugins._transcript import content_text
+from turnpress.plugins.full_history import FullHistory
+
+CLEARED_ARGUMENTS = "{}"
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """One tool use of the history: where its input and its result are."""
+
+    turn: int  # 1-based position of the turn
+    result: int  # index of the result message in the full-history prompt
+    call: int  # index of the message carrying the input
+    call_id: str | None  # the tool_call id on a transcript, None on a PTC-Lisp run
+    tools: tuple[str, ...]  # the tool names it used
+
+
+def _exclusions(value: Any) -> tuple[str, ...] | str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str)
+                                                                 for v in value):
+        return tuple(value)
+    raise ValueError(f"strategy 'clear-tool-uses': option 'exclude_tools' must be tool "
+                     f"names (a list, or one string separated by spaces or '|'), got {value!r}")
+
+
+class ClearToolUses(Strategy):
+    """``full-history`` as Anthropic's ``clear_tool_uses_20250919`` edit would send it.
+
+    Options (Anthropic's names and defaults): ``trigger`` (100000, >= 0) input
+    tokens before clearing starts; ``keep`` (3, >= 0) most recent tool uses never
+    cleared; ``clear_at_least`` (0, >= 0) tokens an activation must clear to apply;
+    ``exclude_tools`` (none) tool names whose uses are never cleared (a list, or on
+    the command line one string separated by spaces or ``|``);
+    ``clear_tool_inputs`` (false) also clears the inputs of cleared uses;
+    ``tokenizer`` (``chars4``) the registered tokenizer that counts tokens.
+    """
+
+    name = "clear-tool-uses"
+
+    def __init__(self, *, trigger: int = 100_000, keep: int = 3, clear_at_least: int = 0,
+                 exclude_tools: Any = "", clear_tool_inputs: bool = False,
+                 tokenizer: str = "chars4") -> None:
+        self.trigger = self.check_int("trigger", trigger)
+        self.keep = self.check_int("keep", keep)
+        self.clear_at_least = self.check_int("clear_at_least", clear_at_least)
+        self.exclude_tools = _exclusions(exclude_tools)
+        self.clear_tool_inputs = self.check_choice("clear_tool_inputs", clear_tool_inputs,
+                                                   (False, True))
+        self.tokenizer = tokenizer
+        tokenizers = get_registry().tokenizers()
+        if tokenizer not in tokenizers:
+            valid = ", ".join(sorted(tokenizers))
+            raise ValueError(f"strategy 'clear-tool-uses': option 'tokenizer' must name a "
+                             f"registered tokenizer ({valid}), got {tokenizer!r}")
+        self._full = FullHistory()
+
+    @property
+    def excluded(self) -> frozenset[str]:
+        """The tool names whose uses are never cleared."""
+        if isinstance(self.exclude_tools, str):
+            return frozenset(self.exclude_tools.replace("|", " ").split())
+        return frozenset(self.exclude_tools)
+
+    def count(self, ctx: RenderContext, messages: Sequence[Message]) -> int:
+        """The tokens of ``messages`` by the ``tokenizer`` option's tokenizer."""
+        count = ctx.registry.tokenizers()[self.tokenizer].value
+        return count("".join(f"<|{m['role']}|>\n{_text(m)}\n" for m in messages))
+
+    # -- the edit --------------------------------------------------------------------
+
+    def tool_uses(self, turns: Sequence[Turn], ctx: RenderContext) -> list[ToolUse]:
+        """Every tool use of ``turns``, oldest first, located in the full-history prompt."""
+        uses: list[ToolUse] = []
+        index = len(self._full.head(turns, ctx))
+        for pos, turn in enumerate(turns, 1):
+            if not turn.messages:
+                names = tuple(dict.fromkeys(c.name for c in turn.tool_calls))
+                uses.append(ToolUse(pos, index + 1, index, None, names))
+                index += 2
+                continue
+            names_by_id: dict[str, tuple[int, str]] = {}
+            for offset, m in enumerate(turn.messages):
+                if m.get("role") == "assistant":
+                    for call in m.get("tool_calls") or ():
+                        name = (call.get("function") or {}).get("name") or call.get("name", "")
+                        names_by_id[call.get("id")] = (index + offset, name)
+            for offset, m in enumerate(turn.messages):
+                if m.get("role") == "tool" and m.get("tool_call_id") in names_by_id:
+                    call_at, name = names_by_id[m["tool_call_id"]]
+                    uses.append(ToolUse(pos, index + offset, call_at, m["tool_call_id"],
+                                        (name,)))
+                elif m.get("role") == "user" and not names_by_id:
+                    uses.append(ToolUse(pos, index + offset, index, None, ()))
+            index += len(turn.messages)
+        return uses
+
+    def cleared(self, turns: Sequence[Turn], ctx: RenderContext,
+                full: list[Message] | None = None) -> list[ToolUse]:
+        """The tool uses the edit clears for the prompt after ``turns`` (empty while the
+        full history is within ``trigger`` or the activation clears too little)."""
+        full = full if full is not None else self._full.to_messages(turns, {}, ctx)
+        if self.count(ctx, full) <= self.trigger:
+            return []
+        uses = self.tool_uses(turns, ctx)
+        candidates = uses[: max(0, len(uses) - self.keep)]
+        picked = [u for u in candidates if not (set(u.tools) & self.excluded)]
+        if self.clear_at_least and picked:
+            edited = self.edit(full, picked, ctx)
+            if self.count(ctx, full) - self.count(ctx, edited) < self.clear_at_least:
+                return []
+        return picked
+
+    def edit(self, full: list[Message], uses: Sequence[ToolUse],
+             ctx: RenderContext) -> list[Message]:
+        """``full`` with the results (and, with ``clear_tool_inputs``, the inputs) of
+        ``uses`` replaced by the placeholder."""
+        placeholder = ctx.template("clear_tool_uses/placeholder.j2")
+        messages = [dict(m) for m in full]
+        for use in uses:
+            result = messages[use.result]
+            if len(_text(result)) > len(placeholder):
+                result["content"] = placeholder
+            if not self.clear_tool_inputs:
+                continue
+            call = messages[use.call]
+            if use.call_id is None:
+                if len(_text(call)) > len(placeholder):
+                    call["content"] = placeholder
+                continue
+            call["tool_calls"] = [_cleared_call(c) if c.get("id") == use.call_id else c
+                                  for c in call.get("tool_calls") or ()]
+        return messages  # type: ignore[return-value]
+
+    def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                    ctx: RenderContext) -> list[Message]:
+        """The full history, edited as the server would edit it."""
+        full = self._full.to_messages(turns, memory, ctx)
+        uses = self.cleared(turns, ctx, full)
+        return self.edit(full, uses, ctx) if uses else full
+
+    def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                          ctx: RenderContext) -> list[Breakpoint]:
+        """Where a client puts ``cache_control``: the system prompt, the messages before
+        the oldest result a later activation may still clear, and the end of the
+        conversation. A turn that clears more invalidates the cache after the first
+        newly cleared result, as on the API."""
+        full = self._full.to_messages(turns, memory, ctx)
+        cleared = {u.result for u in self.cleared(turns, ctx, full)}
+        open_uses = [u for u in self.tool_uses(turns, ctx)
+                     if u.result not in cleared and not (set(u.tools) & self.excluded)]
+        points: list[Breakpoint] = [(0, None), (len(full) - 1, None)]
+        if open_uses:
+            first = min(u.call if self.clear_tool_inputs else u.result for u in open_uses)
+            if first > 0:
+                points.append((first - 1, None))
+        return sorted(set(points), key=lambda p: p[0])
+
+
+def _text(message: Mapping[str, Any]) -> str:
+    text = content_text(message)
+    for call in message.get("tool_calls") or ():
+        text += json.dumps(call, ensure_ascii=False)
+    return text
+
+
+def _cleared_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    copy = dict(call)
+    if isinstance(copy.get("function"), Mapping):
+        copy["function"] = {**copy["function"], "arguments": CLEARED_ARGUMENTS}
+    return copy
+
+
+@hookimpl
+def register_strategies(register: Callable[[type], None]) -> None:
+    """Register ``clear-tool-uses``."""
+    register(ClearToolUses)

@@ -1,0 +1,212 @@
+"""Built-in trace reader ``anthropic-messages``: Anthropic Messages runs (DESIGN §10).
+
+A run is a request body ``{"system", "messages", "tools"?}`` whose messages hold
+``text``, ``image``, ``tool_use`` and ``tool_result`` blocks. turnpress keeps
+transcripts in ONE canonical shape, OpenAI chat, so every strategy reads every
+format the same way; :func:`to_openai_messages` converts:
+
+- ``system`` (a string or text blocks) -> a leading system message;
+- an assistant message -> ``content`` (its text: a string for one text block, a
+  list of text parts for several, ``null`` when it only calls tools) and
+  ``tool_calls`` (each ``tool_use`` -> ``{"id", "type": "function", "function":
+  {"name", "arguments": JSON of input}}``);
+- a user message -> one ``tool`` message per ``tool_result`` block
+  (``tool_call_id`` = ``tool_use_id``), and its other blocks as a user message
+  (a string for one text block, else content parts; images as ``image_url``),
+  in block order.
+
+``core.providers.to_anthropic`` (``--format anthropic``) turns them back into
+blocks: the same text, tool_use and tool_result blocks, system apart, tool
+results and the user text after them in one user message. The original blocks
+are not kept beside the converted messages (that would make ``--format openai``
+carry keys the OpenAI API rejects); what the round trip does not keep is said
+here: ``is_error`` flags (the turn records them: it failed, reason
+``tool_error``), the request's own ``cache_control`` markers (turnpress places
+its own breakpoints), and a one-text-block list becoming a string. ``thinking``
+blocks and other block types are refused with a clear error.
+
+A ``usage`` object on an assistant message (the response's usage, as logging
+proxies record it: ``input_tokens``, ``cache_read_input_tokens``,
+``cache_creation_input_tokens``) is that call's billed usage.
+
+Public: :func:`to_openai_messages` (used by ``turnpress.compress``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from turnpress.core.hookspecs import hookimpl
+from turnpress.core.model import Failure
+from turnpress.core.trace import Trace, TraceError
+from turnpress.plugins.readers._transcript import (
+    Entry,
+    build_trace,
+    fail,
+    looks_anthropic,
+    text_of,
+    tools_from,
+    usage_from,
+)
+
+__all__ = ["FORMAT", "detect", "read", "to_openai_messages"]
+
+FORMAT = "anthropic-messages"
+ROLES = ("user", "assistant")
+
+
+def detect(data: Any, path: Path | None = None) -> bool:
+    """``{"system"?, "messages"}`` with Anthropic blocks or an Anthropic system field."""
+    return looks_anthropic(data)
+
+
+def _text_content(texts: list[str]) -> str | list[dict[str, str]]:
+    return texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+
+
+def _user_part(block: dict[str, Any], where: str, index: int) -> dict[str, Any]:
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str):
+        return {"type": "text", "text": block["text"]}
+    if kind == "image" and isinstance(block.get("source"), dict):
+        source = block["source"]
+        if source.get("type") == "base64":
+            url = f"data:{source.get('media_type', '')};base64,{source.get('data', '')}"
+        elif source.get("type") == "url":
+            url = str(source.get("url", ""))
+        else:
+            raise fail(where, index, f"image source type {source.get('type')!r} is not "
+                                     f"supported (base64, url)")
+        return {"type": "image_url", "image_url": {"url": url}}
+    raise fail(where, index, f"content block type {kind!r} is not supported in a user "
+                             f"message (text, image, tool_result)")
+
+
+def _parts_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        return parts[0]["text"]
+    return parts
+
+
+def _tool_result(block: dict[str, Any], where: str, index: int) -> Entry:
+    content = block.get("content", "")
+    if isinstance(content, list):
+        texts = []
+        for b in content:
+            if not (isinstance(b, dict) and b.get("type") == "text"
+                    and isinstance(b.get("text"), str)):
+                kind = b.get("type") if isinstance(b, dict) else type(b).__name__
+                raise fail(where, index, f"tool_result content block {kind!r} is not "
+                                         f"supported (text only: an OpenAI tool message "
+                                         f"holds text)")
+            texts.append(b["text"])
+        content = _text_content(texts) if texts else ""
+    elif not isinstance(content, str):
+        raise fail(where, index, "tool_result \"content\" must be a string or text blocks")
+    if not isinstance(block.get("tool_use_id"), str):
+        raise fail(where, index, "tool_result block needs a \"tool_use_id\"")
+    message = {"role": "tool", "tool_call_id": block["tool_use_id"], "content": content}
+    error = None
+    if block.get("is_error"):
+        text = text_of(content).strip()
+        error = Failure("tool_error", text[:500] or "the tool reported an error")
+    return Entry(index, message, error=error)
+
+
+def _assistant(m: dict[str, Any], where: str, index: int) -> dict[str, Any]:
+    content = m["content"]
+    if isinstance(content, str):
+        return {"role": "assistant", "content": content}
+    texts, calls = [], []
+    for block in content:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            if not isinstance(block.get("name"), str) or not isinstance(
+                    block.get("input", {}), dict):
+                raise fail(where, index, "tool_use block needs \"id\", \"name\" and an "
+                                         "object \"input\"")
+            calls.append({"id": str(block.get("id", "")), "type": "function",
+                          "function": {"name": block["name"], "arguments": json.dumps(
+                              block.get("input", {}), ensure_ascii=False)}})
+        else:
+            raise fail(where, index, f"content block type {kind!r} is not supported in an "
+                                     f"assistant message (text, tool_use)")
+    out: dict[str, Any] = {"role": "assistant",
+                           "content": _text_content(texts) if texts else (None if calls
+                                                                          else "")}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _convert(system: Any, messages: Any, where: str) -> list[Entry]:
+    if not isinstance(messages, list):
+        raise TraceError(f"{where}: \"messages\" must be a list of message objects, got "
+                         f"{type(messages).__name__}")
+    entries: list[Entry] = []
+    if isinstance(system, list):
+        system = text_of(system)
+    if system is not None and not isinstance(system, str):
+        raise TraceError(f"{where}: \"system\" must be a string or text blocks")
+    if system:
+        entries.append(Entry(-1, {"role": "system", "content": system}))
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise fail(where, i, f"expected a JSON object with \"role\" and \"content\", got "
+                                 f"{type(m).__name__}")
+        role = m.get("role")
+        if role not in ROLES:
+            raise fail(where, i, f"unknown role {role!r}; an Anthropic message's role must "
+                                 f"be one of {', '.join(ROLES)} (the system prompt is the "
+                                 f"top-level \"system\")")
+        content = m.get("content")
+        if not isinstance(content, (str, list)):
+            raise fail(where, i, "\"content\" must be a string or a list of content blocks")
+        if role == "assistant":
+            usage = usage_from(m.get("usage"), where, i)
+            entries.append(Entry(i, _assistant(m, where, i), usage))
+            continue
+        if isinstance(content, str):
+            entries.append(Entry(i, {"role": "user", "content": content}))
+            continue
+        parts: list[dict[str, Any]] = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                if parts:
+                    entries.append(Entry(i, {"role": "user", "content": _parts_content(parts)}))
+                    parts = []
+                entries.append(_tool_result(block, where, i))
+            elif isinstance(block, dict):
+                parts.append(_user_part(block, where, i))
+            else:
+                raise fail(where, i, f"content blocks must be objects, got "
+                                     f"{type(block).__name__}")
+        if parts or not content:
+            entries.append(Entry(i, {"role": "user", "content": _parts_content(parts)
+                                     if parts else ""}))
+    return entries
+
+
+def to_openai_messages(system: Any, messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """An Anthropic run (``system``, ``messages``) as OpenAI chat messages (the
+    conversion in the module docstring). Raises :class:`TraceError` (a
+    ``ValueError``) naming the message index and what is wrong."""
+    return [e.message for e in _convert(system, messages, "messages")]
+
+
+def read(data: Any, where: str) -> Trace:
+    """Read one ``{"system", "messages", "tools"?}`` run."""
+    entries = _convert(data.get("system"), data.get("messages"), where)
+    return build_trace(entries, where=where, source=FORMAT,
+                       tools=tools_from(data.get("tools"), where))
+
+
+@hookimpl
+def register_trace_readers(register: Callable[..., None]) -> None:
+    """Register ``anthropic-messages``."""
+    register(FORMAT, detect, read)
