@@ -1,41 +1,66 @@
 """Fuzz turnpress as an attacker and as a careless user would (issue 13 item 6).
 
-Not a test (``tests/test_fuzz_smoke.py`` runs a few hundred of the same cases). Run::
+Not a test (``tests/test_fuzz_script.py`` runs a few hundred of the same cases). Run::
 
-    python scripts/fuzz.py [--n 100000] [--seed 1] [--kinds programs,traces,plugins]
+    python scripts/fuzz.py                       # 100,000 cases of each kind
+    python scripts/fuzz.py --n 2000 --seed 7 --kinds traces
+    python scripts/fuzz.py --kinds traces --seed 7 --case 1234   # replay one case
 
-Kinds of cases, ``--n`` of each:
+Kinds of cases, ``--n`` of each (default 100,000):
 
-* ``programs``: PTC-Lisp programs (the adversarial list of ``tests/lisp/
-  adversarial_programs.py`` when present, the issue-13 repros, then random programs)
-  run with ``run_program`` under small limits, then what the agent does next: render
-  the next prompt with every registered strategy and save/load the run as a trace;
-* ``traces``: the bundled example traces (and a small OpenAI-chat transcript),
-  mutated (fields deleted, replaced, retyped; nesting deepened; huge numbers; bad
-  tags; bad UTF-8; truncation), then loaded, and when they load, saved and loaded
-  again and rendered;
-* ``plugins``: in-process registries holding one deliberately broken plugin (hooks
-  that raise, return junk, exit...), then everything a command does with plugins.
+* ``programs``: PTC-Lisp programs, each case a run of one to three turns sharing
+  memory. The first cases are the adversarial list of
+  ``tests/lisp/adversarial_programs.py`` (each with its own limits), the others random
+  programs (hostile values: deep, shared, big, surrogates, regexes, maps as keys).
+  After every turn, what the agent does next: render the next prompt with every
+  registered strategy, then save the run as a trace, load it and compare;
+* ``traces``: the bundled example traces (versions 1 and 2, JSON and JSONL) and a
+  small OpenAI-chat transcript, mutated (fields deleted, replaced, retyped; nesting
+  deepened; huge numbers; malformed tags; unknown fields; bad UTF-8; truncation), then
+  loaded; what loads is saved, loaded again and rendered;
+* ``plugins``: a registry holding one deliberately broken plugin (hooks that raise,
+  exit, return junk, misspelled hooks...), then what a command does with plugins:
+  render with every strategy, type labels, tokenizers, trace loading.
 
-It prints the count of each outcome: ``ok``, ``clean error`` (TraceError, ValueError,
-PluginError, a program Failure), and the bad ones, whose target is 0: ``traceback``
-(any other exception; the first few are printed), ``over limit`` (a program ran past
-its timeout + 0.5 s), ``escape`` (a program wrote a file, imported a module, opened a
-socket or started a process), ``malformed accepted`` (a mutated trace that loads but
-changes on save + load, or breaks rendering), ``unsaveable`` (a value a program made
-that the trace cannot save and load back unchanged).
+Every case is drawn from its own random generator, seeded by (kind, ``--seed``, case
+number), so ``--case N`` replays case N alone, prints everything about it, and exits 1
+if it is bad.
+
+Output: one line per kind with the count of each outcome: ``ok``, ``clean error`` (a
+one-line TraceError, PluginError or ValueError, or a program's documented Failure), and
+the bad ones, whose target is 0:
+
+* ``traceback``: any other exception, or a Failure reason outside ``FAILURE_REASONS``;
+* ``over limit``: a program ran past its ``timeout_s`` + 0.5 s, or a render or
+  save/load after it did not end within ``--hang`` seconds;
+* ``escape``: a program wrote a file, imported a module, opened a socket or started a
+  process;
+* ``malformed accepted``: a mutated trace that loads although the mutation made it
+  invalid (bad UTF-8, a malformed tag, an unknown field, a bad version, nesting too
+  deep), or that loads but changes on save + load, or breaks rendering;
+* ``unsaveable``: a value a program made that cannot be saved and loaded back unchanged;
+* ``isolation broken``: a broken plugin broke a built-in strategy, a type label, trace
+  loading, or was not named.
+
+Each bad case (the first ``--keep`` of each outcome) is printed with its detail, the
+command that replays it, and its input written to ``--out`` (a ``.lisp`` program, the
+mutated ``.json``/``.jsonl`` file, or the broken plugin's description). The exit code
+is 1 if any case was bad.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib.util
 import io
 import json
 import random
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import warnings
@@ -49,6 +74,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from turnpress.core import codec  # noqa: E402
 from turnpress.core.codec import same_value  # noqa: E402
 from turnpress.core.model import Turn  # noqa: E402
 from turnpress.core.registry import PluginError  # noqa: E402
@@ -60,25 +86,56 @@ from turnpress.core.trace import (  # noqa: E402
     trace_to_dict,
 )
 
-BAD = ("traceback", "over limit", "escape", "malformed accepted", "unsaveable")
+BAD = ("traceback", "over limit", "escape", "malformed accepted", "unsaveable",
+       "isolation broken")
 OUTCOMES = ("ok", "clean error", *BAD)
 KINDS = ("programs", "traces", "plugins")
+#: seconds a render or a save/load may take before the case counts as hung
+HANG_S = 20.0
+CLEAN = (TraceError, ValueError, PluginError)
+
+
+@dataclass
+class Outcome:
+    """What one case came to; ``repro`` is its input, written to a file if it is bad."""
+
+    outcome: str
+    detail: str = ""
+    repro: bytes = b""
+    suffix: str = ".txt"
 
 
 @dataclass
 class Report:
-    """Counts by outcome, plus the first few examples of each bad outcome."""
+    """Counts by outcome of one kind, plus the first ``keep`` bad cases of each outcome."""
 
     kind: str
+    seed: int
     counts: Counter = field(default_factory=Counter)
-    examples: dict[str, list[str]] = field(default_factory=dict)
+    bad_cases: list[tuple[int, Outcome, Path | None]] = field(default_factory=list)
     keep: int = 3
+    out: Path | None = None
+    seconds: float = 0.0
+    stopped: str = ""
 
-    def add(self, outcome: str, detail: str = "") -> None:
-        """Count one case."""
-        self.counts[outcome] += 1
-        if outcome in BAD and len(self.examples.setdefault(outcome, [])) < self.keep:
-            self.examples[outcome].append(detail)
+    def add(self, case: int, result: Outcome) -> None:
+        """Count one case; keep (and write the input of) the first few bad ones."""
+        self.counts[result.outcome] += 1
+        if result.outcome not in BAD:
+            return
+        if sum(1 for _, o, _ in self.bad_cases if o.outcome == result.outcome) >= self.keep:
+            return
+        path = None
+        if self.out is not None:
+            self.out.mkdir(parents=True, exist_ok=True)
+            path = self.out / f"{self.kind}-seed{self.seed}-case{case}{result.suffix}"
+            path.write_bytes(result.repro)
+        self.bad_cases.append((case, result, path))
+
+    @property
+    def cases(self) -> int:
+        """How many cases ran."""
+        return sum(self.counts.values())
 
     @property
     def bad(self) -> int:
@@ -86,23 +143,64 @@ class Report:
         return sum(self.counts[o] for o in BAD)
 
     def format(self) -> str:
-        """The report as text."""
-        lines = [f"{self.kind}: " + ", ".join(f"{o} {self.counts[o]}" for o in OUTCOMES)]
-        for outcome, found in self.examples.items():
-            for detail in found:
-                lines.append(f"  [{outcome}] " + detail.strip().replace("\n", "\n    "))
+        """The report as text: the counts line, then each kept bad case."""
+        head = f"{self.kind}: {self.cases} cases in {self.seconds:.0f} s{self.stopped}: "
+        lines = [head + ", ".join(f"{o} {self.counts[o]}" for o in OUTCOMES)]
+        for case, result, path in self.bad_cases:
+            lines.append(f"  BAD {self.kind} case {case} ({result.outcome}): "
+                         + _indent(result.detail.strip()))
+            lines.append(f"    replay: python scripts/fuzz.py --kinds {self.kind} "
+                         f"--seed {self.seed} --case {case}")
+            if path is not None:
+                lines.append(f"    input: {path}")
         return "\n".join(lines)
 
 
-def _tb(exc: BaseException, context: str) -> str:
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-4:])
-    return f"{context[:300]}\n{text}"
+def _indent(text: str) -> str:
+    return text.replace("\n", "\n      ")
 
 
-CLEAN = (TraceError, ValueError, PluginError)
+def _tb(exc: BaseException, context: str, full: bool = False) -> str:
+    frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    return f"{context[:300]}\n" + "".join(frames if full else frames[-4:])
 
-# -- escape sentinel ---------------------------------------------------------------------
 
+def case_rng(kind: str, seed: int, case: int) -> random.Random:
+    """The random generator of one case (so that any case can be replayed alone)."""
+    return random.Random(f"{kind}/{seed}/{case}")
+
+
+# -- time limits ---------------------------------------------------------------------------
+
+
+class Hung(BaseException):
+    """Raised by :func:`watchdog` in a case that runs too long (a BaseException, so
+    that code under test catching ``Exception`` does not swallow it)."""
+
+
+@contextlib.contextmanager
+def watchdog(seconds: float) -> Iterator[None]:
+    """Raise :class:`Hung` in the block after ``seconds`` (main thread, POSIX only;
+    elsewhere a no-op)."""
+    usable = (hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def alarm(signum: int, frame: Any) -> None:
+        raise Hung(f"still running after {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# -- escape sentinel -----------------------------------------------------------------------
 
 class Sentinel:
     """An audit hook that records file writes, sockets, processes and new imports
@@ -146,16 +244,8 @@ class Sentinel:
             self.armed = False
 
 
-# -- programs ----------------------------------------------------------------------------
+# -- programs ------------------------------------------------------------------------------
 
-#: issue 13's programs that bypassed the sandbox's limits (time, memory)
-LIMIT_PROGRAMS = [
-    "(loop [f inc i 0] (if (< i 23) (recur (juxt f f) (inc i)) (do (f 1) :done)))",
-    "(def f (apply comp (repeat 999999 inc))) (dotimes [i 300] (f 1))",
-    "(let [" + " ".join(f"a{i} {i}" for i in range(30000)) + "] a1)",
-    '(def s (apply str (repeat 999999 "a"))) (def xs (for [i (range 300000)] (subs s 1)))',
-    "(str (loop [x [] i 0] (if (< i 5000) (recur [x] (inc i)) x)))",
-]
 #: issue 13's values that the sandbox makes legally and that broke the host
 VALUE_PROGRAMS = [
     "(def x (loop [x [] i 0] (if (< i 1000) (recur [x] (inc i)) x)))",
@@ -166,34 +256,6 @@ VALUE_PROGRAMS = [
     '(def s "\\ud800")',
     '(def r #"\\s+")',
 ]
-
-
-def adversarial_programs(limits: bool = True) -> list[str]:
-    """Issue 13's value repros, then (``limits``) the lisp-sandbox helper's adversarial
-    list if present and issue 13's limit bypasses."""
-    if not limits:
-        return list(VALUE_PROGRAMS)
-    path = ROOT / "tests" / "lisp" / "adversarial_programs.py"
-    found: list[str] = []
-    if path.exists():
-        spec = importlib.util.spec_from_file_location("_adversarial_programs", path)
-        if spec is not None and spec.loader is not None:
-            module = importlib.util.module_from_spec(spec)
-            try:
-                spec.loader.exec_module(module)
-            except Exception:
-                module = None  # type: ignore[assignment]
-            for name in ("ADVERSARIAL_PROGRAMS", "PROGRAMS", "ADVERSARIAL"):
-                items = getattr(module, name, None)
-                if items:
-                    for item in items:
-                        src = item if isinstance(item, str) else getattr(
-                            item, "source", None) or (item[-1] if isinstance(item, tuple)
-                                                      and isinstance(item[-1], str) else None)
-                        if isinstance(src, str):
-                            found.append(src)
-                    break
-    return VALUE_PROGRAMS + found + LIMIT_PROGRAMS
 
 
 class ProgramGen:
@@ -300,111 +362,176 @@ class ProgramGen:
         return text
 
 
-def _strategies() -> list[str]:
+
+def _adversarial_module() -> Any:
+    """``tests/lisp/adversarial_programs.py`` (the sandbox's list), or None."""
+    path = ROOT / "tests" / "lisp" / "adversarial_programs.py"
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("_turnpress_adversarial", path)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class ProgramEnv:
+    """What every program case shares: limits, strategies, the fixed programs."""
+
+    limits: Any
+    strategies: list[str]
+    fixed: list[tuple[str, str, Any]]
+    random_program: Callable[[random.Random], str] | None
+    tmp: Path
+    hang_s: float = HANG_S
+
+
+def program_env(tmp: Path, timeout_s: float | None, fixed: bool = True,
+                hang_s: float = HANG_S) -> ProgramEnv:
+    """Limits (the sandbox list's ``ADVERSARIAL_LIMITS``, ``timeout_s`` if given), every
+    strategy name, and (``fixed``) issue 13's value repros and the adversarial list."""
     from turnpress.core.compression import strategy_names
-
-    return strategy_names()
-
-
-def fuzz_programs(n: int, seed: int = 1, timeout_s: float = 0.5,
-                  report: Report | None = None, limit_programs: bool = True) -> Report:
-    """Run ``n`` programs, then render and save/load what they leave behind.
-
-    The first ones are the fixed adversarial programs (``limit_programs=False``: only
-    issue 13's value repros, which are quick)."""
-    from turnpress.core.compression import render
     from turnpress.lisp import Limits, run_program
 
-    report = report or Report("programs")
-    rnd = random.Random(seed)
+    module = _adversarial_module()
+    limits = getattr(module, "ADVERSARIAL_LIMITS", None) or Limits(
+        max_steps=100_000, timeout_s=2.0)
+    if timeout_s is not None:
+        limits = dataclasses.replace(limits, timeout_s=timeout_s)
+    programs: list[tuple[str, str, Any]] = []
+    if fixed:
+        programs = [(f"value-{i}", p, limits) for i, p in enumerate(VALUE_PROGRAMS)]
+        for name, source, _ in getattr(module, "ADVERSARIAL_PROGRAMS", []):
+            programs.append((name, source, module.limits_for(name)))
+    run_program("(+ 1 2)", limits=limits)  # lazy imports happen before the sentinel
+    return ProgramEnv(limits, strategy_names(), programs,
+                      getattr(module, "random_program", None), tmp, hang_s)
+
+
+def program_turns(env: ProgramEnv, seed: int, case: int) -> list[tuple[str, str, Any]]:
+    """The (name, source, limits) of each turn of program case ``case``."""
+    if case < len(env.fixed):
+        return [env.fixed[case]]
+    rnd = case_rng("programs", seed, case)
     gen = ProgramGen(rnd)
-    limits = Limits(timeout_s=timeout_s, max_steps=200_000, max_collection=100_000,
-                    max_string=100_000)
-    strategies = _strategies()
+    turns = []
+    for t in range(rnd.randint(1, 3)):
+        if env.random_program is not None and rnd.random() < 0.4:
+            source = env.random_program(rnd)
+        else:
+            source = gen.program()
+        turns.append((f"turn {t + 1}", source, env.limits))
+    return turns
+
+
+def program_case(env: ProgramEnv, seed: int, case: int, full: bool = False) -> Outcome:
+    """Run one case's turns, rendering and saving/loading the run after each."""
+    from turnpress.lisp import FAILURE_REASONS, run_program
+
+    turns = program_turns(env, seed, case)
+    repro = "\n;; --- next turn (memory carried over) ---\n".join(s for _, s, _ in turns)
+    bad = _program_outcome(repro)
     sentinel = Sentinel.get()
-    run_program("(+ 1 2)", limits=limits)  # warm up lazy imports before watching
-    fixed = adversarial_programs(limit_programs)
     memory: Any = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "run.json"
-        for i in range(n):
-            source = fixed[i] if i < len(fixed) else gen.program()
-            if rnd.random() < 0.3:
-                memory = {}  # a new run
-            start = time.perf_counter()
-            try:
-                with sentinel.watch() as escapes:
-                    result = run_program(source, memory=memory, limits=limits,
-                                         tools={"echo": lambda *a: list(a)})
-            except BaseException as exc:
-                report.add("traceback", _tb(exc, source))
-                memory = {}
-                continue
-            elapsed = time.perf_counter() - start
-            if escapes:
-                report.add("escape", f"{source[:300]}\n{escapes[:5]}")
-                continue
-            if elapsed > timeout_s + 0.5:
-                report.add("over limit", f"{elapsed:.1f}s: {source[:300]}")
-                continue
-            report.add(*_after_program(source, result, render, strategies, path))
-            memory = result.memory
-    return report
-
-
-def _after_program(source: str, result: Any, render: Callable[..., Any],
-                   strategies: list[str], path: Path) -> tuple[str, str]:
-    """Render the next prompt with every strategy, then save and load the run."""
-    if result.failure is not None:
-        turn = Turn.failed(1, source, result.failure, memory=result.memory,
-                           prints=result.prints, tool_calls=result.tool_calls)
-    else:
-        turn = Turn.succeeded(1, source, result.value, memory=result.memory,
-                              prints=result.prints, tool_calls=result.tool_calls)
-    trace = Trace(mission="fuzz", turns=(turn,), max_turns=3,
-                  tools={"echo": {"description": "echo", "params": {"x": "any"}}})
-    for name in strategies:
+    done: list[Turn] = []
+    failed = False
+    for number, (name, source, limits) in enumerate(turns, 1):
+        where = f"{name}, turn {number}: {source[:200]}"
+        start = time.perf_counter()
         try:
-            messages = render(turns=trace.turns, mission=trace.mission, tools=trace.tools,
-                              turns_left=2, compression=name)
-            json.dumps(messages)
-        except CLEAN:
-            continue
-        except Exception as exc:
-            return "traceback", _tb(exc, f"render {name}: {source}")
+            with watchdog(limits.timeout_s + env.hang_s), sentinel.watch() as escapes:
+                result = run_program(source, memory=memory, limits=limits,
+                                     tools={"echo": lambda *a: list(a)})
+        except Hung as exc:
+            return bad("over limit", f"{where}\nrun_program {exc}")
+        except BaseException as exc:
+            return bad("traceback", _tb(exc, where, full))
+        elapsed = time.perf_counter() - start
+        if escapes:
+            return bad("escape", f"{where}\n{escapes[:5]}")
+        if elapsed > limits.timeout_s + 0.5:
+            return bad("over limit", f"{where}\nran {elapsed:.2f} s with timeout_s="
+                                     f"{limits.timeout_s:g}")
+        if result.failure is not None:
+            failed = True
+            if result.failure.reason not in FAILURE_REASONS:
+                return bad("traceback", f"{where}\nundocumented failure reason "
+                                        f"{result.failure.reason!r}")
+            turn = Turn.failed(number, source, result.failure, memory=result.memory,
+                               prints=result.prints, tool_calls=result.tool_calls)
+        else:
+            turn = Turn.succeeded(number, source, result.value, memory=result.memory,
+                                  prints=result.prints, tool_calls=result.tool_calls)
+        done.append(turn)
+        problem = _after_turn(env, tuple(done), len(turns) + 1, where, full)
+        if problem is not None:
+            return bad(*problem)
+        memory = result.memory
+    return Outcome("clean error" if failed else "ok")
+
+
+def _program_outcome(repro: str) -> Callable[[str, str], Outcome]:
+    def bad(outcome: str, detail: str) -> Outcome:
+        return Outcome(outcome, detail, repro.encode("utf-8", "surrogatepass"), ".lisp")
+    return bad
+
+
+def _after_turn(env: ProgramEnv, turns: tuple[Turn, ...], max_turns: int, where: str,
+                full: bool) -> tuple[str, str] | None:
+    """Render the next prompt with every strategy, then save, load and compare the run."""
+    trace = Trace(mission="fuzz", turns=turns, max_turns=max_turns,
+                  tools={"echo": {"description": "echo", "params": {"x": "any"}}})
+    step = "render"
     try:
-        save_trace(trace, path)
-    except TraceError as exc:
-        return "unsaveable", f"{source[:300]}\n{exc}"
-    except Exception as exc:
-        return "unsaveable", _tb(exc, source)
-    try:
-        loaded = next(iter_traces(path))
-    except Exception as exc:
-        return "unsaveable", _tb(exc, f"load after save: {source}")
-    back = loaded.turns[0]
-    if not (same_value(back.result, turn.result) and same_value(
-            dict(back.memory), dict(turn.memory)) and back.prints == turn.prints
-            and dict(back.memory.docs) == dict(turn.memory.docs)):
-        return "unsaveable", f"changed by save + load: {source[:300]}"
-    return ("clean error" if result.failure is not None else "ok"), ""
+        with watchdog(env.hang_s):
+            for name in env.strategies:
+                step = f"render {name}"
+                try:
+                    json.dumps(trace.prompt(len(turns) + 1, compression=name))
+                except CLEAN:
+                    continue
+            step = "save_trace"
+            path = env.tmp / "run.json"
+            try:
+                save_trace(trace, path)
+            except TraceError as exc:
+                return "unsaveable", f"{where}\n{exc}"
+            step = "load_trace after save_trace"
+            loaded = next(iter_traces(path))
+    except Hung as exc:
+        return "over limit", f"{where}\n{step} {exc}"
+    except BaseException as exc:
+        kind = "traceback" if step.startswith("render") else "unsaveable"
+        return kind, _tb(exc, f"{step}: {where}", full)
+    for before, after in zip(turns, loaded.turns, strict=True):
+        # a function is stored as its signature ($fn), so compare what was written
+        same = (json.dumps(trace_to_dict(Trace(mission="", turns=(after,))))
+                == json.dumps(trace_to_dict(Trace(mission="", turns=(before,)))))
+        if same and "$fn" not in json.dumps(trace_to_dict(Trace(mission="", turns=(before,)))):
+            same = (same_value(after.result, before.result)
+                    and same_value(dict(after.memory), dict(before.memory)))
+        if not same:
+            return "unsaveable", f"{where}\nturn {before.number} changed by save + load"
+    return None
 
 
-# -- traces ------------------------------------------------------------------------------
+# -- traces --------------------------------------------------------------------------------
 
 
-def _seed_documents() -> list[tuple[str, Any]]:
-    """Parsed JSON documents to mutate: each bundled trace in both versions, plus a
-    small OpenAI-chat transcript."""
+def _seed_documents() -> list[tuple[str, Any, bool]]:
+    """(suffix, parsed JSON, is native) documents to mutate: each bundled trace in both
+    versions and as JSONL, plus a small OpenAI-chat transcript."""
     from turnpress.core.trace import load_trace
     from turnpress.examples import example_trace_paths
 
-    docs: list[tuple[str, Any]] = []
+    docs: list[tuple[str, Any, bool]] = []
     for p in example_trace_paths():
         trace = load_trace(p)
-        docs.append((".json", trace_to_dict(trace, 1)))
-        docs.append((".json", trace_to_dict(trace, 2)))
-        docs.append((".jsonl", trace_to_dict(trace, 2)))
+        docs.append((".json", trace_to_dict(trace, 1), True))
+        docs.append((".json", trace_to_dict(trace, 2), True))
+        docs.append((".jsonl", trace_to_dict(trace, 2), True))
     docs.append((".json", [
         {"role": "system", "content": "You are an agent."},
         {"role": "user", "content": "Count the files."},
@@ -412,7 +539,7 @@ def _seed_documents() -> list[tuple[str, Any]]:
             {"id": "c1", "type": "function",
              "function": {"name": "ls", "arguments": "{\"path\": \".\"}"}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "a\nb"},
-        {"role": "assistant", "content": "2 files."}]))
+        {"role": "assistant", "content": "2 files."}], False))
     return docs
 
 
@@ -451,13 +578,33 @@ def _nest(value: Any, depth: int) -> Any:
     return value
 
 
-def mutate(doc: Any, rnd: random.Random) -> tuple[Any, list[Callable[[str], str]]]:
-    """One to three random edits of a parsed document; also text-level edits to apply
-    after serializing."""
+#: tags whose payload is wrong: a trace holding one in its data must be refused
+MALFORMED_TAGS: list[Any] = [
+    {"$kw": 5}, {"$set": "abc"}, {"$fn": {"params": "abc"}}, {"$fn": {"params": [1]}},
+    {"$float": True}, {"$float": "nope"}, {"$map": [[1]]}, {"$map": "x"},
+    {"$fail": {"reason": 1}}, {"$int": "0xz"}, {"$int": 5}, {"$str": "x"},
+    {"$str": [55296.5]}, {"$regex": 5}, {"$ref": 0}, {"$graph": []},
+    {"$graph": [{"$graph": [1]}]}, {"$kw": "a", "$set": []},
+]
+#: top-level fields no trace version has
+UNKNOWN_FIELDS = ("extra", "memry", "turn", "Version")
+
+
+def _copy(doc: Any) -> Any:
+    return json.loads(json.dumps(doc))
+
+
+def mutate(doc: Any, rnd: random.Random, native: bool
+           ) -> tuple[Any, list[Callable[[str], str]], list[bytes], list[tuple[str, Any]]]:
+    """One to three random edits of a parsed document. Returns the document, text edits
+    to apply after serializing, bytes to insert in the encoded file, and the (key, tag)
+    of each malformed tag put in the trace's data."""
     text_edits: list[Callable[[str], str]] = []
+    bad_bytes: list[bytes] = []
+    placed: list[tuple[str, Any]] = []
     for _ in range(rnd.randint(1, 3)):
         slots = _paths(doc)
-        op = rnd.randrange(9)
+        op = rnd.randrange(11)
         if op <= 5 and slots:
             container, key = rnd.choice(slots)
             if op == 0 and isinstance(container, dict):
@@ -465,7 +612,7 @@ def mutate(doc: Any, rnd: random.Random) -> tuple[Any, list[Callable[[str], str]
             elif op == 0:
                 container.pop(key)
             elif op == 1:
-                container[key] = json.loads(json.dumps(rnd.choice(JUNK)))
+                container[key] = _copy(rnd.choice(JUNK))
             elif op == 2:  # retype
                 v = container[key]
                 container[key] = (str(v) if not isinstance(v, str) else
@@ -481,11 +628,12 @@ def mutate(doc: Any, rnd: random.Random) -> tuple[Any, list[Callable[[str], str]
             elif op == 4 and isinstance(container, dict):
                 container[rnd.choice(["extra", "memry", "$kw", "version", "memory",
                                       "memory_set", "memory_removed", "docs"])] = \
-                    json.loads(json.dumps(rnd.choice(JUNK)))
+                    _copy(rnd.choice(JUNK))
             elif op == 5 and isinstance(container, list):
-                container.append(json.loads(json.dumps(rnd.choice(JUNK))))
+                container.append(_copy(rnd.choice(JUNK)))
         elif op == 6:
-            text_edits.append(lambda t: t[: rnd.randint(0, len(t))])  # truncation
+            at = rnd.random()
+            text_edits.append(lambda t, at=at: t[: int(len(t) * at)])
         elif op == 7:
             kind = rnd.choice(["big-int", "nan", "nested"])
 
@@ -496,72 +644,125 @@ def mutate(doc: Any, rnd: random.Random) -> tuple[Any, list[Callable[[str], str]
                     return t.replace("0", "NaN", 1)
                 return t.replace("[]", "[" * 3000 + "]" * 3000, 1)
             text_edits.append(edit)
-        elif op == 8 and rnd.random() < 0.5:
-            bad = rnd.choice([b"\xff", b"\xed\xa0\x80", b"\xc3", b"\x80"])
-
-            def byte_edit(t: str, bad: bytes = bad) -> str:
-                return t + "\x00BYTES" + bad.decode("latin-1")  # applied in fuzz_traces
-            text_edits.append(byte_edit)
+        elif op == 8:
+            bad_bytes.append(rnd.choice([b"\xff", b"\xed\xa0\x80", b"\xc3", b"\x80"]))
+        elif op == 9 and native and isinstance(doc, dict) and isinstance(
+                doc.get("data"), dict):
+            key = rnd.choice(["x", *doc["data"]])
+            doc["data"][key] = _copy(rnd.choice(MALFORMED_TAGS))
+            placed.append((key, doc["data"][key]))
+        elif op == 10 and native and isinstance(doc, dict):
+            doc[rnd.choice(UNKNOWN_FIELDS)] = 1
         elif isinstance(doc, dict):
-            doc["version"] = rnd.choice([1, 2, 3, True, "2", None, 2.0])
-    return doc, text_edits
+            doc["version"] = rnd.choice([1, 2, 3, True, "2", None, 2.0, 0, -1])
+    return doc, text_edits, bad_bytes, placed
 
 
-def fuzz_traces(n: int, seed: int = 1, report: Report | None = None) -> Report:
-    """Load ``n`` mutated traces and transcripts; what loads must survive save + load."""
-    report = report or Report("traces")
-    rnd = random.Random(seed)
-    seeds = _seed_documents()
-    with tempfile.TemporaryDirectory() as tmp:
-        for i in range(n):
-            suffix, original = rnd.choice(seeds)
-            doc, edits = mutate(json.loads(json.dumps(original)), rnd)
-            text = json.dumps(doc, ensure_ascii=rnd.random() < 0.5)
-            bad_bytes = []
-            for edit in edits:
-                text = edit(text)
-                if "\x00BYTES" in text:
-                    text, _, bad = text.rpartition("\x00BYTES")
-                    bad_bytes.append(bad.encode("latin-1"))
-            data = text.encode("utf-8", "surrogatepass")
-            for bad in bad_bytes:
-                at = rnd.randint(0, len(data))
-                data = data[:at] + bad + data[at:]
-            path = Path(tmp) / f"case{i % 50}{suffix}"
-            path.write_bytes(data)
-            report.add(*_check_trace_file(path))
-    return report
+def _text_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` outside strings in JSON text."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
-def _check_trace_file(path: Path) -> tuple[str, str]:
+def must_reject(doc: Any, text: str, bad_bytes: list[bytes], placed: list[tuple[str, Any]],
+                native: bool) -> list[str]:
+    """Why the mutated file is invalid for sure (empty when it may still be valid)."""
+    reasons = ["invalid UTF-8"] if bad_bytes else []
+    if not native or not isinstance(doc, dict):
+        return reasons
+    if "version" in doc:
+        v = doc["version"]
+        if isinstance(v, (bool, float)) or v not in (1, 2):
+            reasons.append(f"version {json.dumps(v)}")
+    reasons += [f"unknown field {k!r}" for k in UNKNOWN_FIELDS if k in doc]
+    data = doc.get("data")
+    for key, tag in placed:
+        if isinstance(data, dict) and key in data and data[key] == tag:
+            reasons.append(f"malformed tag {json.dumps(tag)} in data")
+    if _text_depth(text) > codec.MAX_JSON_DEPTH:
+        reasons.append(f"nested deeper than {codec.MAX_JSON_DEPTH}")
+    return reasons
+
+
+@dataclass
+class TraceEnv:
+    """What every trace case shares."""
+
+    seeds: list[tuple[str, Any, bool]]
+    tmp: Path
+    hang_s: float = HANG_S
+
+
+def trace_case(env: TraceEnv, seed: int, case: int, full: bool = False) -> Outcome:
+    """Write one mutated trace or transcript and check what loading it does."""
+    rnd = case_rng("traces", seed, case)
+    suffix, original, native = rnd.choice(env.seeds)
+    doc, edits, bad_bytes, placed = mutate(_copy(original), rnd, native)
+    text = json.dumps(doc, ensure_ascii=rnd.random() < 0.5)
+    for edit in edits:
+        text = edit(text)
+    reasons = must_reject(doc, text, bad_bytes, placed, native)
+    data = text.encode("utf-8", "surrogatepass")
+    for bad in bad_bytes:
+        at = rnd.randint(0, len(data))
+        data = data[:at] + bad + data[at:]
+    path = env.tmp / f"case{suffix}"
+    path.write_bytes(data)
+    try:
+        with watchdog(env.hang_s):
+            outcome, detail = _check_trace_file(path, reasons, full)
+    except Hung as exc:
+        outcome, detail = "over limit", f"loading, saving or rendering {exc}"
+    return Outcome(outcome, detail, data, suffix)
+
+
+def _check_trace_file(path: Path, must_reject: list[str], full: bool) -> tuple[str, str]:
     try:
         traces = list(iter_traces(path))
-    except TraceError:
-        return "clean error", ""
+    except TraceError as exc:
+        if "\n" in str(exc).strip():
+            return "traceback", f"a TraceError of more than one line: {exc}"
+        return "clean error", str(exc) if full else ""
     except Exception as exc:
-        return "traceback", _tb(exc, f"load {path.read_bytes()[:200]!r}")
+        return "traceback", _tb(exc, f"load_trace {path.read_bytes()[:200]!r}", full)
+    if must_reject:
+        return "malformed accepted", "loaded although: " + "; ".join(must_reject)
     copy = path.with_name("copy" + path.suffix)
     for trace in traces:
         try:
             save_trace(trace, copy)
             again = next(iter_traces(copy))
         except Exception as exc:
-            return "malformed accepted", _tb(exc, "loaded, but save + load fails")
+            return "malformed accepted", _tb(exc, "loaded, but save + load fails", full)
         if json.dumps(trace_to_dict(again)) != json.dumps(trace_to_dict(trace)):
             return "malformed accepted", "loaded, but changes on save + load"
         try:
-            for n in {1, len(trace.turns)}:
-                if n <= len(trace.turns) or n == 1:
-                    json.dumps(trace.prompt(max(n, 1)))
+            for n in sorted({1, len(trace.turns) + 1}):
+                json.dumps(trace.prompt(n))
         except CLEAN:
             pass
         except Exception as exc:
-            return "malformed accepted", _tb(exc, "loaded, but rendering fails")
+            return "malformed accepted", _tb(exc, "loaded, but rendering fails", full)
     return "ok", ""
 
 
-# -- plugins -----------------------------------------------------------------------------
-
+# -- plugins -------------------------------------------------------------------------------
 
 class _Boom(Exception):
     pass
@@ -577,9 +778,10 @@ def _broken_plugin(rnd: random.Random) -> tuple[str, Any]:
     """A plugin object with one deliberately broken hook."""
     from turnpress.core.hookspecs import hookimpl
 
-    failures: list[BaseException] = [_Boom("boom"), SystemExit(3), KeyboardInterrupt(),
-                                      RecursionError("deep"), TypeError("t"),
-                                      MemoryError(), GeneratorExit()]
+    # raised while a hook runs (SystemExit and KeyboardInterrupt at import time are the
+    # registry tests' business: in a hook, Ctrl-C must still stop the command)
+    failures: list[BaseException] = [_Boom("boom"), RecursionError("deep"), TypeError("t"),
+                                      MemoryError(), KeyError("k"), AttributeError("a")]
     exc = rnd.choice(failures)
     kind = rnd.randrange(10)
     ns: dict[str, Any] = {}
@@ -598,7 +800,7 @@ def _broken_plugin(rnd: random.Random) -> tuple[str, Any]:
         class Broken(Strategy):
             name = f"broken-{rnd.randrange(1000)}"
 
-            def to_messages(self, ctx: Any) -> Any:
+            def to_messages(self, turns: Any, memory: Any, ctx: Any) -> Any:
                 if rnd.random() < 0.5:
                     raise exc
                 return rnd.choice([None, 5, [{"role": "x"}], "text", [1, 2]])
@@ -639,120 +841,180 @@ def _broken_plugin(rnd: random.Random) -> tuple[str, Any]:
     return f"{sorted(ns)} {type(exc).__name__}", plugin
 
 
-def fuzz_plugins(n: int, seed: int = 1, report: Report | None = None) -> Report:
-    """Install ``n`` broken plugins one at a time; every command's work must still
-    complete for the built-ins, and the broken plugin be reported cleanly."""
-    from turnpress.core.compression import render
-    from turnpress.core.registry import Registry, reset_registry
+
+@dataclass
+class PluginEnv:
+    """What every plugin case shares: the built-in strategies and an example trace."""
+
+    builtins: list[str]
+    example: Path
+    trace: Trace
+
+
+def plugin_env() -> PluginEnv:
+    """The built-in strategy names and the first bundled trace."""
+    from turnpress.core.compression import strategy_names
+    from turnpress.core.registry import Registry
     from turnpress.core.trace import load_trace
     from turnpress.examples import example_trace_paths
 
-    report = report or Report("plugins")
-    rnd = random.Random(seed)
     example = example_trace_paths()[0]
-    trace = load_trace(example)
-    builtins = _strategies()
-    turns = trace.turns[:2]
-    for _ in range(n):
-        desc, plugin = _broken_plugin(rnd)
-        registry = Registry(entry_points=False)
-        previous = reset_registry(registry)
-        stderr = io.StringIO()
-        try:
-            with warnings.catch_warnings(), contextlib.redirect_stderr(stderr):
-                warnings.simplefilter("ignore")
-                report.add(*_exercise(registry, plugin, desc, render, builtins, turns,
-                                      trace, example, load_trace))
-        except BaseException as exc:
-            report.add("traceback", _tb(exc, desc))
-        finally:
-            reset_registry(previous)
-    return report
+    return PluginEnv(strategy_names(Registry(entry_points=False)), example,
+                     load_trace(example))
 
 
-def _exercise(registry: Any, plugin: Any, desc: str, render: Callable[..., Any],
-              builtins: list[str], turns: Any, trace: Trace, example: Path,
-              load_trace: Callable[..., Any]) -> tuple[str, str]:
+def plugin_case(env: PluginEnv, seed: int, case: int, full: bool = False) -> Outcome:
+    """Register one broken plugin in a fresh registry, then do what commands do."""
+    from turnpress.core.registry import Registry, reset_registry
+
+    rnd = case_rng("plugins", seed, case)
+    desc, plugin = _broken_plugin(rnd)
+    registry = Registry(entry_points=False)
+    previous = reset_registry(registry)
+    stderr = io.StringIO()
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(stderr), \
+                watchdog(HANG_S):
+            warnings.simplefilter("ignore")
+            outcome, detail = _exercise(registry, plugin, desc, env, full)
+    except Hung as exc:
+        outcome, detail = "over limit", f"{desc}: {exc}"
+    except BaseException as exc:
+        outcome, detail = "traceback", _tb(exc, desc, full)
+    finally:
+        reset_registry(previous)
+    return Outcome(outcome, detail, f"{desc}\n{detail}\n".encode(), ".txt")
+
+
+def _cli_render(env: PluginEnv, name: str, desc: str) -> tuple[str, str] | None:
+    """``turnpress render EXAMPLE --turn 3 -s NAME``: a result or one clean line."""
+    from click.testing import CliRunner
+
+    from turnpress.cli import main
+
+    result = CliRunner().invoke(main, ["render", str(env.example), "--turn", "3", "-s", name])
+    text = result.output.strip()
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        exc = result.exception
+        return "traceback", _tb(exc, f"{desc}: turnpress render -s {name}")
+    if "Traceback" in text or (result.exit_code != 0 and len(text.splitlines()) != 1):
+        return "traceback", f"{desc}: turnpress render -s {name} printed:\n{text[-1500:]}"
+    return None
+
+
+def _exercise(registry: Any, plugin: Any, desc: str, env: PluginEnv,
+              full: bool) -> tuple[str, str]:
     from turnpress.core.labels import type_label
     from turnpress.core.tokens import get_tokenizer
+    from turnpress.core.trace import load_trace
 
     clean = False
     try:
         registry.register(plugin, "broken")
     except CLEAN:
         clean = True
-    try:
-        registry.load_all()
-    except CLEAN:
-        clean = True
     for name in sorted(registry.strategies()):
+        if name not in env.builtins:  # a plugin's strategy: as `turnpress render` meets it
+            problem = _cli_render(env, name, desc)
+            if problem is not None:
+                return problem
+            continue
         try:
-            out = render(turns=turns, mission=trace.mission, tools=trace.tools,
-                         data=trace.data, turns_left=3, compression=name)
-            if name in builtins and not (isinstance(out, list) and all(
-                    isinstance(m, dict) and isinstance(m.get("content"), str) for m in out)):
-                return "traceback", f"{desc}: built-in {name} returned junk"
-        except CLEAN:
-            clean = True
-            if name in builtins and name != "broken":
-                # a built-in must keep working unless the plugin is to blame by name
-                pass
-    for value in ([1, 2], "s", None):
+            out = env.trace.prompt(3, compression=name)
+        except CLEAN as exc:
+            return "isolation broken", f"{desc}: built-in {name} failed: {exc}"
+        if not (isinstance(out, list) and all(isinstance(m, dict) and isinstance(
+                m.get("content"), str) for m in out)):
+            return "isolation broken", f"{desc}: {name} returned {out!r:.200}"
+    for value in ([1, 2], "s", None, {"a": 1}):
         label = type_label(value)
         if not isinstance(label, str):
-            return "traceback", f"{desc}: type_label gave {label!r}"
-    try:
+            return "isolation broken", f"{desc}: type_label gave {label!r:.200}"
+    with contextlib.suppress(*CLEAN):
         get_tokenizer("bad-tok").count("hello")
-    except CLEAN:
-        clean = True
-    try:
-        load_trace(example)
-    except CLEAN:
-        clean = True
-    return ("clean error" if clean or registry.errors else "ok"), ""
+    load_trace(env.example)
+    if clean or registry.errors:
+        return "clean error", "; ".join(str(e) for e in registry.errors)
+    return "ok", ""
 
 
-# -- command line ------------------------------------------------------------------------
+# -- command line --------------------------------------------------------------------------
 
 
-def run(kinds: list[str], n: int, seed: int, timeout_s: float = 0.5,
-        progress: bool = False, limit_programs: bool = True) -> list[Report]:
-    """Fuzz each kind ``n`` times; return the reports."""
+def _runner(kind: str, tmp: Path, timeout_s: float | None, fixed: bool,
+            hang_s: float) -> Callable[[int, int, bool], Outcome]:
+    if kind == "programs":
+        penv = program_env(tmp, timeout_s, fixed, hang_s)
+        return lambda seed, case, full: program_case(penv, seed, case, full)
+    if kind == "traces":
+        tenv = TraceEnv(_seed_documents(), tmp, hang_s)
+        return lambda seed, case, full: trace_case(tenv, seed, case, full)
+    if kind == "plugins":
+        plenv = plugin_env()
+        return lambda seed, case, full: plugin_case(plenv, seed, case, full)
+    raise SystemExit(f"fuzz.py: unknown kind {kind!r}; use --kinds with some of: "
+                     f"{', '.join(KINDS)}")
+
+
+def run(kinds: list[str], n: int, seed: int = 1, *, timeout_s: float | None = None,
+        fixed: bool = True, max_seconds: float | None = None, out: Path | None = None,
+        keep: int = 3, hang_s: float = HANG_S, progress: bool = False,
+        cases: list[int] | None = None) -> list[Report]:
+    """Fuzz each kind with cases ``0..n-1`` (or just ``cases``); return the reports.
+
+    ``max_seconds`` stops a kind early; ``out`` is where bad cases' inputs go."""
     reports = []
     for kind in kinds:
-        start = time.perf_counter()
-        if kind == "programs":
-            report = fuzz_programs(n, seed, timeout_s, limit_programs=limit_programs)
-        elif kind == "traces":
-            report = fuzz_traces(n, seed)
-        elif kind == "plugins":
-            report = fuzz_plugins(n, seed)
-        else:
-            raise SystemExit(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+        with tempfile.TemporaryDirectory() as tmp:
+            case_of = _runner(kind, Path(tmp), timeout_s, fixed, hang_s)
+            report = Report(kind, seed, keep=keep, out=out)
+            start = time.perf_counter()
+            for case in (cases if cases is not None else range(n)):
+                report.add(case, case_of(seed, case, cases is not None))
+                if max_seconds is not None and time.perf_counter() - start > max_seconds:
+                    report.stopped = f" (stopped at --max-seconds {max_seconds:g})"
+                    break
+            report.seconds = time.perf_counter() - start
         reports.append(report)
         if progress:
-            print(report.format(), f"({time.perf_counter() - start:.0f} s)", flush=True)
+            print(report.format(), flush=True)
     return reports
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse arguments, fuzz, print the counts; exit code 1 if anything bad happened."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """Parse arguments, fuzz, print the counts; exit code 1 if any case was bad."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="cases of each kind")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--kinds", default=",".join(KINDS),
                         help=f"comma-separated, from: {', '.join(KINDS)}")
-    parser.add_argument("--timeout", type=float, default=0.5,
-                        help="timeout_s of each program (over limit: +0.5 s)")
-    parser.add_argument("--no-limit-programs", action="store_true",
-                        help="skip issue 13's slow limit-bypass programs (for a sandbox "
-                             "without those limits)")
+    parser.add_argument("--case", type=int, action="append",
+                        help="replay only this case (repeatable); prints full detail")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="timeout_s of random programs (default: the sandbox "
+                             "list's ADVERSARIAL_LIMITS)")
+    parser.add_argument("--no-fixed", action="store_true",
+                        help="random programs only, without the adversarial list")
+    parser.add_argument("--max-seconds", type=float, default=None,
+                        help="stop each kind after this many seconds")
+    parser.add_argument("--hang", type=float, default=HANG_S,
+                        help="seconds after which a case counts as hung")
+    parser.add_argument("--keep", type=int, default=3,
+                        help="bad cases of each outcome to print and write")
+    parser.add_argument("--out", type=Path, default=Path("fuzz-failures"),
+                        help="directory for the inputs of bad cases")
     args = parser.parse_args(argv)
+    if args.n < 0:
+        parser.error("--n must be 0 or more")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    reports = run(kinds, args.n, args.seed, args.timeout, progress=True,
-                  limit_programs=not args.no_limit_programs)
+    for kind in kinds:
+        if kind not in KINDS:
+            parser.error(f"unknown kind {kind!r} in --kinds; choose from {', '.join(KINDS)}")
+    reports = run(kinds, args.n, args.seed, timeout_s=args.timeout, fixed=not args.no_fixed,
+                  max_seconds=args.max_seconds, out=args.out, keep=args.keep,
+                  hang_s=args.hang, progress=True, cases=args.case)
     bad = sum(r.bad for r in reports)
-    print(f"total bad outcomes: {bad}")
+    print(f"total: {sum(r.cases for r in reports)} cases, {bad} bad")
     return 1 if bad else 0
 
 

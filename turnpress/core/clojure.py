@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import threading
 from collections.abc import Mapping
 from itertools import islice
 from typing import Any
@@ -106,15 +107,35 @@ def set_sort_key(item: Any) -> tuple[int, Any]:
         return (3, item)
     if isinstance(item, Keyword):
         return (4, item.name)
-    return (5, to_clojure(item, 3, 40)[0])
+    # the key of a collection renders it, which sorts the sets inside it by their keys:
+    # past a few levels of sets in sets, those keep their order, so the work stays bounded
+    if _key_depth.value >= _KEY_DEPTH:
+        return (5, "")
+    _key_depth.value += 1
+    try:
+        fmt = _Formatter(3, max(TEXT_CAP_FACTOR * 40, _MIN_TEXT_CAP), max_depth=_KEY_MAX_DEPTH)
+        return (5, fmt.render(item, 40, set()))
+    finally:
+        _key_depth.value -= 1
+
+
+class _KeyDepth(threading.local):
+    value = 0
+
+
+_key_depth = _KeyDepth()
+_KEY_DEPTH = 1  # a key inside a key is "" (the work stays linear)
+_KEY_MAX_DEPTH = 8  # levels a key shows (a 40-character key holds no more)
 
 
 _set_sort_key = set_sort_key
 
 
 class _Formatter:
-    def __init__(self, limit: int | None, cap: int | None = None) -> None:
+    def __init__(self, limit: int | None, cap: int | None = None,
+                 max_depth: int = MAX_DEPTH) -> None:
         self.limit = limit
+        self.max_depth = max_depth
         self.cap = cap
         self.length = 0  # characters emitted so far (leaves and brackets)
         self.truncated = False
@@ -171,7 +192,7 @@ class _Formatter:
         if _is_regex(value):
             return f'#"{_escape_regex(value.source)}"'
         if isinstance(value, (list, tuple, Mapping, set, frozenset)):
-            if self.depth >= MAX_DEPTH:
+            if self.depth >= self.max_depth:
                 self.truncated = True
                 return "..."
             if id(value) in active:  # a value that contains itself
