@@ -8,7 +8,7 @@ import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from syrupy.location import PyTestLocation
 
-from turnpress.core.registry import reset_registry
+from turnpress.core.registry import Registry, reset_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT_DIR = ROOT / "snapshots"
@@ -40,3 +40,33 @@ def fresh_registry():
         yield
     finally:
         reset_registry(previous)
+
+
+@pytest.fixture
+def example_on_path(tmp_path, monkeypatch):
+    """The example plugin package's source plus a real dist-info with its entry point,
+    loaded by a fresh registry (the old one is put back afterwards)."""
+    from plugin_helpers import EXAMPLE_PLUGIN, forget_modules, install_fake_distribution
+
+    monkeypatch.syspath_prepend(str(EXAMPLE_PLUGIN))
+    install_fake_distribution(tmp_path, "turnpress-plugin-example", "0.1.0",
+                              {"example": "turnpress_plugin_example"}, {})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    previous = reset_registry(Registry())
+    yield
+    reset_registry(previous)
+    forget_modules("turnpress_plugin_example")
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A directory on sys.path for throwaway distributions (modules named ``tpf_*``),
+    with ``TURNPRESS_LOAD_PLUGINS`` unset and a fresh registry per test."""
+    from plugin_helpers import forget_prefix
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("TURNPRESS_LOAD_PLUGINS", raising=False)
+    previous = reset_registry(None)
+    yield tmp_path
+    reset_registry(previous)
+    forget_prefix("tpf_")

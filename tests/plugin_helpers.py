@@ -6,6 +6,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+EXAMPLE_PLUGIN = Path(__file__).resolve().parent.parent / "examples" / "turnpress-plugin-example"
+"""The example third-party plugin package shipped in the repository."""
+
 
 def install_fake_distribution(root: Path, name: str, version: str,
                               entry_points: dict[str, str], modules: dict[str, str]) -> Path:

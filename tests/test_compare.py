@@ -18,10 +18,11 @@ from turnpress.core.compression import get_strategy, strategy_names
 from turnpress.core.registry import get_registry
 from turnpress.core.tokens import TokenCounter
 from turnpress.core.trace import TraceError, save_traces
-from turnpress.examples import example_trace_paths
+from turnpress.examples import example_trace_paths, short_example_trace_paths
 
 PHONE = next(p for p in example_trace_paths() if p.stem == "phone-campaign")
 AUDIT = next(p for p in example_trace_paths() if p.stem == "inventory-audit")
+SHORT = short_example_trace_paths()  # one test (the `bundled` fixture) compares every bundled run
 
 
 def run(*args: str):
@@ -36,7 +37,8 @@ def bundled():
 @pytest.fixture
 def corpus(tmp_path) -> Path:
     """A JSONL file with the bundled traces twice (6 unnamed runs: runs#1..runs#6)."""
-    traces = [dataclasses.replace(load_trace(p), name="") for p in example_trace_paths()] * 2
+    traces = [dataclasses.replace(load_trace(p), name="")
+              for p in short_example_trace_paths()] * 2
     path = tmp_path / "runs.jsonl"
     save_traces(traces, path)
     return path
@@ -143,13 +145,13 @@ def test_strategy_specs_options_and_repeats():
 
 
 def test_openai_cache_rounds_to_blocks(bundled):
-    result = compare_traces(cache="openai")
+    result = compare_traces(SHORT, cache="openai")
     for s in result.strategies:
         for row in s.per_turn():
             assert row.cached_tokens == 0 or (row.cached_tokens >= 1024
                                               and row.cached_tokens % 128 == 0)
         assert s.written_tokens == 0
-    assert compare_traces(cache="none").strategy("full-history").cached_tokens == 0
+    assert compare_traces(SHORT, cache="none").strategy("full-history").cached_tokens == 0
 
 
 def test_jsonl_is_streamed_and_named(corpus):
@@ -160,7 +162,7 @@ def test_jsonl_is_streamed_and_named(corpus):
 
 
 def test_trace_objects_and_progress():
-    traces = [load_trace(p) for p in example_trace_paths()]
+    traces = [load_trace(p) for p in SHORT]
     seen = []
     result = compare_traces(traces, ["aggressive"], tokenizer="chars4", progress=seen.append)
     assert [t.name for t in seen] == [t.name for t in traces]
@@ -177,7 +179,7 @@ def test_kept_prompts_for_the_report(corpus):
     result = compare_traces(corpus, ["full-history", "aggressive"], tokenizer="chars4",
                             keep_prompts=2, jobs=2)
     assert [k.trace for k in result.kept_prompts] == ["runs#1", "runs#2"]
-    first = load_trace(example_trace_paths()[0])
+    first = load_trace(SHORT[0])
     kept = result.kept_prompts[0]
     assert len(kept.prompts) == len(first.turns)
     assert kept.prompts[-1][1] == first.prompt(len(first.turns), "aggressive")
@@ -251,7 +253,7 @@ def test_bad_arguments_raise_value_errors():
 
 
 def test_table_output():
-    result = run("--cache", "anthropic", "--price", "anthropic-sonnet-4")
+    result = run(*map(str, SHORT), "--cache", "anthropic", "--price", "anthropic-sonnet-4")
     assert result.exit_code == 0, result.output
     for name in strategy_names():
         assert name in result.output
@@ -262,7 +264,8 @@ def test_table_output():
 
 
 def test_json_output_parses():
-    result = run("--json", "-s", "single-user-coalesced", "--tokenizer", "cl100k_base")
+    result = run(*map(str, SHORT), "--json", "-s", "single-user-coalesced",
+                 "--tokenizer", "cl100k_base")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert doc["tokenizer"] == "cl100k_base" and doc["cache"] == "openai"
@@ -272,7 +275,8 @@ def test_json_output_parses():
 
 def test_html_option_writes_a_report(tmp_path):
     out = tmp_path / "report.html"
-    result = run("--html", str(out), "-s", "single-user-coalesced", "-s", "full-history")
+    result = run(*map(str, SHORT), "--html", str(out), "-s", "single-user-coalesced",
+                 "-s", "full-history")
     assert result.exit_code == 0, result.output
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert f"HTML report: {out}" in result.output
@@ -563,13 +567,13 @@ def test_a_broken_template_names_the_file_not_full_history(tmp_path):
     assert "strategy 'full-history'" not in out.output
 
 
-def test_the_table_fits_80_columns_and_numbers_are_whole():
+def test_the_table_fits_80_columns_and_numbers_are_whole(bundled):
     """Issue 12 item 8: no cut numbers at 80 columns in a terminal."""
     from rich.console import Console
 
     from turnpress.compare.table import print_comparison
 
-    result = _compare(None, cache="anthropic")
+    result = bundled  # every bundled run, every strategy, anthropic cache
     console = Console(width=80, force_terminal=True, record=True, color_system=None)
     print_comparison(result, console, plain=False)
     text = console.export_text()
@@ -608,3 +612,14 @@ def test_jsonl_lines_in_a_registered_transcript_format_are_streamed(fresh_regist
     result = _compare(path, ["full-history"], jobs=1)
     assert [t.name for t in result.traces] == ["one", "two"]
     assert result.as_run is not None and result.as_run.prompts == 8
+
+
+def test_a_bundled_trace_by_name():
+    """Issue 12 item 8: bundled traces have names in every command, compare too."""
+    named = run("product-research", "-s", "full-history", "--json")
+    assert named.exit_code == 0, named.output
+    assert [t["name"] for t in json.loads(named.stdout)["traces"]] == ["product-research"]
+    missing = run("no-such-run")
+    assert missing.exit_code != 0
+    assert "no trace file 'no-such-run' and no bundled trace of that name" in missing.output
+    assert "Traceback" not in missing.output

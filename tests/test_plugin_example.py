@@ -10,25 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from plugin_helpers import forget_modules, install_fake_distribution
+from plugin_helpers import EXAMPLE_PLUGIN
 
 from turnpress import Turn, render, type_label
-from turnpress.core.registry import Registry, reset_registry
-
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "turnpress-plugin-example"
-
-
-@pytest.fixture
-def example_on_path(tmp_path, monkeypatch):
-    """The example package's source plus a real dist-info with its entry point."""
-    monkeypatch.syspath_prepend(str(EXAMPLE))
-    install_fake_distribution(tmp_path, "turnpress-plugin-example", "0.1.0",
-                              {"example": "turnpress_plugin_example"}, {})
-    monkeypatch.syspath_prepend(str(tmp_path))
-    previous = reset_registry(Registry())
-    yield
-    reset_registry(previous)
-    forget_modules("turnpress_plugin_example")
 
 
 def test_strategy_type_label_and_templates_are_discovered(example_on_path) -> None:
@@ -67,7 +51,7 @@ def test_pip_install_and_discovery(tmp_path) -> None:
     """pip installs the example package; a fresh process discovers and uses it."""
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--target", str(target), str(EXAMPLE)],
+                    "--no-build-isolation", "--target", str(target), str(EXAMPLE_PLUGIN)],
                    check=True, capture_output=True, text=True)
     assert list(target.glob("turnpress_plugin_example-0.1.0.dist-info"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from plugin_helpers import forget_prefix, make_plugin
+from plugin_helpers import make_plugin
 
 from turnpress import PluginError, PluginWarning, render
 from turnpress.cli import main
@@ -26,16 +26,6 @@ from turnpress.examples import example_trace_paths
 PRODUCT = str(next(p for p in example_trace_paths() if p.stem == "product-research"))
 BUILTIN_OK = ["render", PRODUCT, "--strategy", "full-history", "--turn", "2", "-f", "json"]
 
-
-@pytest.fixture
-def site(tmp_path, monkeypatch):
-    """A directory on sys.path for throwaway distributions; a fresh registry per test."""
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delenv("TURNPRESS_LOAD_PLUGINS", raising=False)
-    previous = reset_registry(None)
-    yield tmp_path
-    reset_registry(previous)
-    forget_prefix("tpf_")
 
 
 def cli(*args: str, env: dict[str, str] | None = None):

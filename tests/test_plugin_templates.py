@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from plugin_helpers import forget_prefix, make_plugin
+from plugin_helpers import make_plugin
 from scenarios import exploration
 
 from turnpress import PluginWarning, TemplateProblem, render
@@ -40,15 +40,6 @@ def template_dirs():
     return [str(Path(__file__).parent / "tpl")]
 """
 
-
-@pytest.fixture
-def site(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delenv("TURNPRESS_LOAD_PLUGINS", raising=False)
-    previous = reset_registry(None)
-    yield tmp_path
-    reset_registry(previous)
-    forget_prefix("tpf_")
 
 
 def plugin_with(site, files: dict[str, str], template: str = "own/user.j2") -> Registry:

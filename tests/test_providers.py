@@ -19,7 +19,7 @@ from turnpress.core.providers import (
     to_openai,
 )
 from turnpress.core.tokens import prompt_text
-from turnpress.examples import example_trace_paths
+from turnpress.examples import example_trace_paths, short_example_trace_paths
 
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -100,7 +100,7 @@ def test_system_message_inside_the_conversation_is_refused():
 
 
 @pytest.mark.parametrize("strategy", strategy_names())
-@pytest.mark.parametrize("path", example_trace_paths(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", short_example_trace_paths(), ids=lambda p: p.stem)
 def test_every_strategy_every_turn(path, strategy):
     """render_with_breakpoints gives render()'s messages; the Anthropic shape keeps the
     text; each breakpoint's prefix is repeated byte for byte by the next turn's prompt."""

@@ -3,31 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
-from plugin_helpers import forget_modules, install_fake_distribution
 from transcripts_helpers import data
 
 from turnpress import Failure, load_trace
 from turnpress.cli import main
-from turnpress.core.registry import Registry, reset_registry
 from turnpress.core.trace import trace_formats
-
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "turnpress-plugin-example"
-
-
-@pytest.fixture
-def example_on_path(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(EXAMPLE))
-    install_fake_distribution(tmp_path, "turnpress-plugin-example", "0.1.0",
-                              {"example": "turnpress_plugin_example"}, {})
-    monkeypatch.syspath_prepend(str(tmp_path))
-    previous = reset_registry(Registry())
-    yield
-    reset_registry(previous)
-    forget_modules("turnpress_plugin_example")
 
 
 def test_event_log_is_read_by_load_trace(example_on_path):

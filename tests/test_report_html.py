@@ -19,7 +19,9 @@ from turnpress import Turn, load_trace
 from turnpress.cli import main
 from turnpress.compare import compare_traces, html_report, write_html_report
 from turnpress.core.compression import strategy_names
-from turnpress.examples import example_trace_paths
+from turnpress.examples import short_example_trace_paths
+
+SHORT = short_example_trace_paths()  # the long bundled runs would only slow these tests
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
@@ -70,7 +72,8 @@ def open_page(browser, path: Path, width: int = 1280, height: int = 1000):
 @pytest.mark.slow
 def test_report_in_chromium(browser, tmp_path):
     out = tmp_path / "report.html"
-    result = CliRunner().invoke(main, ["compare", "--cache", "anthropic", "--html", str(out)])
+    result = CliRunner().invoke(main, ["compare", *map(str, SHORT), "--cache", "anthropic",
+                                       "--html", str(out)])
     assert result.exit_code == 0, result.output
     page, problems = open_page(browser, out)
     n = len(strategy_names())
@@ -109,7 +112,7 @@ def test_report_in_chromium(browser, tmp_path):
 @pytest.mark.slow
 def test_hostile_text_stays_text(browser, tmp_path):
     """Prompt text with markup is shown as text and does not break the page."""
-    trace = load_trace(next(p for p in example_trace_paths() if p.stem == "phone-campaign"))
+    trace = load_trace(next(p for p in short_example_trace_paths() if p.stem == "phone-campaign"))
     evil = "</script><script>window.pwned = 1</script><!-- & \u2028"
     first = trace.turns[0]
     turns = (Turn.succeeded(1, first.program, first.result, memory=first.memory,
@@ -128,7 +131,7 @@ def test_hostile_text_stays_text(browser, tmp_path):
 
 @pytest.mark.slow
 def test_one_trace_and_no_turns(browser, tmp_path):
-    trace = load_trace(example_trace_paths()[0])
+    trace = load_trace(short_example_trace_paths()[0])
     empty = dataclasses.replace(trace, turns=(), name="empty")
     out = write_html_report(compare_traces([empty], ["aggressive"], keep_prompts=1),
                             tmp_path / "empty.html")
@@ -138,7 +141,7 @@ def test_one_trace_and_no_turns(browser, tmp_path):
 
 
 def test_report_is_self_contained():
-    html = html_report(compare_traces(None, ["single-user-coalesced", "full-history"],
+    html = html_report(compare_traces(SHORT, ["single-user-coalesced", "full-history"],
                                       tokenizer="chars4", keep_prompts=3))
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", html)
     assert "<link rel=\"stylesheet\"" not in html and "@import" not in html
@@ -150,10 +153,10 @@ def test_report_is_self_contained():
 def test_texts_are_stored_once():
     from turnpress.compare.html import report_data
 
-    result = compare_traces(None, tokenizer="chars4", keep_prompts=3)
+    result = compare_traces(SHORT, tokenizer="chars4", keep_prompts=3)
     data = report_data(result)
     assert len(data["texts"]) == len(set(data["texts"]))
-    system = load_trace(example_trace_paths()[0]).system_prompt
+    system = load_trace(short_example_trace_paths()[0]).system_prompt
     assert data["texts"].count(system) == 1
 
 
@@ -233,7 +236,7 @@ def test_report_of_a_comparison_with_a_failed_strategy(fresh_registry):
             register(Late)
 
     get_registry().register(Plugin(), "late-plugin")
-    trace = load_trace(example_trace_paths()[0])
+    trace = load_trace(short_example_trace_paths()[0])
     result = compare_traces([trace], ["late-failure", "aggressive"], keep_prompts=1,
                             tokenizer="chars4")
     data = report_data(result)

@@ -19,7 +19,7 @@ from turnpress.compare.retention import (
     score_facts,
 )
 from turnpress.core.compression import get_strategy, strategy_names
-from turnpress.examples import example_trace_paths
+from turnpress.examples import short_example_trace_paths
 
 TOOLS = {"search": Tool("search", {"query": "string"}, "list", "Search products"),
          "get-inventory": Tool("get-inventory", {}, "string", "Inventory report")}
@@ -149,7 +149,7 @@ def test_no_facts_means_full_retention():
     assert retention([], [{"role": "user", "content": ""}], mission="").score == 1.0
 
 
-@pytest.mark.parametrize("path", example_trace_paths(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", short_example_trace_paths(), ids=lambda p: p.stem)
 def test_full_history_scores_one_on_every_bundled_prompt(path):
     trace = load_trace(path)
     for n in range(1, len(trace.turns) + 1):
@@ -162,7 +162,7 @@ def test_full_history_scores_one_on_every_bundled_prompt(path):
 
 @pytest.mark.parametrize("strategy", strategy_names())
 def test_scores_are_fractions(strategy):
-    trace: Trace = load_trace(example_trace_paths()[0])
+    trace: Trace = load_trace(short_example_trace_paths()[0])
     for n in range(1, len(trace.turns) + 1):
         r = retention(trace.turns[: n - 1], trace.prompt(n, strategy), mission=trace.mission,
                       exclude=[trace.system_prompt], reference=trace.prompt(n, False))

@@ -12,7 +12,7 @@ from scenarios import SCENARIOS
 from turnpress import load_trace, render
 from turnpress.core.compression import strategy_names
 from turnpress.core.providers import format_text
-from turnpress.examples import example_trace_paths
+from turnpress.examples import short_example_trace_paths
 
 # Option variants worth pinning besides each strategy's defaults.
 VARIANTS = [
@@ -45,9 +45,11 @@ def test_scenario(scenario: str, strategy: str, snapshot) -> None:
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES, ids=_id)
-@pytest.mark.parametrize("path", example_trace_paths(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", short_example_trace_paths(), ids=lambda p: p.stem)
 def test_bundled_trace_last_prompt(path, strategy: str, snapshot) -> None:
-    """The prompt of the last turn of each bundled trace."""
+    """The prompt of the last turn of each short bundled trace (the long recorded runs
+    would make snapshots of hundreds of kilobytes; tests/test_examples_long_runs.py
+    checks those)."""
     trace = load_trace(path)
     assert format_text(trace.prompt(len(trace.turns), strategy)) == snapshot
 

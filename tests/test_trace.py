@@ -37,14 +37,15 @@ def test_scenarios_round_trip(tmp_path, name: str, suffix: str) -> None:
 def test_bundled_traces_load_and_save_byte_identically(tmp_path, path) -> None:
     """Loading then saving is lossless."""
     trace = load_trace(path)
-    version = json.loads(path.read_text())["version"]
-    save_trace(trace, tmp_path / "copy.json", version=version)
-    assert (tmp_path / "copy.json").read_text() == path.read_text()
+    text = path.read_text()
+    version = json.loads(text.splitlines()[0] if path.suffix == ".jsonl" else text)["version"]
+    save_trace(trace, tmp_path / path.name, version=version)  # same suffix: JSON or JSONL
+    assert (tmp_path / path.name).read_text() == path.read_text()
     # the other version gives the same turns, each with its full memory
-    save_trace(trace, tmp_path / "other.json", version=3 - version)
-    assert load_trace(tmp_path / "other.json") == trace
-    assert [t.memory for t in load_trace(tmp_path / "other.json").turns] == [
-        t.memory for t in trace.turns]
+    other = tmp_path / f"other{path.suffix}"
+    save_trace(trace, other, version=3 - version)
+    assert load_trace(other) == trace
+    assert [t.memory for t in load_trace(other).turns] == [t.memory for t in trace.turns]
 
 
 def test_tags_for_values_json_lacks(tmp_path) -> None:
