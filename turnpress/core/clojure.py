@@ -113,7 +113,7 @@ def set_sort_key(item: Any) -> tuple[int, Any]:
         return (5, "")
     _key_depth.value += 1
     try:
-        fmt = _Formatter(3, max(TEXT_CAP_FACTOR * 40, _MIN_TEXT_CAP), max_depth=_KEY_MAX_DEPTH)
+        fmt = _Formatter(3, _KEY_CAP, max_depth=_KEY_MAX_DEPTH)
         return (5, fmt.render(item, 40, set()))
     finally:
         _key_depth.value -= 1
@@ -125,7 +125,8 @@ class _KeyDepth(threading.local):
 
 _key_depth = _KeyDepth()
 _KEY_DEPTH = 1  # a key inside a key is "" (the work stays linear)
-_KEY_MAX_DEPTH = 8  # levels a key shows (a 40-character key holds no more)
+_KEY_MAX_DEPTH = 6  # levels a key shows
+_KEY_CAP = 60  # characters a key shows, about (strings in it are cut at 40)
 
 
 _set_sort_key = set_sort_key

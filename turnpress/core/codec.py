@@ -147,8 +147,10 @@ def _frozen(v: Any, memo: dict[int, Any]) -> Any:
 
 
 def _is_hashable_scalar(v: Any) -> bool:
+    # a frozenset holds only hashable items already: walking it again would make
+    # decoding sets nested n deep cost n^2
     return v is None or isinstance(v, (str, int, float, Keyword)) or (
-        isinstance(v, (HashableMap, Fn, Failure)) or is_regex(v))
+        isinstance(v, (HashableMap, Fn, Failure, frozenset)) or is_regex(v))
 
 
 # -- encoding ----------------------------------------------------------------------------
@@ -498,6 +500,35 @@ def decode_value(raw: Any, where: str = "") -> Any:
     return _Decoder().value(raw, where, 0)
 
 
+def _set_pairs(x: Any, y: Any) -> list[tuple[Any, Any]] | None:
+    """The items of sets ``x`` and ``y`` paired by hash (equal items hash alike), to be
+    compared like the rest; None if they cannot be equal. Python's set ``==`` recurses
+    into items, and fails on sets nested 1,000 deep."""
+    if len(x) != len(y):
+        return None
+    xs: dict[int, list[Any]] = {}
+    ys: dict[int, list[Any]] = {}
+    for items, buckets in ((x, xs), (y, ys)):
+        for item in items:
+            buckets.setdefault(hash(item), []).append(item)
+    if xs.keys() != ys.keys():
+        return None
+    pairs = []
+    for h, found in xs.items():
+        other = ys[h]
+        if len(found) != len(other):
+            return None
+        if len(found) == 1:
+            pairs.append((found[0], other[0]))
+            continue
+        try:  # a hash collision: fall back on Python's comparison
+            if set(found) != set(other):
+                return None
+        except RecursionError:
+            return None
+    return pairs
+
+
 def same_value(a: Any, b: Any) -> bool:
     """Whether two values are the same as far as a trace can tell: lists and tuples
     alike, NaN equal to NaN, shared or not. Compared without recursion (Python's
@@ -527,8 +558,10 @@ def same_value(a: Any, b: Any) -> bool:
                     return False
                 stack.append((v, other))
         elif isinstance(x, (set, frozenset)) and isinstance(y, (set, frozenset)):
-            if x != y:
+            pairs = _set_pairs(x, y)
+            if pairs is None:
                 return False
+            stack.extend(pairs)
         elif isinstance(x, float) and isinstance(y, float):
             if not (x == y or (math.isnan(x) and math.isnan(y))):
                 return False
