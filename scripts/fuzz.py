@@ -91,7 +91,7 @@ BAD = ("traceback", "over limit", "escape", "malformed accepted", "unsaveable",
 OUTCOMES = ("ok", "clean error", *BAD)
 KINDS = ("programs", "traces", "plugins")
 #: seconds a render or a save/load may take before the case counts as hung
-HANG_S = 20.0
+HANG_S = 60.0
 CLEAN = (TraceError, ValueError, PluginError)
 
 
@@ -465,7 +465,8 @@ def program_case(env: ProgramEnv, seed: int, case: int, full: bool = False) -> O
             turn = Turn.succeeded(number, source, result.value, memory=result.memory,
                                   prints=result.prints, tool_calls=result.tool_calls)
         done.append(turn)
-        problem = _after_turn(env, tuple(done), len(turns) + 1, where, full)
+        problem = _after_turn(env, tuple(done), len(turns) + 1, where, full,
+                              save=number == len(turns))
         if problem is not None:
             return bad(*problem)
         memory = result.memory
@@ -479,11 +480,13 @@ def _program_outcome(repro: str) -> Callable[[str, str], Outcome]:
 
 
 def _after_turn(env: ProgramEnv, turns: tuple[Turn, ...], max_turns: int, where: str,
-                full: bool) -> tuple[str, str] | None:
-    """Render the next prompt with every strategy, then save, load and compare the run."""
+                full: bool, save: bool = True) -> tuple[str, str] | None:
+    """Render the next prompt with every strategy; after the last turn (``save``), save
+    the run as a trace, load it and compare, as the agent does."""
     trace = Trace(mission="fuzz", turns=turns, max_turns=max_turns,
                   tools={"echo": {"description": "echo", "params": {"x": "any"}}})
     step = "render"
+    path = env.tmp / "run.json"
     try:
         with watchdog(env.hang_s):
             for name in env.strategies:
@@ -492,29 +495,43 @@ def _after_turn(env: ProgramEnv, turns: tuple[Turn, ...], max_turns: int, where:
                     json.dumps(trace.prompt(len(turns) + 1, compression=name))
                 except CLEAN:
                     continue
+            if not save:
+                return None
             step = "save_trace"
-            path = env.tmp / "run.json"
             try:
                 save_trace(trace, path)
             except TraceError as exc:
                 return "unsaveable", f"{where}\n{exc}"
             step = "load_trace after save_trace"
             loaded = next(iter_traces(path))
+            step = "comparing after load_trace"
+            if not _same_run(trace, loaded, path):
+                return "unsaveable", f"{where}\nchanged by save + load"
     except Hung as exc:
         return "over limit", f"{where}\n{step} {exc}"
     except BaseException as exc:
         kind = "traceback" if step.startswith("render") else "unsaveable"
         return kind, _tb(exc, f"{step}: {where}", full)
-    for before, after in zip(turns, loaded.turns, strict=True):
-        # a function is stored as its signature ($fn), so compare what was written
-        same = (json.dumps(trace_to_dict(Trace(mission="", turns=(after,))))
-                == json.dumps(trace_to_dict(Trace(mission="", turns=(before,)))))
-        if same and "$fn" not in json.dumps(trace_to_dict(Trace(mission="", turns=(before,)))):
-            same = (same_value(after.result, before.result)
-                    and same_value(dict(after.memory), dict(before.memory)))
-        if not same:
-            return "unsaveable", f"{where}\nturn {before.number} changed by save + load"
     return None
+
+
+def _same_run(trace: Trace, loaded: Trace, path: Path) -> bool:
+    """Whether the loaded run holds the same values (a function is stored as its
+    signature, ``$fn``: then what is written again must be what was written)."""
+    text = path.read_text(encoding="utf-8")
+    if '"$fn"' in text:
+        again, written = trace_to_dict(loaded), json.loads(text)
+        if "name" not in written:  # a loaded trace is named after its file
+            again.pop("name", None)
+        return again == written
+    for before, after in zip(trace.turns, loaded.turns, strict=True):
+        if not (same_value(after.result, before.result)
+                and same_value(dict(after.memory), dict(before.memory))
+                and list(after.memory) == list(before.memory)
+                and dict(after.memory.docs) == dict(before.memory.docs)
+                and after.prints == before.prints and after.error == before.error):
+            return False
+    return len(trace.turns) == len(loaded.turns)
 
 
 # -- traces --------------------------------------------------------------------------------

@@ -222,3 +222,54 @@ def test_rendering_any_sandbox_value_is_bounded(value, limit, printable_limit) -
     messages = render(turns=[Turn.succeeded(1, "p", value, memory={"x": value})],
                       mission="m", turns_left=1, data={"d": value})
     assert len(messages[-1]["content"]) < 20_000
+
+
+NESTED_SETS = {
+    # found by scripts/fuzz.py: sorting each set's items rendered the item, which sorted
+    # the set inside it... (RecursionError in render), and loading re-walked every set
+    # item (quadratic: 1,500 levels did not load in 20 s)
+    "sets-1500": "(def x (loop [x #{} i 0] (if (< i 1500) (recur #{x} (inc i)) x)))",
+    "sets-shared-1500": "(def x (loop [x #{} i 0] (if (< i 1500) (recur #{x [x]} (inc i)) "
+                        "x)))",
+}
+
+
+@pytest.mark.parametrize("name", list(NESTED_SETS))
+def test_sets_nested_1500_deep_render_save_and_load(tmp_path, name: str) -> None:
+    """TRN-001/SAM-003: the sample of sets nested 1,500 deep is bounded Clojure text, and
+    the value survives save + load (ARC-001: the turn's memory is kept)."""
+    turn = run_turn(NESTED_SETS[name])
+    text = to_clojure(turn.memory["x"], 3, 80)[0]
+    assert text.startswith("#{#{") and len(text) < 5000
+    messages = render(turns=[turn], mission="m", turns_left=2)
+    assert "#{#{" in messages[-1]["content"]
+    loaded = round_trip(tmp_path, Trace(mission="m", turns=(turn,), max_turns=3), 2)
+    assert same_value(loaded.turns[0].memory["x"], turn.memory["x"])
+    assert not same_value(loaded.turns[0].memory["x"], frozenset([frozenset()]))
+
+
+def test_same_value_pairs_set_items_without_recursion() -> None:
+    def nest(leaf: object, n: int = 3000) -> frozenset:
+        x = frozenset([leaf])
+        for _ in range(n):
+            x = frozenset([x, (x,)])
+        return x
+
+    assert same_value(nest(1), nest(1))
+    assert not same_value(nest(1), nest(2))
+    assert not same_value(frozenset({1, 2}), frozenset({1, 3}))
+    assert same_value(frozenset({(1, 2), "a"}), frozenset({"a", (1, 2)}))
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_names_that_look_like_tags_round_trip(tmp_path, version: int) -> None:
+    """Found by scripts/fuzz.py: `(def $kw ...)` is a legal name, and was written as
+    {"$kw": value}, which loading then read as a keyword tag."""
+    turn = run_turn('(def $kw [1 2]) (def $set "s") (def x 1)')
+    trace = Trace(mission="m", turns=(turn,), max_turns=3, data={"$graph": 1, "d": 2})
+    path = tmp_path / "t.json"
+    save_trace(trace, path, version=version)
+    loaded = load_trace(path)
+    assert dict(loaded.turns[0].memory) == {"$kw": [1, 2], "$set": "s", "x": 1}
+    assert loaded.data == {"$graph": 1, "d": 2}
+    assert loaded == trace

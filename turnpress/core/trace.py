@@ -137,13 +137,21 @@ def decode_value(value: Any, where: str = "value") -> Any:
 # -- turns and traces --------------------------------------------------------------------
 
 
-def _names_to_dict(values: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _names_to_dict(values: Mapping[str, Any], where: str) -> Any:
     out = {}
     for name, value in values.items():
         if not isinstance(name, str):
             raise TraceError(f"{where}: names must be strings, got {name!r:.60}")
         out[name] = encode_value(value, f"{where}.{name}")
-    return out
+    return _names_json(out)
+
+
+def _names_json(encoded: dict[str, Any]) -> Any:
+    """Names and their encoded values as a JSON object, or as ``{"$map": [[name, value],
+    ...]}`` when a name starts with ``$`` (``$kw`` is a legal name, and a tag too)."""
+    if any(name.startswith("$") for name in encoded):
+        return {"$map": [[name, value] for name, value in encoded.items()]}
+    return encoded
 
 
 class _MemoryDiff:
@@ -170,7 +178,7 @@ class _MemoryDiff:
                 changed[name] = encoded
         removed = [n for n in self.values if n not in memory]
         if changed:
-            out["memory_set"] = changed
+            out["memory_set"] = _names_json(changed)
         if removed:
             out["memory_removed"] = removed
         expected = [n for n in self.values if n in memory] + [
