@@ -252,7 +252,7 @@ VALUE_PROGRAMS = [
     "(def x (loop [x [1] i 0] (if (< i 22) (recur [x x] (inc i)) x)))",
     "(def x (loop [x [1] i 0] (if (< i 40) (recur [x x] (inc i)) x)))",
     "(def s #{#{1 2} {:a 1}}) (def m {{:a 1} 2 [1 2] 3})",
-    "(def big (reduce * (repeat 5000 99)))",
+    "(def big (reduce * (repeat 600 99)))",
     '(def s "\\ud800")',
     '(def r #"\\s+")',
 ]

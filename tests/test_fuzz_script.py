@@ -52,8 +52,9 @@ def test_random_programs_render_save_and_load_find_nothing(fuzz, tmp_path) -> No
 
 def test_issue_13_value_repros_find_nothing(fuzz, tmp_path) -> None:
     """The fixed cases start with issue 13's values that broke the host (1,000 deep,
-    shared 22 and 40 deep, maps and sets as keys, a 9,900-digit integer, a lone
-    surrogate, a regex): each renders with every strategy and round-trips."""
+    shared 22 and 40 deep, maps and sets as keys, a 1,200-digit integer since the
+    sandbox now caps integers at 4,096 bits, a lone surrogate, a regex): each renders
+    with every strategy and round-trips."""
     cases = list(range(len(fuzz.VALUE_PROGRAMS)))
     (report,) = fuzz.run(["programs"], 0, seed=1, out=tmp_path, cases=cases)
     assert report.cases == len(cases)
@@ -83,7 +84,7 @@ def test_reports_malformed_trace_accepted_with_a_replay(fuzz, tmp_path, monkeypa
     assert report.counts["malformed accepted"] > 0, counts(report)
     text = report.format()
     assert "BAD traces case" in text and "loaded although: unknown field" in text
-    case, outcome, path = report.bad_cases[0]
+    case, _, path = report.bad_cases[0]
     assert f"replay: python scripts/fuzz.py --kinds traces --seed 3 --case {case}" in text
     assert path is not None and path.exists() and f"input: {path}" in text
     assert path.read_bytes()  # the mutated file itself
@@ -109,7 +110,7 @@ def test_reports_a_render_traceback_with_the_program(fuzz, tmp_path, monkeypatch
     monkeypatch.setattr(compression, "render", render)
     (report,) = fuzz.run(["programs"], 40, seed=3, fixed=False, out=tmp_path)
     assert report.counts["traceback"] > 0, counts(report)
-    case, outcome, path = report.bad_cases[0]
+    _, outcome, path = report.bad_cases[0]
     assert "KeyError: 'set in memory'" in outcome.detail
     assert outcome.detail.startswith("render ")
     assert path.suffix == ".lisp" and "(def " in path.read_text()
@@ -120,7 +121,8 @@ def test_reports_an_unsaveable_value(fuzz, tmp_path, monkeypatch) -> None:
 
     def save_trace(trace, path, *args, **kwargs):  # injected bug: memory is lost
         trace = fuzz.Trace(mission=trace.mission, max_turns=trace.max_turns, turns=tuple(
-            fuzz.Turn.succeeded(t.number, t.program, t.result) for t in trace.turns))
+            fuzz.Turn.succeeded(t.number, t.program, t.result, memory={})
+            for t in trace.turns))
         return real(trace, path, *args, **kwargs)
 
     monkeypatch.setattr(fuzz, "save_trace", save_trace)
