@@ -40,7 +40,9 @@ the bad ones, whose target is 0:
   deep), or that loads but changes on save + load, or breaks rendering;
 * ``unsaveable``: a value a program made that cannot be saved and loaded back unchanged;
 * ``isolation broken``: a broken plugin broke a built-in strategy, a type label, trace
-  loading, or was not named.
+  loading, or was not named;
+* ``unclear error``: a trace refused with a message that is not one line starting
+  with the file's name.
 
 Each bad case (the first ``--keep`` of each outcome) is printed with its detail, the
 command that replays it, and its input written to ``--out`` (a ``.lisp`` program, the
@@ -87,7 +89,7 @@ from turnpress.core.trace import (  # noqa: E402
 )
 
 BAD = ("traceback", "over limit", "escape", "malformed accepted", "unsaveable",
-       "isolation broken")
+       "isolation broken", "unclear error")
 OUTCOMES = ("ok", "clean error", *BAD)
 KINDS = ("programs", "traces", "plugins")
 #: seconds a render or a save/load may take before the case counts as hung
@@ -601,7 +603,7 @@ MALFORMED_TAGS: list[Any] = [
     {"$float": True}, {"$float": "nope"}, {"$map": [[1]]}, {"$map": "x"},
     {"$fail": {"reason": 1}}, {"$int": "0xz"}, {"$int": 5}, {"$str": "x"},
     {"$str": [55296.5]}, {"$regex": 5}, {"$ref": 0}, {"$graph": []},
-    {"$graph": [{"$graph": [1]}]}, {"$kw": "a", "$set": []},
+    {"$graph": [{"$graph": [1]}]},
 ]
 #: top-level fields no trace version has
 UNKNOWN_FIELDS = ("extra", "memry", "turn", "Version")
@@ -753,9 +755,10 @@ def _check_trace_file(path: Path, must_reject: list[str], full: bool) -> tuple[s
     try:
         traces = list(iter_traces(path))
     except TraceError as exc:
-        if "\n" in str(exc).strip():
-            return "traceback", f"a TraceError of more than one line: {exc}"
-        return "clean error", str(exc) if full else ""
+        message = str(exc).strip()
+        if "\n" in message or not message.startswith(f"{path}: "):
+            return "unclear error", f"not one line starting with the file name: {message}"
+        return "clean error", message if full else ""
     except Exception as exc:
         return "traceback", _tb(exc, f"load_trace {path.read_bytes()[:200]!r}", full)
     if must_reject:
