@@ -68,3 +68,29 @@ def _module(namespace: dict):
 def test_compare_example_names_real_functions(block: str) -> None:
     from turnpress.compare import compare_traces, write_html_report  # noqa: F401
     from turnpress.core.providers import prompt_with_breakpoints, to_anthropic  # noqa: F401
+
+
+def test_compress_example_runs_against_a_fake_server() -> None:
+    """The 'Compress your own agent's messages' loop, run as printed (issue 10 item 5)."""
+    from fake_agents import ScriptedToolServer, call
+    from openai import OpenAI
+
+    import turnpress
+    from turnpress.compress import count_tokens
+
+    namespace, _ = run_block(next(b for b in BLOCKS if "def agent_loop" in b))
+    tools = [{"type": "function", "function": {"name": "cat", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}}}}}]
+    messages = [{"role": "system", "content": "Audit."}, {"role": "user", "content": "Go."}]
+    script = [call("cat", path=f"f{i}") for i in range(25)] + ["done"]
+    with ScriptedToolServer(script) as server:
+        client = OpenAI(base_url=server.base_url + "/v1", api_key="test", max_retries=0)
+        answer = namespace["agent_loop"](
+            client, messages, tools, lambda name, args: f"{args['path']}:\n" + "x\n" * 50)
+    assert answer == "done"
+    assert len(messages) == 2 + 2 * 25 + 1
+    sent = server.requests[-1].body["messages"]
+    assert len(sent) == len(messages) - 1  # observation-masking keeps every message...
+    full = turnpress.compress(messages[:-1], strategy="full-history")
+    assert count_tokens(sent) < 0.7 * count_tokens(full)  # ...but masks old outputs
+    assert sum("omitted" in str(m["content"]) for m in sent if m["role"] == "tool") >= 10

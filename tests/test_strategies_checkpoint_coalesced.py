@@ -30,15 +30,15 @@ def _ctx(turns_left: int = 5) -> RenderContext:
 def test_defaults() -> None:
     assert CheckpointCoalesced.option_defaults() == {
         "every": 20, "delta_chars": 24000, "output_lines": 20, "println_limit": 15,
-        "tool_call_limit": 20, "errors": "last"}
+        "tool_call_limit": 20, "errors": "last", "turn_lines": 1, "line_chars": 100}
     assert normalize(f"{NAME}:every=4") == (NAME, {"every": 4})
 
 
 def test_checkpoints_every_k_turns() -> None:
     """``every=3``: the view covers 0, 0, 3, 3, 3, 6... turns; right after a checkpoint
-    the prompt is single-user-coalesced's."""
+    with ``turn_lines=0`` the prompt is single-user-coalesced's."""
     turns = [_ok(n, [f"out {n}"]) for n in range(1, 8)]
-    strategy = CheckpointCoalesced(every=3)
+    strategy = CheckpointCoalesced(every=3, turn_lines=0)
     assert [strategy.checkpoints(turns[:k], _ctx())[0] for k in range(8)] == [
         0, 0, 0, 3, 3, 3, 6, 6]
     kwargs = {"mission": "m", "system_prompt": "sys", "turns_left": 4}
@@ -72,6 +72,36 @@ def test_delta_budget_makes_an_early_checkpoint() -> None:
     strategy = CheckpointCoalesced(every=100, delta_chars=500)
     marks = [strategy.checkpoints(turns[:k], _ctx())[0] for k in range(7)]
     assert marks == [0, 0, 0, 3, 3, 3, 6]
+
+
+def test_checkpoint_view_keeps_every_turns_output_head_and_tail() -> None:
+    """An early turn's printed ids survive later prints at a checkpoint (needed-fact
+    recall, DESIGN §11): each turn's output, cut to its first and last lines, each line
+    cut to ``line_chars``; single-user-coalesced keeps only the last println calls."""
+    listing = ["3 tickets", "T-4101 charged twice", "T-4102 login loop", "T-4107 export"]
+    turns = [_ok(1, listing), *(_ok(n, [f"row {n}"] * 20) for n in range(2, 4)),
+             _ok(4, ["x" * 9] * 45)]
+    kwargs = {"mission": "m", "system_prompt": "sys", "turns_left": 4}
+    view = render(turns, compression=f"{NAME}:every=4,line_chars=13", **kwargs)[1]["content"]
+    assert view.endswith(";; Output by turn:\n;; turn 1\n3 tickets\n[... 2 lines elided ...]\n"
+                         "T-4107 export\n;; turn 2\nrow 2\n[... 18 lines elided ...]\nrow 2\n"
+                         ";; turn 3\nrow 3\n[... 18 lines elided ...]\nrow 3\n;; turn 4\n"
+                         + "xxxxxxxxx\n" * 20 + "[... 5 lines elided ...]\n"
+                         + "xxxxxxxxx\n" * 20
+                         + "\nTurns left: 4")
+    wide = render(turns, compression=f"{NAME}:every=4,turn_lines=2,line_chars=8", **kwargs)
+    assert ";; turn 1\n3 tic...\nT-410...\nT-410...\nT-410...\n;; turn 2\nrow 2\nrow 2\n" \
+        "[... 16 lines elided ...]" in wide[1]["content"]
+    plain = render(turns, compression="single-user-coalesced", **kwargs)[1]["content"]
+    assert "T-4107" not in plain and "T-4107" in view
+
+
+def test_turn_output_is_never_larger() -> None:
+    """A short output is shown whole, never replaced by a longer cut."""
+    turns = [_ok(1, ["a", "b", "c"]), _ok(2, ["d"])]
+    view = render(turns, compression=f"{NAME}:every=2", mission="m",
+                  turns_left=3)[1]["content"]
+    assert ";; turn 1\na\nb\nc\n;; turn 2\nd" in view
 
 
 def test_long_delta_output_is_cut() -> None:

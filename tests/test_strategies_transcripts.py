@@ -207,3 +207,17 @@ def test_cache_breakpoints_point_at_messages_of_the_prompt(strategy: str) -> Non
             turns_left=trace.max_turns - (n - 1), preamble=trace.preamble,
             compression=strategy)
         assert all(0 <= index < len(messages) for index, _ in points), (strategy, n, points)
+
+
+@pytest.mark.parametrize("strategy", strategy_names())
+def test_a_transcript_with_only_its_system_message(strategy):
+    """The first prompt of a run that has only its system message (no turn, no user
+    message yet) renders, and its cache breakpoints point into it (rolling-window
+    raised StopIteration looking for the first USER message)."""
+    from turnpress.core.compression import render_with_breakpoints
+
+    messages, points = render_with_breakpoints(
+        [], mission="", system_prompt=SYSTEM["content"], turns_left=5,
+        compression=strategy, preamble=(SYSTEM,))
+    assert messages[0] == SYSTEM
+    assert points and all(0 <= i < len(messages) for i, _ in points)

@@ -6,6 +6,7 @@ templates are pluggy plugins. Importing this package loads no third-party plugin
 they are found through the ``turnpress`` entry-point group on first use.
 """
 
+from turnpress.compress import Compressor, compress
 from turnpress.core.clojure import to_clojure
 from turnpress.core.compression import (
     Compression,
@@ -38,6 +39,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Compression",
+    "Compressor",
     "Failure",
     "Fn",
     "Keyword",
@@ -56,6 +58,7 @@ __all__ = [
     "Turn",
     "Usage",
     "__version__",
+    "compress",
     "get_strategy",
     "hookimpl",
     "load_trace",

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from turnpress.core.compression import RenderContext, last_items
+from turnpress.core.compression import RenderContext, newest_items
 from turnpress.core.model import Message, Turn
 
 #: long outputs keep this many lines from the start and from the end (DESIGN §11)
@@ -122,8 +122,8 @@ def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
                  max_chars: int | None = None, lines: int = HEAD_LINES) -> str | None:
     """The ``;; Output:`` section of a transcript: its last ``limit`` feedback contents
     (tool results, user messages), each cut to head plus tail, oldest first."""
-    contents = last_items(([content_text(m) for m in feedback_messages(t)] for t in turns),
-                          limit)
+    contents = newest_items(([content_text(m) for m in feedback_messages(t)]
+                             for t in reversed(turns)), limit)  # reads only the last turns
     contents = [c for c in contents if c]
     if not contents:
         return None
@@ -144,7 +144,7 @@ def tool_calls(turns: Sequence[Turn], ctx: RenderContext, limit: int) -> str | N
         return None
     calls = [{"name": call.name,
               "args": " ".join(ctx.to_clojure(a, 3, CALL_ARG_CHARS) for a in call.args)}
-             for call in last_items((t.tool_calls for t in turns), limit)]
+             for call in newest_items((t.tool_calls for t in reversed(turns)), limit)]
     return ctx.template("history/tool_calls.j2", calls=calls)
 
 

@@ -11,9 +11,13 @@ checkpoints and everything up to the last delta is served from cache (DESIGN §1
 
 Layout: ``[SYSTEM, USER(coalesced view as of the last checkpoint, with the turns
 left at that point)]`` then one delta pair per later turn, the last one ending with
-the current turns-left line. Right after a checkpoint the prompt is exactly
-``single-user-coalesced``'s. On an imported transcript the coalesced view is
-``single-user-coalesced``'s transcript view (mission, tool calls made, last
+the current turns-left line. The view is ``single-user-coalesced``'s, except that its
+Output section lists every earlier turn's output cut to its first and last lines
+(``turn_lines``): on long runs the facts an agent goes back to (ids, field names from
+an early listing, a config diff) are printed early and would otherwise be pushed out
+by the last ``println_limit`` println calls. With ``turn_lines=0`` the prompt right
+after a checkpoint is exactly ``single-user-coalesced``'s. On an imported transcript
+the coalesced view is ``single-user-coalesced``'s transcript view (mission, tool calls made, last
 outputs) and a delta is the turn's original messages with each tool result cut to
 head plus tail, so every tool call stays answered.
 """
@@ -43,8 +47,44 @@ from turnpress.plugins._transcript import (
 from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoalesced
 
 
+def head_and_tail(text: str, ctx: RenderContext, lines: int, line_chars: int) -> str:
+    """``text``'s first and last ``lines`` lines, each cut to ``line_chars`` characters
+    (ending in ``...``), with a line saying how many were left out between them.
+    Never larger: returns ``text`` when the cut would not be shorter."""
+    rows = [r if len(r) <= line_chars else r[:line_chars - 3] + "..." for r in text.split("\n")]
+    if len(rows) > 2 * lines:
+        marker = ctx.template("history/elided.j2", count=len(rows) - 2 * lines, unit="line")
+        rows = [*rows[:lines], marker, *rows[len(rows) - lines:]]
+    cut = "\n".join(rows)
+    return cut if len(cut) < len(text) else text
+
+
 def _size(messages: Sequence[Message]) -> int:
     return sum(len(content_text(m)) for m in messages)
+
+
+class _CheckpointView(SingleUserCoalesced):
+    """``single-user-coalesced``'s view whose Output section shows every earlier turn's
+    output cut to its first and last ``turn_lines`` lines, the last turn's as a delta
+    shows it (``output_lines``); ``turn_lines=0``: its own Output section."""
+
+    turn_lines: int = 0
+    line_chars: int = 160
+
+    def output_section(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
+        """The Output section: turn by turn (``turn_lines`` > 0), else the last println
+        calls."""
+        if not self.turn_lines:
+            return super().output_section(turns, ctx)
+        last = turns[-1] if turns else None
+        outputs = [{"number": t.number,
+                    "text": cut_middle("\n".join(t.prints), ctx, **line_limits(self.output_lines))
+                    if t is last else head_and_tail("\n".join(t.prints), ctx, self.turn_lines,
+                                                    self.line_chars)}
+                   for t in turns if t.success and t.prints]
+        if not outputs:
+            return None
+        return ctx.template("checkpoint_coalesced/turn_outputs.j2", outputs=outputs)
 
 
 class CheckpointCoalesced(Strategy):
@@ -57,23 +97,33 @@ class CheckpointCoalesced(Strategy):
     tokens); ``output_lines`` (20, >= 1): a long output in a delta (or, on a
     transcript, in the view) keeps this many lines at each end; ``println_limit``
     (15), ``tool_call_limit`` (20) and ``errors`` (``"last"``/``"pairs"``) shape the
-    coalesced view as in ``single-user-coalesced``. ``every=1`` is ``single-user-coalesced``.
+    coalesced view as in ``single-user-coalesced``; ``turn_lines`` (1, >= 0): the view's
+    Output section shows every earlier turn's output cut to this many lines at each end,
+    each line cut to ``line_chars`` (100) characters (the last turn's as in a delta),
+    so what an early turn printed
+    (ids, field names, a config diff) is not pushed out by later prints; ``turn_lines=0``
+    keeps ``single-user-coalesced``'s last ``println_limit`` println calls, and then
+    ``every=1`` is ``single-user-coalesced``.
     """
 
     name = "checkpoint-coalesced"
 
     def __init__(self, *, every: int = 20, delta_chars: int = 24000, output_lines: int = 20,
                  println_limit: int = 15, tool_call_limit: int = 20,
-                 errors: str = "last") -> None:
+                 errors: str = "last", turn_lines: int = 1, line_chars: int = 100) -> None:
         self.every = self.check_int("every", every, minimum=1)
         self.delta_chars = self.check_int("delta_chars", delta_chars)
         self.output_lines = self.check_int("output_lines", output_lines, minimum=1)
         self.println_limit = self.check_int("println_limit", println_limit)
         self.tool_call_limit = self.check_int("tool_call_limit", tool_call_limit)
         self.errors = self.check_choice("errors", errors, ERROR_MODES)
-        self._coalesced = SingleUserCoalesced(println_limit=println_limit,
-                                              tool_call_limit=tool_call_limit, errors=errors)
+        self.turn_lines = self.check_int("turn_lines", turn_lines)
+        self._coalesced = _CheckpointView(println_limit=println_limit,
+                                          tool_call_limit=tool_call_limit, errors=errors)
         self._coalesced.output_lines = output_lines
+        self._coalesced.turn_lines = turn_lines
+        self.line_chars = self.check_int("line_chars", line_chars, minimum=4)
+        self._coalesced.line_chars = self.line_chars
 
     # -- where the checkpoints are ---------------------------------------------------
 

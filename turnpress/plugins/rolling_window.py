@@ -89,7 +89,8 @@ class RollingWindow(Strategy):
             # the end marker reads what the previous prompt cached (see cache_breakpoints)
             return sorted({*self._coalesced.cache_breakpoints(turns, memory, ctx),
                            (len(messages) - 1, None)}, key=lambda p: (p[0], p[1] is None))
-        first_user = next(i for i, m in enumerate(messages) if m["role"] != "system")
+        # a transcript with no turn yet may be system messages only
+        first_user = next((i for i, m in enumerate(messages) if m["role"] != "system"), 0)
         points: list[Breakpoint] = [(0, None), (first_user, None), (len(messages) - 1, None)]
         return sorted(set(points), key=lambda p: p[0])
 

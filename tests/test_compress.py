@@ -1,0 +1,403 @@
+"""turnpress.compress() and Compressor: any agent's message list through a strategy (issue 10).
+
+DESIGN §2 (compress / Compressor) and §10 (the transcript mapping they read with).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from turnpress import Compressor, Strategy, StrategyNotApplicable, compress
+from turnpress.compress import count_tokens
+from turnpress.core.compression import strategy_names
+
+# -- a small transcript: parallel tool calls, an error, a user message at the end -------------
+
+
+def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"id": call_id, "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+TRANSCRIPT: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a coding agent. Use the tools."},
+    {"role": "user", "content": "Fix the failing test in calc.py."},
+    {"role": "assistant", "content": None, "tool_calls": [
+        call("call_1", "read_file", path="calc.py"),
+        call("call_2", "run", command="pytest -q")]},
+    {"role": "tool", "tool_call_id": "call_1",
+     "content": "def add(a, b):\n    return a - b\n" + "# padding line\n" * 30},
+    {"role": "tool", "tool_call_id": "call_2", "content": (
+        "Traceback (most recent call last):\n  File \"test_calc.py\", line 3, in test_add\n"
+        "AssertionError: add(2, 2) == 0, expected 4")},
+    {"role": "assistant", "content": "The sign is wrong; fixing it.", "tool_calls": [
+        call("call_3", "write_file", path="calc.py", text="def add(a, b):\n    return a + b\n")]},
+    {"role": "tool", "tool_call_id": "call_3", "content": "wrote 2 lines"},
+    {"role": "assistant", "content": None, "tool_calls": [call("call_4", "run",
+                                                               command="pytest -q")]},
+    {"role": "tool", "tool_call_id": "call_4", "content": "1 passed in 0.01s"},
+    {"role": "user", "content": "Also check the README mentions add()."},
+]
+
+TOOLS = [{"type": "function", "function": {
+    "name": "read_file", "description": "Read a file.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
+
+
+class LispOnly(Strategy):
+    """A strategy that renders PTC-Lisp runs only."""
+
+    name = "lisp-only"
+
+    def to_messages(self, turns, memory, ctx):
+        if ctx.is_transcript:
+            raise StrategyNotApplicable("needs PTC-Lisp turns (REPL memory), not a chat "
+                                        "transcript")
+        return [ctx.message("system", ctx.system_prompt), ctx.message("user", ctx.mission)]
+
+
+def as_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    from turnpress.core.providers import to_anthropic
+
+    system, out = to_anthropic(messages)
+    return system, out  # type: ignore[return-value]
+
+
+# -- snapshots: every built-in strategy on the transcript -----------------------------------
+
+
+@pytest.mark.parametrize("name", strategy_names())
+def test_compress_snapshot_each_strategy(name: str, snapshot) -> None:
+    """compress() output for parallel tool calls and an error, per built-in strategy
+    (OpenAI shape, then the Anthropic shape of the same input); a strategy that does
+    not apply to transcripts is snapshotted as its message."""
+    try:
+        openai = compress(TRANSCRIPT, strategy=name, tools=TOOLS)
+        anthropic = compress(as_anthropic(TRANSCRIPT), strategy=name, tools=TOOLS,
+                             format="anthropic")
+    except StrategyNotApplicable as exc:
+        assert snapshot == f"StrategyNotApplicable: {exc}\n"
+        return
+    text = ("== openai ==\n" + json.dumps(openai, indent=2, ensure_ascii=False)
+            + "\n\n== anthropic (system, messages) ==\n"
+            + json.dumps(anthropic, indent=2, ensure_ascii=False) + "\n")
+    assert snapshot == text
+
+
+def test_full_history_is_the_identity_on_the_example() -> None:
+    assert compress(TRANSCRIPT, strategy="full-history") == TRANSCRIPT
+    assert compress(TRANSCRIPT, strategy=False) == TRANSCRIPT
+
+
+def test_default_strategy_is_smaller_and_keeps_the_ask() -> None:
+    out = compress(TRANSCRIPT)
+    assert count_tokens(out) < count_tokens(TRANSCRIPT)
+    assert out[0] == TRANSCRIPT[0]
+    assert "Also check the README mentions add()." in out[-1]["content"]
+
+
+def test_input_is_not_modified() -> None:
+    before = json.dumps(TRANSCRIPT, sort_keys=True)
+    for name in strategy_names():
+        compress(TRANSCRIPT, strategy=name)
+        compress(as_anthropic(TRANSCRIPT), strategy=name, format="anthropic")
+    assert json.dumps(TRANSCRIPT, sort_keys=True) == before
+
+
+def test_pure_and_deterministic() -> None:
+    assert compress(TRANSCRIPT, strategy="observation-masking") == compress(
+        TRANSCRIPT, strategy="observation-masking")
+
+
+# -- lists with no turn yet, or ending in the middle of a turn ---------------------------------
+
+
+def test_no_assistant_message_yet_is_sent_as_is() -> None:
+    for name in strategy_names():
+        for head in (TRANSCRIPT[:1], TRANSCRIPT[:2], TRANSCRIPT[1:2]):
+            assert compress(head, strategy=name) == head
+            compressor = Compressor(name)
+            compressor.extend(head)
+            assert compressor.messages() == head
+    system, out = compress({"system": "Be brief.", "messages": []}, format="anthropic")
+    assert (system, out) == ([{"type": "text", "text": "Be brief.",
+                               "cache_control": {"type": "ephemeral"}}], [])
+    with pytest.raises(ValueError, match="no-such"):
+        compress(TRANSCRIPT[:2], strategy="no-such")
+
+
+def test_empty_list() -> None:
+    assert compress([]) == []
+    assert compress({"messages": []}, format="anthropic") == ("", [])
+    assert Compressor().messages() == []
+
+
+def test_trailing_user_message_is_feedback_of_the_last_turn() -> None:
+    out = compress(TRANSCRIPT, strategy="rolling-window")
+    assert out[-1] == TRANSCRIPT[-1]
+
+
+def test_tool_results_of_the_last_call_are_shown() -> None:
+    out = compress(TRANSCRIPT[:5])  # ends with the results of the parallel calls
+    assert "AssertionError: add(2, 2) == 0" in out[-1]["content"]
+
+
+def test_usage_key_is_read_not_sent() -> None:
+    logged = [*TRANSCRIPT[:2], {**TRANSCRIPT[2], "usage": {"prompt_tokens": 120}},
+              *TRANSCRIPT[3:5]]
+    assert compress(logged, strategy="full-history") == TRANSCRIPT[:5]
+
+
+def test_turns_left_reaches_the_strategy() -> None:
+    class ShowsTurnsLeft(Strategy):
+        name = "shows-turns-left"
+
+        def to_messages(self, turns, memory, ctx):
+            return [ctx.message("user", ctx.turns_left_line(ctx.turns_left))]
+
+    out = compress(TRANSCRIPT, strategy=ShowsTurnsLeft, turns_left=7)
+    assert out == [{"role": "user", "content": "Turns left: 7"}]
+
+
+def test_sdk_message_objects_are_accepted() -> None:
+    from openai.types.chat import ChatCompletionMessage
+
+    reply = ChatCompletionMessage.model_validate(TRANSCRIPT[2])
+    assert compress([*TRANSCRIPT[:2], reply, *TRANSCRIPT[3:5]],
+                    strategy="full-history") == TRANSCRIPT[:5]
+
+
+# -- Anthropic -------------------------------------------------------------------------------
+
+
+def test_anthropic_shapes_and_breakpoints() -> None:
+    system, messages = as_anthropic(TRANSCRIPT)
+    by_pair = compress((system, messages), format="anthropic")
+    by_body = compress({"system": system, "messages": messages}, format="anthropic")
+    assert by_pair == by_body
+    out_system, out = by_pair
+    assert any("cache_control" in block for block in out_system)
+    assert [m["role"] for m in out] == ["user"]
+    _, full = compress((system, messages), format="anthropic",
+                                 strategy="full-history")
+    assert [m["role"] for m in full] == [m["role"] for m in messages]
+    marked = [b for m in full for b in m["content"] if isinstance(m["content"], list)
+              and "cache_control" in b]
+    assert marked, "full-history marks its append-only end"
+
+
+def test_anthropic_is_error_flag_is_kept() -> None:
+    system, messages = as_anthropic(TRANSCRIPT[:5])
+    messages[-1]["content"][1]["is_error"] = True
+    _, out = compress((system, messages), format="anthropic", strategy="full-history")
+    results = [b for b in out[-1]["content"] if b["type"] == "tool_result"]
+    assert [b.get("is_error", False) for b in results] == [False, True]
+
+
+def test_anthropic_compressor_matches_compress() -> None:
+    system, messages = as_anthropic(TRANSCRIPT)
+    for name in ("single-user-coalesced", "observation-masking", "full-history"):
+        compressor = Compressor(name, format="anthropic", system=system)
+        for k, message in enumerate(messages, 1):
+            compressor.add(message)
+            assert compressor.messages() == compress((system, messages[:k]), strategy=name,
+                                                     format="anthropic"), (name, k)
+
+
+# -- errors (item 4) --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("messages", "expected"), [
+    ([{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}],
+     "message 1: unknown role 'robot'"),
+    ([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c", "content": "x"}],
+     "message 1: tool message with no matching call"),
+    ([*TRANSCRIPT[:3], {"role": "tool", "tool_call_id": "call_9", "content": "x"}],
+     "message 3: tool message with no matching call: tool_call_id 'call_9'"),
+    ([{"role": "user", "content": {"text": "hi"}}],
+     "message 0: \"content\" must be a string, a list of content parts or null, got dict"),
+    ([{"role": "user", "content": "hi"}, "not a message"], "message 1: expected a JSON object"),
+    ([{"role": "assistant", "content": "hi"}], "starts with an assistant message"),
+])
+def test_unreadable_list_names_the_index(messages: list[Any], expected: str) -> None:
+    with pytest.raises(ValueError, match=r"^messages: ") as info:
+        compress(messages)
+    assert expected in str(info.value)
+    assert "\n" not in str(info.value)
+    compressor = Compressor()
+    with pytest.raises(ValueError) as incremental:
+        compressor.extend(messages)
+    assert str(incremental.value) == str(info.value)
+
+
+def test_anthropic_error_names_the_anthropic_index() -> None:
+    system, messages = as_anthropic(TRANSCRIPT[:5])
+    bad = [*messages, {"role": "system", "content": "x"}]
+    with pytest.raises(ValueError, match=r"message 3: unknown role 'system'"):
+        compress((system, bad), format="anthropic")
+    compressor = Compressor(format="anthropic", system=system)
+    compressor.extend(messages)
+    with pytest.raises(ValueError, match=r"message 3: unknown role 'system'"):
+        compressor.add(bad[-1])
+
+
+def test_bad_message_leaves_the_compressor_unchanged() -> None:
+    compressor = Compressor("full-history")
+    compressor.extend(TRANSCRIPT[:3])
+    with pytest.raises(ValueError, match="message 3"):
+        compressor.add({"role": "tool", "tool_call_id": "nope", "content": "x"})
+    assert len(compressor) == 3
+    compressor.extend(TRANSCRIPT[3:])
+    assert compressor.messages() == TRANSCRIPT
+
+
+def test_not_a_list() -> None:
+    with pytest.raises(ValueError, match="expected a list of message objects, got dict"):
+        compress({"role": "user", "content": "hi"})
+    with pytest.raises(ValueError, match=r"\(system, messages\) pair"):
+        compress([{"role": "user", "content": "hi"}], format="anthropic")
+
+
+def test_unknown_format_and_strategy() -> None:
+    with pytest.raises(ValueError, match="unknown format 'gemini'; use one of openai, anthropic"):
+        compress(TRANSCRIPT, format="gemini")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="no-such-strategy"):
+        Compressor("no-such-strategy")
+
+
+def test_strategy_not_applicable_is_raised_at_creation() -> None:
+    with pytest.raises(StrategyNotApplicable,
+                       match=r"^strategy 'lisp-only' does not apply to chat transcripts: needs "
+                             "PTC-Lisp turns"):
+        Compressor(LispOnly)
+    with pytest.raises(StrategyNotApplicable):
+        compress(TRANSCRIPT, strategy=LispOnly)
+
+
+# -- properties -------------------------------------------------------------------------------
+
+TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+
+
+@st.composite
+def content(draw: st.DrawFn) -> Any:
+    if draw(st.booleans()):
+        return draw(TEXT)
+    return [{"type": "text", "text": t} for t in draw(st.lists(TEXT, min_size=1, max_size=2))]
+
+
+@st.composite
+def transcripts(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Random OpenAI chat transcripts: a head, then turns with 0-3 (parallel) tool calls,
+    their results (some missing), optional user messages; maybe a trailing partial turn."""
+    messages: list[dict[str, Any]] = []
+    if draw(st.booleans()):
+        messages.append({"role": "system", "content": draw(content())})
+    messages.append({"role": "user", "content": draw(content())})
+    serial = 0
+    for _ in range(draw(st.integers(0, 5))):
+        calls = []
+        for _ in range(draw(st.integers(0, 3))):
+            serial += 1
+            args = draw(st.sampled_from(["{}", '{"path": "a.py"}', "", "not json", "[1, 2]"]))
+            calls.append({"id": f"call_{serial}", "type": "function",
+                          "function": {"name": draw(st.sampled_from(["ls", "run", "read"])),
+                                       "arguments": args}})
+        assistant: dict[str, Any] = {"role": "assistant"}
+        if calls:
+            assistant["content"] = draw(st.none() | content())
+            assistant["tool_calls"] = calls
+        else:
+            assistant["content"] = draw(content())
+        if draw(st.booleans()):
+            assistant["name"] = "agent"
+        messages.append(assistant)
+        for c in calls:
+            if draw(st.integers(0, 5)):
+                result = draw(st.sampled_from(["ok", "Traceback (most recent call last):\n"
+                                               "ValueError: x", "<returncode>1</returncode>"]))
+                messages.append({"role": "tool", "tool_call_id": c["id"],
+                                 "content": draw(st.just(result) | TEXT)})
+        for _ in range(draw(st.integers(0, 2))):
+            messages.append({"role": "user", "content": draw(content())})
+    return messages
+
+
+PROPERTY = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(transcripts())
+def test_full_history_is_the_identity(messages: list[dict[str, Any]]) -> None:
+    """compress() with full-history returns its input unchanged (issue 10 item 1)."""
+    before = json.dumps(messages)
+    assert compress(messages, strategy="full-history") == messages
+    assert json.dumps(messages) == before
+
+
+@PROPERTY
+@given(transcripts(), st.sampled_from(strategy_names()))
+def test_compressor_equals_compress_after_every_add(messages: list[dict[str, Any]],
+                                                    name: str) -> None:
+    """Compressor.messages() after each add equals compress() of the list so far, and its
+    incrementally read turns are the reader's turns of that list."""
+    from turnpress.plugins.readers.openai_chat import trace_from_messages
+
+    compressor = Compressor(name)
+    for k, message in enumerate(messages, 1):
+        compressor.add(message)
+        assert compressor.messages() == compress(messages[:k], strategy=name), k
+        if any(m["role"] == "assistant" for m in messages[:k]):
+            assert compressor.turns == trace_from_messages(messages[:k]).turns, k
+
+
+@PROPERTY
+@given(transcripts(), st.sampled_from(strategy_names()))
+def test_every_strategy_sends_a_valid_conversation(messages: list[dict[str, Any]],
+                                                   name: str) -> None:
+    """Every tool call the output carries is answered, as the provider requires."""
+    out = compress(messages, strategy=name)
+    pending: set[str] = set()
+    for m in out:
+        assert m["role"] in ("system", "user", "assistant", "tool")
+        if m["role"] == "tool":
+            assert m["tool_call_id"] in pending
+        elif m["role"] == "assistant":
+            pending = {c["id"] for c in m.get("tool_calls") or ()}
+
+
+# -- the LangChain adapter --------------------------------------------------------------------
+
+
+def test_langchain_adapter_round_trip_and_compress() -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from turnpress.integrations.langchain import (
+        LangChainCompressor,
+        compress_messages,
+        from_openai,
+        to_openai,
+    )
+
+    history = from_openai(TRANSCRIPT)
+    assert isinstance(history[2], AIMessage) and isinstance(history[3], ToolMessage)
+    assert [c["id"] for c in history[2].tool_calls] == ["call_1", "call_2"]
+    assert history[4].tool_call_id == "call_2"
+    # the OpenAI form reads as the same transcript (a null content becomes "")
+    assert compress(to_openai(history), strategy="single-user-coalesced") == compress(
+        TRANSCRIPT, strategy="single-user-coalesced")
+    out = compress_messages(history, strategy="observation-masking")
+    assert to_openai(out) == to_openai(from_openai(compress(
+        TRANSCRIPT, strategy="observation-masking")))
+    compressor = LangChainCompressor("rolling-window")
+    for k, message in enumerate(history, 1):
+        compressor.add(message)
+        assert to_openai(compressor.messages()) == to_openai(
+            compress_messages(history[:k], strategy="rolling-window")), k

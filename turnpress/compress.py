@@ -1,0 +1,372 @@
+"""Compress any agent's chat messages: the run-time API (DESIGN §2, §10).
+
+``compress(messages)`` takes the message list a tool-calling loop is about to send,
+reads it with the transcript mapping (the same as ``turnpress import``: each
+assistant message starts a turn, the messages after it are its feedback), and
+returns the messages of the next call as the chosen strategy renders them, in the
+same provider shape. :class:`Compressor` is the incremental form for a live loop.
+
+Input and output shapes (``format``):
+
+- ``"openai"``: a list of chat-completions messages (dicts; the SDK's message
+  objects are accepted too, through their ``model_dump``). Returns a list of
+  message dicts. Under ``full-history`` the result equals the input.
+- ``"anthropic"``: ``{"system": ..., "messages": [...], "tools"?: [...]}`` (a
+  request body) or a ``(system, messages)`` pair; ``system`` may be ``None``.
+  Returns ``(system, messages)`` for ``client.messages.create(system=...,
+  messages=...)``, with ``cache_control`` markers at the strategy's stable prefix;
+  ``system`` is ``""`` when there is none. ``is_error`` flags of tool results are
+  kept.
+
+A ``usage`` key on an assistant message (what logging proxies record) is read as
+that call's billed usage and is not sent back. A list with no assistant message
+yet has no turn to compress: it is sent as it is. Errors are ``ValueError``s naming
+the message index and the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+from turnpress.core.compression import (
+    Compression,
+    StrategyNotApplicable,
+    get_strategy,
+    render_with_breakpoints,
+)
+from turnpress.core.model import Message, Tool, Turn
+from turnpress.core.providers import to_anthropic, to_openai
+from turnpress.core.trace import Trace, TraceError
+from turnpress.plugins.readers import anthropic_messages, openai_chat
+from turnpress.plugins.readers._transcript import Entry, build_trace, tools_from
+
+__all__ = ["Compressor", "compress", "count_tokens"]
+
+Format = Literal["openai", "anthropic"]
+FORMATS = ("openai", "anthropic")
+WHERE = "messages"
+
+#: the tiny chat transcript a Compressor renders once at creation, so a strategy
+#: that cannot render transcripts says so before the first call
+_PROBE: tuple[dict[str, Any], ...] = (
+    {"role": "system", "content": "You are a helpful agent."},
+    {"role": "user", "content": "List the files."},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "ls", "arguments": "{\"path\": \".\"}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "a.txt\nb.txt"},
+    {"role": "assistant", "content": "There are two files."},
+    {"role": "user", "content": "Thanks."},
+)
+
+
+def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
+             turns_left: int | None = None, format: Format = "openai") -> Any:
+    """The messages to send next: ``messages`` rendered by ``strategy``.
+
+    ``strategy`` is anything :func:`turnpress.normalize` accepts (default: the
+    library's default strategy, ``single-user-coalesced``; ``"full-history"``
+    returns the input unchanged). ``tools`` is the request's ``tools`` list (OpenAI
+    or Anthropic shape) or a ``{name: Tool | schema}`` mapping; it feeds the
+    ``tool/`` section of strategies that show one. ``turns_left`` (default: none
+    shown) is for strategies that print a turns-left line. Shapes per ``format``:
+    see the module docstring. Pure: the same input gives the same output.
+    """
+    _check_format(format)
+    get_strategy(strategy)  # an unknown strategy is an error even with no turn yet
+    if format == "anthropic":
+        system, body, tools = _anthropic_input(messages, tools)
+        entries_source: Any = {"system": system, "messages": _plain_list(body)}
+        if not _has_assistant(body):
+            return _preamble_only(_anthropic_entries(system, body), format, _error_ids(body))
+        trace = anthropic_messages.read({**entries_source, "tools": None}, WHERE)
+        trace = replace(trace, tools=_tool_map(tools))
+        return _send(trace, strategy, turns_left, format, _error_ids(body))
+    body = _plain_list(messages)
+    if not _has_assistant(body):
+        return _preamble_only(_openai_entries(body, 0), format)
+    trace = openai_chat.trace_from_messages(body, tools=_tool_map(tools), where=WHERE)
+    return _send(trace, strategy, turns_left, format)
+
+
+class Compressor:
+    """The incremental form of :func:`compress` for a live agent loop.
+
+    ``add(message)`` appends each message as it happens (the system prompt, the
+    mission, each assistant reply, each tool result...); ``messages()`` is what to
+    send now, equal to ``compress()`` of every message added so far. Parsed turns
+    are kept, so one call costs what the strategy's own rendering costs, not a
+    re-read of the run. With ``format="anthropic"`` the system prompt is the
+    ``system`` argument and messages are Anthropic messages.
+
+    The strategy is checked at creation: an unknown one raises ``ValueError``, and
+    one that cannot render chat transcripts raises
+    :class:`~turnpress.StrategyNotApplicable` (probed on a tiny transcript).
+    """
+
+    def __init__(self, strategy: Compression = True, *, format: Format = "openai",
+                 tools: Any = None, system: Any = None) -> None:
+        _check_format(format)
+        self.format = format
+        self.strategy = get_strategy(strategy)
+        self.tools = _tool_map(tools)
+        self._entries: list[Entry] = []  # the preamble, then the open turn
+        self._preamble: list[Entry] = []
+        self._turns: list[Turn] = []  # closed turns
+        self._open: list[Entry] = []  # the last turn: its assistant message + feedback
+        self._open_turn: Turn | None = None
+        self._system_prompt: str | None = None
+        self._mission: str | None = None
+        self._error_ids: set[str] = set()
+        self._count = 0  # messages added
+        _probe(self.strategy)
+        if format == "anthropic" and system:
+            if not isinstance(system, (str, list)):
+                raise ValueError("system must be a string or a list of text blocks, got "
+                                 f"{type(system).__name__}")
+            for entry in _anthropic_entries(system, []):
+                self._take(entry)
+
+    def add(self, message: Any) -> None:
+        """Append one message (a dict, or an SDK message object). A message that
+        cannot be read raises ``ValueError`` naming its index."""
+        index = self._count
+        message = _plain(message)
+        if self.format == "anthropic":
+            entries = _anthropic_entries(None, [message], index)
+            self._error_ids |= _error_ids([message])
+        else:
+            entries = _openai_entries([message], index)
+        saved = (len(self._preamble), list(self._open), self._open_turn, len(self._turns),
+                 self._system_prompt, self._mission)
+        try:
+            for entry in entries:
+                self._take(entry)
+        except ValueError:
+            self._restore(saved)  # a bad message leaves the compressor as it was
+            raise
+        self._count += 1
+
+    def _restore(self, saved: tuple[Any, ...]) -> None:
+        preamble, self._open, self._open_turn, turns, self._system_prompt, self._mission = saved
+        del self._preamble[preamble:]
+        del self._turns[turns:]
+
+    def extend(self, messages: Iterable[Any]) -> None:
+        """``add`` each of ``messages``."""
+        for message in messages:
+            self.add(message)
+
+    def __len__(self) -> int:
+        """The number of messages added."""
+        return self._count
+
+    @property
+    def turns(self) -> tuple[Turn, ...]:
+        """The turns read so far (one per assistant message)."""
+        return (*self._turns, self._open_turn) if self._open_turn else tuple(self._turns)
+
+    def messages(self, *, turns_left: int | None = None) -> Any:
+        """What to send now, in this compressor's ``format`` (see :func:`compress`)."""
+        if not self._open:
+            return _preamble_only(self._preamble, self.format, self._error_ids)
+        turns = self.turns
+        preamble = tuple(e.message for e in self._preamble)
+        messages, points = render_with_breakpoints(
+            turns, {}, mission=self._mission or "", system_prompt=self._system_prompt or "",
+            tools=self.tools, data=None, turns_left=0 if turns_left is None else turns_left,
+            compression=self.strategy, preamble=preamble)
+        return _shaped(messages, points, self.format, self._error_ids)
+
+    # -- incremental reading -------------------------------------------------------------
+
+    def _take(self, entry: Entry) -> None:
+        role = entry.message.get("role") if isinstance(entry.message, dict) else None
+        if role in ("system", "user"):
+            text = _text(entry.message.get("content"))
+            if role == "system" and self._system_prompt is None:
+                self._system_prompt = text
+            if role == "user" and self._mission is None:
+                self._mission = text
+        if role == "assistant":
+            if self._open_turn is not None:
+                self._turns.append(self._open_turn)
+            elif not self._preamble:
+                build_trace([entry], where=WHERE, source="")  # the reader's own error
+            self._open = [entry]
+        elif self._open:
+            self._open.append(entry)
+        else:
+            _preamble_trace([*self._preamble, entry])  # checks the message
+            self._preamble.append(entry)
+            return
+        # the open turn, read again with the reader's mapping (its size, not the run's)
+        trace = build_trace([*self._preamble, *self._open], where=WHERE, source="")
+        self._open_turn = replace(trace.turns[0], number=len(self._turns) + 1)
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def count_tokens(payload: Any, tokenizer: str = "o200k_base") -> int:
+    """Tokens of a request payload's JSON text (messages in any shape): a plain,
+    format-independent measure to compare what two requests send."""
+    from turnpress.core.tokens import get_tokenizer
+
+    text = json.dumps(payload, ensure_ascii=False, sort_keys=True, default=str)
+    return get_tokenizer(tokenizer).count(text)
+
+
+def _check_format(format: Any) -> None:
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+
+
+def _probe(strategy: Any) -> None:
+    trace = openai_chat.trace_from_messages([dict(m) for m in _PROBE], where="probe")
+    try:
+        render_with_breakpoints(**trace.prompt_arguments(len(trace.turns) + 1),
+                                compression=strategy)
+    except StrategyNotApplicable as exc:
+        raise StrategyNotApplicable(f"strategy {strategy.name!r} does not apply to chat "
+                                    f"transcripts: {exc}") from None
+
+
+def _plain(message: Any) -> Any:
+    """A message as a dict: SDK objects (pydantic) through ``model_dump``, and the
+    content blocks of an Anthropic message too."""
+    if hasattr(message, "model_dump") and not isinstance(message, Mapping):
+        message = {"content": None, **message.model_dump(exclude_none=True)}
+    if isinstance(message, Mapping) and isinstance(message.get("content"), list):
+        content = message["content"]
+        if any(hasattr(b, "model_dump") and not isinstance(b, Mapping) for b in content):
+            message = {**message, "content": [
+                b.model_dump(exclude_none=True) if hasattr(b, "model_dump")
+                and not isinstance(b, Mapping) else b for b in content]}
+    return message
+
+
+def _plain_list(messages: Any) -> list[Any]:
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+        raise TraceError(f"{WHERE}: expected a list of message objects, got "
+                         f"{type(messages).__name__}")
+    return [_plain(m) for m in messages]
+
+
+def _has_assistant(messages: Sequence[Any]) -> bool:
+    return any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in messages)
+
+
+def _text(content: Any) -> str:
+    from turnpress.plugins.readers._transcript import text_of
+
+    return text_of(content)
+
+
+def _tool_map(tools: Any) -> dict[str, Tool]:
+    if tools is None:
+        return {}
+    if isinstance(tools, Mapping):
+        return dict(tools)
+    return tools_from(tools, "tools")
+
+
+def _openai_entries(messages: Sequence[Any], start: int) -> list[Entry]:
+    """Entries of OpenAI messages numbered from ``start`` (the reader's usage handling)."""
+    out = []
+    for k, m in enumerate(messages):
+        try:
+            [entry] = openai_chat._entries([m], WHERE)
+        except TraceError as exc:
+            raise _renumbered(exc, start + k) from None
+        out.append(Entry(start + k, entry.message, entry.usage, entry.error))
+    return out
+
+
+def _anthropic_entries(system: Any, messages: Sequence[Any], start: int = 0) -> list[Entry]:
+    """Entries of Anthropic messages (as OpenAI chat ones) numbered from ``start``."""
+    try:
+        entries = anthropic_messages._convert(system, list(messages), WHERE)
+    except TraceError as exc:
+        raise _renumbered(exc, start) if start else exc from None
+    return [Entry(e.index if e.index < 0 else e.index + start, e.message, e.usage, e.error)
+            for e in entries]
+
+
+def _renumbered(exc: TraceError, index: int) -> TraceError:
+    """A reader's error about message 0 of a one-message list, about message ``index``."""
+    text = str(exc)
+    head = f"{WHERE}: message 0: "
+    return TraceError(f"{WHERE}: message {index}: {text[len(head):]}"
+                      if text.startswith(head) else text)
+
+
+def _preamble_trace(entries: Sequence[Entry]) -> None:
+    """Check messages before the first assistant message with the reader's own checks
+    (a tool message there has no call; a bad role or content is named)."""
+    sentinel = Entry(-2, {"role": "assistant", "content": ""})
+    build_trace([*entries, sentinel], where=WHERE, source="")
+
+
+def _preamble_only(entries: list[Entry], format: str, error_ids: Iterable[str] = ()) -> Any:
+    """``compress`` of a list with no assistant message yet: there is no turn to
+    compress, so the messages are sent as they are (checked by the reader; Anthropic:
+    marked at the end of the system prompt and of the last message)."""
+    if not entries:
+        return [] if format == "openai" else ("", [])
+    _preamble_trace(entries)
+    messages: list[Message] = [dict(e.message) for e in entries]  # type: ignore[misc]
+    return _shaped(messages, [(0, None), (len(messages) - 1, None)], format, set(error_ids))
+
+
+def _send(trace: Trace, strategy: Compression, turns_left: int | None, format: str,
+          error_ids: Iterable[str] = ()) -> Any:
+    args = trace.prompt_arguments(len(trace.turns) + 1)
+    if turns_left is not None:
+        args["turns_left"] = turns_left
+    args["memory"] = {}
+    messages, points = render_with_breakpoints(**args, compression=strategy)
+    return _shaped(messages, points, format, set(error_ids))
+
+
+def _shaped(messages: list[Message], points: Sequence[Any], format: str,
+            error_ids: set[str]) -> Any:
+    if format == "openai":
+        return to_openai(messages)
+    system, out = to_anthropic(messages, points)
+    if error_ids:
+        for message in out:
+            for block in message["content"] if isinstance(message["content"], list) else ():
+                if block.get("type") == "tool_result" and block.get("tool_use_id") in error_ids:
+                    block["is_error"] = True
+    return system, out
+
+
+def _anthropic_input(data: Any, tools: Any) -> tuple[Any, list[Any], Any]:
+    """``(system, messages, tools)`` of an Anthropic request body or pair."""
+    if isinstance(data, Mapping):
+        if "messages" not in data:
+            raise TraceError(f"{WHERE}: an Anthropic input needs \"messages\": pass "
+                             f"{{\"system\": ..., \"messages\": [...]}} or (system, messages)")
+        return data.get("system"), _plain_list(data["messages"]), (
+            tools if tools is not None else data.get("tools"))
+    if isinstance(data, tuple) and len(data) == 2:
+        return data[0], _plain_list(data[1]), tools
+    raise TraceError(f"{WHERE}: with format=\"anthropic\" pass {{\"system\": ..., "
+                     f"\"messages\": [...]}} or a (system, messages) pair, got "
+                     f"{type(data).__name__}")
+
+
+def _error_ids(messages: Iterable[Any]) -> set[str]:
+    """The ``tool_use_id`` of every Anthropic tool result flagged ``is_error``."""
+    ids = set()
+    for m in messages:
+        content = m.get("content") if isinstance(m, Mapping) else None
+        for block in content if isinstance(content, list) else ():
+            if (isinstance(block, Mapping) and block.get("type") == "tool_result"
+                    and block.get("is_error")):
+                ids.add(str(block.get("tool_use_id")))
+    return ids

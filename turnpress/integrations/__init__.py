@@ -1,0 +1,1 @@
+"""Adapters between turnpress and agent frameworks (each behind its own extra)."""
