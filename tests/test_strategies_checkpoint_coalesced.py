@@ -29,7 +29,7 @@ def _ctx(turns_left: int = 5) -> RenderContext:
 
 def test_defaults() -> None:
     assert CheckpointCoalesced.option_defaults() == {
-        "every": 20, "delta_chars": 24000, "output_lines": 20, "println_limit": 15,
+        "every": 20, "delta_chars": 24000, "output_lines": 20, "println_limit": 6,
         "tool_call_limit": 20, "errors": "last", "turn_lines": 1, "line_chars": 100,
         "key_lines": 3}
     assert normalize(f"{NAME}:every=4") == (NAME, {"every": 4})

@@ -44,7 +44,10 @@ from turnpress.plugins._transcript import (
     content_text,
     cut_feedback,
     cut_middle,
+    feedback_text,
     line_limits,
+    mission_text,
+    tool_calls,
     transcript_head_breakpoints,
 )
 from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoalesced
@@ -129,11 +132,16 @@ def _size(messages: Sequence[Message]) -> int:
 
 
 def names_before(turns: Sequence[Turn]) -> list[frozenset[str]]:
-    """``[k]``: the names the output of ``turns[:k]`` showed (successful turns only)."""
+    """``[k]``: the names the output of ``turns[:k]`` showed (successful turns only; on a
+    transcript, the feedback of every turn)."""
     out = [frozenset[str]()]
     for t in turns:
-        out.append(out[-1] | output_names("\n".join(t.prints)) if t.success and t.prints
-                   else out[-1])
+        if t.messages:
+            out.append(out[-1] | output_names(feedback_text(t)))
+        elif t.success and t.prints:
+            out.append(out[-1] | output_names("\n".join(t.prints)))
+        else:
+            out.append(out[-1])
     return out
 
 
@@ -148,6 +156,31 @@ class _CheckpointView(SingleUserCoalesced):
     line_chars: int = 160
     keys: int = 0
     recent_from: int = 0
+
+    def transcript_content(self, turns: Sequence[Turn], ctx: RenderContext) -> str:
+        """Mission, the tool calls made, then the output turn by turn: the last
+        ``println_limit`` turns' feedback cut to head plus tail, older turns' key lines
+        (``turn_lines=0``: ``single-user-coalesced``'s last outputs)."""
+        if not self.turn_lines:
+            return super().transcript_content(turns, ctx)
+        seen = names_before(turns)
+        outputs = []
+        for k, t in enumerate(turns):
+            text = feedback_text(t)
+            if not text:
+                continue
+            if k >= len(turns) - self.println_limit:
+                text = cut_middle(text, ctx, **line_limits(self.output_lines))
+            else:
+                text = key_lines(text, ctx, lines=0, keys=self.keys,
+                                 line_chars=self.line_chars, seen=seen[k])
+            if text:
+                outputs.append({"number": t.number, "text": text})
+        parts = [mission_text(ctx).rstrip("\n"),
+                 tool_calls(turns, ctx, self.tool_call_limit),
+                 ctx.template("checkpoint_coalesced/turn_outputs.j2", outputs=outputs)
+                 if outputs else None]
+        return "\n\n".join(p for p in parts if p)
 
     def output_section(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
         """The Output section: turn by turn (``turn_lines`` > 0), else the last println
@@ -181,21 +214,26 @@ class CheckpointCoalesced(Strategy):
     ``delta_chars`` (24000, >= 0; 0: no limit): a checkpoint as soon as the deltas
     since the last one reach this many characters (about a quarter as many
     tokens); ``output_lines`` (20, >= 1): a long output in a delta (or, on a
-    transcript, in the view) keeps this many lines at each end; ``println_limit``
-    (15), ``tool_call_limit`` (20) and ``errors`` (``"last"``/``"pairs"``) shape the
+    transcript, in the view) keeps this many lines at each end, plus up to
+    ``key_lines`` (3, >= 0) key lines from its middle: each the first line to show a
+    name (``balance_cents``, ``pool.max_connections``) no earlier output showed;
+    ``tool_call_limit`` (20) and ``errors`` (``"last"``/``"pairs"``) shape the
     coalesced view as in ``single-user-coalesced``; ``turn_lines`` (1, >= 0): the view's
-    Output section shows every earlier turn's output cut to this many lines at each end,
-    each line cut to ``line_chars`` (100) characters (the last turn's as in a delta),
-    so what an early turn printed
-    (ids, field names, a config diff) is not pushed out by later prints; ``turn_lines=0``
-    keeps ``single-user-coalesced``'s last ``println_limit`` println calls, and then
-    ``every=1`` is ``single-user-coalesced``.
+    Output section goes turn by turn, in age tiers: the turns since the checkpoint
+    before show their output cut to this many lines at each end plus key lines, older
+    turns only their key lines (a turn with none is left out), each line cut to
+    ``line_chars`` (100) characters, and the last turn's as in a delta; so what an early
+    turn printed (field names, config keys) is not pushed out by later prints, while
+    the view stays small on long runs. On a transcript the view shows the last
+    ``println_limit`` (6) turns' feedback cut to head plus tail and older turns' key
+    lines. ``turn_lines=0`` keeps ``single-user-coalesced``'s Output section (the last
+    ``println_limit`` println calls), and then ``every=1`` is ``single-user-coalesced``.
     """
 
     name = "checkpoint-coalesced"
 
     def __init__(self, *, every: int = 20, delta_chars: int = 24000, output_lines: int = 20,
-                 println_limit: int = 15, tool_call_limit: int = 20,
+                 println_limit: int = 6, tool_call_limit: int = 20,
                  errors: str = "last", turn_lines: int = 1, line_chars: int = 100,
                  key_lines: int = 3) -> None:
         self.every = self.check_int("every", every, minimum=1)
