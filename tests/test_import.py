@@ -16,7 +16,13 @@ from turnpress import load_trace
 from turnpress.cli import main
 from turnpress.compare import compare_traces
 from turnpress.core.providers import to_openai
-from turnpress.core.trace import TraceError, iter_traces, save_traces, trace_formats
+from turnpress.core.trace import (
+    TRACE_VERSION,
+    TraceError,
+    iter_traces,
+    save_traces,
+    trace_formats,
+)
 from turnpress.importing import import_transcripts
 from turnpress.plugins.readers.openai_chat import trace_from_messages
 
@@ -41,7 +47,7 @@ def test_import_writes_traces_that_load_back_losslessly(tmp_path):
     assert imported == originals
     assert [t.name for t in imported] == [t.name for t in originals]
     first = json.loads(out.read_text().splitlines()[0])
-    assert first["version"] == 1 and first["source"] == "openai-chat"
+    assert first["version"] == TRACE_VERSION and first["source"] == "openai-chat"
     assert {"preamble", "turns"} <= set(first) and "messages" in first["turns"][0]
     assert first["turns"][0]["usage"] == {"prompt_tokens": 1200, "cached_tokens": 0,
                                           "cache_write_tokens": 0}

@@ -37,8 +37,15 @@ def test_scenarios_round_trip(tmp_path, name: str, suffix: str) -> None:
 def test_bundled_traces_load_and_save_byte_identically(tmp_path, path) -> None:
     """Loading then saving is lossless."""
     trace = load_trace(path)
-    save_trace(trace, tmp_path / path.name)  # same suffix: JSON or JSONL
+    text = path.read_text()
+    version = json.loads(text.splitlines()[0] if path.suffix == ".jsonl" else text)["version"]
+    save_trace(trace, tmp_path / path.name, version=version)  # same suffix: JSON or JSONL
     assert (tmp_path / path.name).read_text() == path.read_text()
+    # the other version gives the same turns, each with its full memory
+    other = tmp_path / f"other{path.suffix}"
+    save_trace(trace, other, version=3 - version)
+    assert load_trace(other) == trace
+    assert [t.memory for t in load_trace(other).turns] == [t.memory for t in trace.turns]
 
 
 def test_tags_for_values_json_lacks(tmp_path) -> None:
@@ -50,13 +57,14 @@ def test_tags_for_values_json_lacks(tmp_path) -> None:
     trace = Trace(mission="m", turns=(turn,), max_turns=2)
     save_trace(trace, tmp_path / "t.json")
     raw = json.loads((tmp_path / "t.json").read_text())["turns"][0]
-    assert raw["memory"]["kw"] == {"$kw": "a"}
-    assert raw["memory"]["s"] == {"$set": [1, 2]}
-    assert raw["memory"]["f"] == {"$fn": {"params": ["x"], "doc": "d", "return_type": "nil"}}
-    assert raw["memory"]["m"] == {"$map": [[1, "one"], [[1, 2], "pair"]]}
-    assert raw["memory"]["tricky"] == {"$map": [["$kw", "not a keyword"]]}
+    assert raw["memory_set"]["kw"] == {"$kw": "a"}
+    assert raw["memory_set"]["s"] == {"$set": [1, 2]}
+    assert raw["memory_set"]["f"] == {"$fn": {"params": ["x"], "doc": "d",
+                                              "return_type": "nil"}}
+    assert raw["memory_set"]["m"] == {"$map": [[1, "one"], [[1, 2], "pair"]]}
+    assert raw["memory_set"]["tricky"] == {"$map": [["$kw", "not a keyword"]]}
     assert raw["result"] == {"$fail": {"reason": "tool_error", "message": "boom"}}
-    assert raw["docs"] == {"kw": "a keyword"}
+    assert raw["docs_set"] == {"kw": "a keyword"}
     assert load_trace(tmp_path / "t.json") == trace
 
 
@@ -83,7 +91,8 @@ def good() -> dict:
     (lambda d: d.pop("mission"), r"bad.json: field 'mission': missing"),
     (lambda d: d.update(max_turns="5"), r"field 'max_turns': expected an integer, got a "
                                         r"string '5'"),
-    (lambda d: d.update(version=2), r"unsupported trace version 2"),
+    (lambda d: d.update(version=3), r"field 'version': unsupported trace version 3"),
+    (lambda d: d.update(version=True), r"field 'version': unsupported trace version True"),
     (lambda d: d["turns"][1].update(number=7), r"turn 2: field 'number': turns must be "
                                                r"numbered"),
     (lambda d: d["turns"][0].update(prints=["ok", 3]), r"turn 1: field 'prints\[1\]': "
@@ -92,8 +101,8 @@ def good() -> dict:
      r"turn 1: field 'tool_calls\[0\].name': missing"),
     (lambda d: d["turns"][1].update(result=None), r"turn 2: field 'result': a failed turn "
                                                   r"needs"),
-    (lambda d: d["turns"][0]["memory"].update(k={"$kw": 5}), r"turn 1: field 'memory.k': "
-                                                             r"malformed \$kw value 5"),
+    (lambda d: d["turns"][0]["memory_set"].update(k={"$kw": 5}),
+     r"turn 1: field 'memory_set.k.\$kw': expected a string, got an integer 5"),
     (lambda d: d.update(max_turns=1), r"field 'turns': 2 turns but max_turns is 1"),
     (lambda d: d["tools"].update(bad={"params": {"x": 1}}), r"field 'tools.bad'"),
 ])

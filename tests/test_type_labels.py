@@ -7,6 +7,24 @@ import pytest
 from turnpress import Fn, Keyword, type_label
 
 
+def test_labels_of_hostile_values_look_at_the_top_level_only() -> None:
+    """A 1,000-deep value and a 2^40-node shared value label in O(1); regexes label."""
+    from turnpress.core.codec import RegexValue
+    from turnpress.lisp import run_program
+
+    deep: list = []
+    for _ in range(1000):
+        deep = [deep]
+    shared: list = [1]
+    for _ in range(40):
+        shared = [shared, shared]
+    assert type_label(deep) == "list[1]"
+    assert type_label(shared) == "list[2]"
+    assert type_label(RegexValue("\\s+")) == "regex"
+    assert type_label(run_program('#"\\s*,\\s*"').value) == "regex"
+    assert type_label(10 ** 5000) == "integer"
+
+
 @pytest.mark.parametrize(("value", "label"), [
     ([], "list[0]"),                          # TYP-001
     ([1, 2, 3], "list[3]"),                   # TYP-002

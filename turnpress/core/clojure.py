@@ -2,7 +2,12 @@
 
 The formatter is used for every sample and tool-call argument in a prompt, so it
 must be cheap on huge values: it only ever looks at the first ``limit`` items of
-a collection and the first ``printable_limit`` characters of a string.
+a collection and the first ``printable_limit`` characters of a string. Values are
+never walked deeper than :data:`MAX_DEPTH` collections (deeper parts show as
+``...``), and a call with a ``limit`` stops growing after about
+:data:`TEXT_CAP_FACTOR` x ``printable_limit`` characters (at least 320; the rest
+shows as ``...``), so a value that shares structure (2^40 nodes when expanded) is
+sampled in time proportional to the sample.
 """
 
 from __future__ import annotations
@@ -10,13 +15,22 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import threading
 from collections.abc import Mapping
 from itertools import islice
 from typing import Any
 
 from turnpress.core.model import Fn, Keyword
 
-__all__ = ["to_clojure"]
+__all__ = ["MAX_DEPTH", "TEXT_CAP_FACTOR", "set_sort_key", "to_clojure"]
+
+#: Collections nested deeper than this render as ``...``.
+MAX_DEPTH = 100
+#: With a ``limit``, the whole text stops growing past this many times
+#: ``printable_limit`` (256 when not given), and never below ``_MIN_TEXT_CAP``.
+TEXT_CAP_FACTOR = 4
+_MIN_TEXT_CAP = 320
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_*!?<>=][A-Za-z0-9_*!?<>=+.-]*\Z")
 _MIN_BUDGET = 10
@@ -40,7 +54,11 @@ def to_clojure(
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
     if printable_limit is not None and printable_limit < 0:
         raise ValueError(f"printable_limit must be >= 0 or None, got {printable_limit}")
-    fmt = _Formatter(limit)
+    cap = None
+    if limit is not None:
+        cap = max(TEXT_CAP_FACTOR * (printable_limit if printable_limit is not None
+                                     else 256), _MIN_TEXT_CAP)
+    fmt = _Formatter(limit, cap)
     text = fmt.render(value, printable_limit, set())
     if fmt.outer_total is not None:
         text += f" ({fmt.outer_total} items, showing first {fmt.outer_shown})"
@@ -63,24 +81,64 @@ def _format_float(x: float) -> str:
 
 
 def _escape(s: str) -> str:
-    return s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    s = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    if _SURROGATE.search(s) is not None:  # lone surrogates cannot be encoded as UTF-8
+        s = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04X}", s)
+    return s
 
 
-def _set_sort_key(item: Any) -> tuple[int, Any]:
+def _is_regex(value: Any) -> bool:
+    return type(value).__name__ in ("Regex", "RegexValue") and isinstance(
+        getattr(value, "source", None), str)
+
+
+def set_sort_key(item: Any) -> tuple[int, Any]:
+    """The order set items are shown (and stored) in: nil/booleans, numbers, strings,
+    keywords, then anything else by its short rendering."""
     if isinstance(item, bool) or item is None:
         return (0, int(bool(item)) if item is not None else -1)
+    if isinstance(item, float) and item != item:
+        return (2, "")  # NaN: after every number, before strings
+    if isinstance(item, (int, float)):
+        return (1, item)  # int vs float compares exactly, huge integers included
     if isinstance(item, numbers.Real):
         return (1, float(item))
     if isinstance(item, str):
-        return (2, item)
+        return (3, item)
     if isinstance(item, Keyword):
-        return (3, item.name)
-    return (4, to_clojure(item, 3, 40)[0])
+        return (4, item.name)
+    # the key of a collection renders it, which sorts the sets inside it by their keys:
+    # past a few levels of sets in sets, those keep their order, so the work stays bounded
+    if _key_depth.value >= _KEY_DEPTH:
+        return (5, "")
+    _key_depth.value += 1
+    try:
+        fmt = _Formatter(3, _KEY_CAP, max_depth=_KEY_MAX_DEPTH)
+        return (5, fmt.render(item, 40, set()))
+    finally:
+        _key_depth.value -= 1
+
+
+class _KeyDepth(threading.local):
+    value = 0
+
+
+_key_depth = _KeyDepth()
+_KEY_DEPTH = 1  # a key inside a key is "" (the work stays linear)
+_KEY_MAX_DEPTH = 6  # levels a key shows
+_KEY_CAP = 60  # characters a key shows, about (strings in it are cut at 40)
+
+
+_set_sort_key = set_sort_key
 
 
 class _Formatter:
-    def __init__(self, limit: int | None) -> None:
+    def __init__(self, limit: int | None, cap: int | None = None,
+                 max_depth: int = MAX_DEPTH) -> None:
         self.limit = limit
+        self.max_depth = max_depth
+        self.cap = cap
+        self.length = 0  # characters emitted so far (leaves and brackets)
         self.truncated = False
         self.depth = 0
         self.outer_total: int | None = None
@@ -101,6 +159,15 @@ class _Formatter:
         return max(_MIN_BUDGET, budget // n)
 
     def render(self, value: Any, budget: int | None, active: set[int]) -> str:
+        if self.cap is not None and self.length > self.cap:
+            self.truncated = True
+            return "..."
+        text = self._render(value, budget, active)
+        self.length += 2 if isinstance(value, (list, tuple, Mapping, set, frozenset)) \
+            else len(text)
+        return text
+
+    def _render(self, value: Any, budget: int | None, active: set[int]) -> str:
         if value is None:
             return "nil"
         if value is True:
@@ -115,15 +182,20 @@ class _Formatter:
         if isinstance(value, Keyword):
             return f":{value.name}"
         if isinstance(value, numbers.Integral):
-            try:
-                return str(int(value))
-            except ValueError:  # more digits than Python will print
-                return f"#bigint[{int(value).bit_length()} bits]"
+            text = _format_int(int(value), budget)
+            if not text[-1:].isdigit():
+                self.truncated = True
+            return text
         if isinstance(value, numbers.Real):
             return _format_float(float(value))
         if isinstance(value, Fn):
             return "#fn[" + " ".join(value.params) + "]"
+        if _is_regex(value):
+            return f'#"{_escape_regex(value.source)}"'
         if isinstance(value, (list, tuple, Mapping, set, frozenset)):
+            if self.depth >= self.max_depth:
+                self.truncated = True
+                return "..."
             if id(value) in active:  # a value that contains itself
                 self.truncated = True
                 return "..."
@@ -169,6 +241,24 @@ class _Formatter:
             self.truncated = True
             text = text[:budget] + "..."
         return f"#object[{type(value).__qualname__} {_escape_quoted(text)}]"
+
+
+def _format_int(x: int, budget: int | None) -> str:
+    """Digits of ``x``; an integer past Python's digit limit, or longer than a sample's
+    budget, shows its first digits and its size."""
+    if x.bit_length() <= 13_000:  # ~3,900 digits: within Python's int -> str limit
+        text = str(x)
+        if budget is None or len(text) <= max(budget, 100):
+            return text
+        return f"{text[:budget]}...({len(text)} digits)"
+    return f"#bigint[{x.bit_length()} bits]"
+
+
+def _escape_regex(source: str) -> str:
+    text = source.replace('"', '\\"')
+    if _SURROGATE.search(text) is not None:
+        text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04X}", text)
+    return text
 
 
 def _escape_quoted(text: str) -> str:

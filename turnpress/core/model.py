@@ -411,7 +411,14 @@ class Tool:
             params = dict(params)
         else:
             parameters = schema.get("parameters") or schema.get("input_schema") or {}
-            props = parameters.get("properties", {}) if isinstance(parameters, Mapping) else {}
+            if not isinstance(parameters, Mapping):
+                raise TypeError(f"tool {name!r}: 'parameters' must be a JSON-schema object, "
+                                f"got {type(parameters).__name__}")
+            props = parameters.get("properties") or {}
+            if not isinstance(props, Mapping):
+                raise TypeError(f"tool {name!r}: 'parameters.properties' must be an object "
+                                f"mapping parameter names to schemas, got "
+                                f"{type(props).__name__}")
             params = {}
             for pname, pschema in props.items():
                 jtype = pschema.get("type") if isinstance(pschema, Mapping) else None

@@ -4,24 +4,34 @@ A trace holds everything needed to re-render any turn's prompt under any
 strategy: mission, system prompt, max turns, tools, data and the turns.
 Values JSON cannot hold are tagged (``{"$kw": "a"}``, ``{"$set": [...]}``,
 ``{"$fn": {...}}``, ``{"$map": [[k, v], ...]}``, ``{"$fail": {...}}``,
-``{"$float": "nan"}``), so loading then saving is lossless. A broken file gets
-a :class:`TraceError` naming the file, the line or turn, and the field.
+``{"$float": "nan"}``, ``{"$int": "0x..."}``, ``{"$str": [...]}``, ``{"$regex": ...}``,
+``{"$graph": [...]}`` with ``{"$ref": i}`` for shared or very deep values; see
+:mod:`turnpress.core.codec`), so loading then saving is lossless.
+
+Version 2 (written by default) stores each turn's memory as changes: the names
+set (defined or redefined) and removed, and the same for docstrings, so a file
+grows with the run's new data, not with turns x memory. Version 1 (every turn's
+whole memory) is still read, and both give the same turns.
+
+Loading is strict: every malformed input is a :class:`TraceError` naming the file,
+the line or turn, and the field; nothing malformed is accepted silently.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
-import math
 import os
+import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from turnpress.core import codec
 from turnpress.core.model import (
     Failure,
-    Fn,
-    Keyword,
     Memory,
     Message,
     Tool,
@@ -32,6 +42,7 @@ from turnpress.core.model import (
 )
 
 __all__ = [
+    "READ_VERSIONS",
     "TRACE_VERSION",
     "Trace",
     "TraceError",
@@ -48,8 +59,10 @@ __all__ = [
     "trace_to_dict",
 ]
 
-TRACE_VERSION = 1
-_TAGS = ("$kw", "$set", "$fn", "$map", "$fail", "$float")
+#: The version :func:`save_trace` writes.
+TRACE_VERSION = 2
+#: The versions :func:`load_trace` reads.
+READ_VERSIONS = (1, 2)
 
 
 class TraceError(ValueError):
@@ -104,86 +117,87 @@ class Trace:
 # -- values ------------------------------------------------------------------------------
 
 
-def _set_items_sorted(items: Iterable[Any]) -> list[Any]:
-    from turnpress.core.clojure import _set_sort_key
-
-    return sorted(items, key=_set_sort_key)
-
-
 def encode_value(value: Any, where: str = "value") -> Any:
-    """A JSON-ready form of ``value`` with tags for what JSON lacks."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        return {"$float": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
-    if isinstance(value, Keyword):
-        return {"$kw": value.name}
-    if isinstance(value, Failure):
-        return {"$fail": {"reason": value.reason, "message": value.message}}
-    if isinstance(value, Fn):
-        return {"$fn": {"params": list(value.params), "doc": value.doc,
-                        "return_type": value.return_type}}
-    if isinstance(value, (list, tuple)):
-        return [encode_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, (set, frozenset)):
-        return {"$set": [encode_value(v, f"{where}[]") for v in _set_items_sorted(value)]}
-    if isinstance(value, Mapping):
-        keys = list(value)
-        if all(isinstance(k, str) for k in keys) and not (len(keys) == 1 and keys[0] in _TAGS):
-            return {k: encode_value(v, f"{where}.{k}") for k, v in value.items()}
-        return {"$map": [[encode_value(k, f"{where} key"), encode_value(v, f"{where}[{k!r}]")]
-                         for k, v in value.items()]}
-    raise TraceError(f"{where}: a {type(value).__name__} value cannot be stored in a trace "
-                     f"(supported: nil, booleans, numbers, strings, keywords, lists, maps, "
-                     f"sets, functions)")
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    if isinstance(value, dict):
-        raise TypeError("a map cannot be a set item or map key")
-    return value
+    """A JSON-ready form of ``value`` with tags for what JSON lacks (see
+    :mod:`turnpress.core.codec`); a type no trace can hold raises :class:`TraceError`."""
+    try:
+        return codec.encode_value(value, where)
+    except codec.ValueCodecError as exc:
+        raise TraceError(str(exc)) from None
 
 
 def decode_value(value: Any, where: str = "value") -> Any:
     """The inverse of :func:`encode_value`; raises ``TraceError`` naming ``where``."""
-    if isinstance(value, list):
-        return [decode_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if not isinstance(value, dict):
-        return value
-    if len(value) == 1:
-        (tag, body), = value.items()
-        try:
-            if tag == "$kw":
-                if not isinstance(body, str):
-                    raise TypeError("expected a string")
-                return Keyword(body)
-            if tag == "$float":
-                return float(body)
-            if tag == "$set":
-                return {_hashable(decode_value(v, f"{where}[]")) for v in body}
-            if tag == "$map":
-                return {_hashable(decode_value(k, f"{where} key")): decode_value(v, where)
-                        for k, v in body}
-            if tag == "$fn":
-                return Fn(tuple(body.get("params", ())), body.get("doc"),
-                          body.get("return_type"))
-            if tag == "$fail":
-                return Failure(str(body["reason"]), str(body["message"]))
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise TraceError(f"{where}: malformed {tag} value {body!r} ({exc})") from None
-    return {k: decode_value(v, f"{where}.{k}") for k, v in value.items()}
+    try:
+        return codec.decode_value(value, where)
+    except codec.ValueCodecError as exc:
+        raise TraceError(str(exc)) from None
 
 
 # -- turns and traces --------------------------------------------------------------------
 
 
-def _turn_to_dict(turn: Turn) -> dict[str, Any]:
+def _names_to_dict(values: Mapping[str, Any], where: str) -> Any:
+    out = {}
+    for name, value in values.items():
+        if not isinstance(name, str):
+            raise TraceError(f"{where}: names must be strings, got {name!r:.60}")
+        out[name] = encode_value(value, f"{where}.{name}")
+    return _names_json(out)
+
+
+def _names_json(encoded: dict[str, Any]) -> Any:
+    """Names and their encoded values as a JSON object, or as ``{"$map": [[name, value],
+    ...]}`` when a name starts with ``$`` (``$kw`` is a legal name, and a tag too)."""
+    if any(name.startswith("$") for name in encoded):
+        return {"$map": [[name, value] for name, value in encoded.items()]}
+    return encoded
+
+
+class _MemoryDiff:
+    """Writes version 2 memory: per turn, the names set (new or changed) and removed."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, tuple[Any, Any]] = {}  # name -> (value, its encoding)
+        self.docs: dict[str, str] = {}
+
+    def changes(self, memory: Mapping[str, Any], where: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        changed: dict[str, Any] = {}
+        current: dict[str, tuple[Any, Any]] = {}
+        for name, value in memory.items():
+            if not isinstance(name, str):
+                raise TraceError(f"{where}: memory names must be strings, got {name!r:.60}")
+            before = self.values.get(name)
+            if before is not None and before[0] is value:
+                current[name] = before
+                continue
+            encoded = encode_value(value, f"{where}: memory.{name}")
+            current[name] = (value, encoded)
+            if before is None or before[1] != encoded:
+                changed[name] = encoded
+        removed = [n for n in self.values if n not in memory]
+        if changed:
+            out["memory_set"] = _names_json(changed)
+        if removed:
+            out["memory_removed"] = removed
+        expected = [n for n in self.values if n in memory] + [
+            n for n in memory if n not in self.values]
+        if list(memory) != expected:
+            out["memory_order"] = list(memory)
+        self.values = current
+        docs = dict(getattr(memory, "docs", None) or {})
+        docs_set = {n: d for n, d in docs.items() if self.docs.get(n) != d}
+        docs_removed = [n for n in self.docs if n not in docs]
+        if docs_set:
+            out["docs_set"] = docs_set
+        if docs_removed:
+            out["docs_removed"] = docs_removed
+        self.docs = docs
+        return out
+
+
+def _turn_to_dict(turn: Turn, diff: _MemoryDiff | None = None) -> dict[str, Any]:
     where = f"turn {turn.number}"
     out: dict[str, Any] = {
         "number": turn.number,
@@ -197,11 +211,14 @@ def _turn_to_dict(turn: Turn) -> dict[str, Any]:
              "result": encode_value(c.result, f"{where}: tool_calls.result")}
             for c in turn.tool_calls
         ],
-        "memory": encode_value(dict(turn.memory), f"{where}: memory"),
     }
-    docs = getattr(turn.memory, "docs", None)
-    if docs:
-        out["docs"] = dict(docs)
+    if diff is not None:
+        out.update(diff.changes(turn.memory, where))
+    else:
+        out["memory"] = _names_to_dict(turn.memory, f"{where}: memory")
+        docs = getattr(turn.memory, "docs", None)
+        if docs:
+            out["docs"] = dict(docs)
     if turn.messages:
         out["messages"] = [dict(m) for m in turn.messages]
     if turn.usage is not None:
@@ -209,18 +226,22 @@ def _turn_to_dict(turn: Turn) -> dict[str, Any]:
     return out
 
 
-def trace_to_dict(trace: Trace) -> dict[str, Any]:
-    """The JSON-ready form of a trace (version 1)."""
-    out: dict[str, Any] = {"version": TRACE_VERSION}
+def trace_to_dict(trace: Trace, version: int = TRACE_VERSION) -> dict[str, Any]:
+    """The JSON-ready form of a trace: version 2 (memory as per-turn changes) by
+    default, or version 1 (every turn's whole memory)."""
+    if version not in READ_VERSIONS or isinstance(version, bool):
+        raise ValueError(f"trace version must be one of {READ_VERSIONS}, got {version!r}")
+    out: dict[str, Any] = {"version": version}
     if trace.name:
         out["name"] = trace.name
+    diff = _MemoryDiff() if version >= 2 else None
     out.update({
         "mission": trace.mission,
         "system_prompt": trace.system_prompt,
         "max_turns": trace.max_turns,
         "tools": {name: tool.to_dict() for name, tool in trace.tools.items()},
-        "data": encode_value(dict(trace.data), "data"),
-        "turns": [_turn_to_dict(t) for t in trace.turns],
+        "data": _names_to_dict(trace.data, "data"),
+        "turns": [_turn_to_dict(t, diff) for t in trace.turns],
     })
     if trace.source:
         out["source"] = trace.source
@@ -231,15 +252,40 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
     return out
 
 
+_TRACE_KEYS = ("version", "name", "mission", "system_prompt", "max_turns", "tools", "data",
+               "turns", "source", "preamble", "skipped")
+_TURN_KEYS = ("number", "success", "program", "raw_response", "result", "prints",
+              "tool_calls", "messages", "usage")
+_V1_MEMORY_KEYS = ("memory", "docs")
+_V2_MEMORY_KEYS = ("memory_set", "memory_removed", "memory_order", "docs_set", "docs_removed")
+_CALL_KEYS = ("name", "args", "result")
+#: Most turns (and max_turns) a trace may declare.
+MAX_TURNS = 1_000_000
+
+
 class _Reader:
     """Reads one trace dict, naming the place of every problem."""
 
     def __init__(self, where: str) -> None:
         self.where = where
+        self.version = TRACE_VERSION
+        self.memory: dict[str, Any] = {}
+        self.docs: dict[str, str] = {}
 
     def fail(self, field_name: str, problem: str, turn: int | None = None) -> TraceError:
         at = f"{self.where}: turn {turn}: " if turn is not None else f"{self.where}: "
         return TraceError(f"{at}field {field_name!r}: {problem}")
+
+    def known(self, obj: Mapping[str, Any], keys: Iterable[str], what: str,
+              turn: int | None = None, prefix: str = "") -> None:
+        allowed = set(keys)
+        for key in obj:
+            if key not in allowed:
+                near = difflib.get_close_matches(str(key), sorted(allowed), 1)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                raise self.fail(prefix + str(key), f"unknown field in {what} (version "
+                                f"{self.version} {what}s have: {', '.join(keys)}){hint}",
+                                turn)
 
     def get(self, obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...],
             turn: int | None = None, default: Any = ..., prefix: str = "") -> Any:
@@ -248,42 +294,72 @@ class _Reader:
                 return default
             raise self.fail(prefix + key, "missing", turn)
         value = obj[key]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            names = kind.__name__ if isinstance(kind, type) else " or ".join(
-                k.__name__ for k in kind)
-            raise self.fail(prefix + key, f"expected {_json_kind(names)}, got "
-                                          f"{_json_kind(type(value).__name__)} {value!r:.60}",
-                            turn)
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in kinds):
+            names = " or ".join(_json_kind(k.__name__) for k in kinds)
+            raise self.fail(prefix + key, f"expected {names}, got "
+                                          f"{_json_kind(type(value).__name__)} "
+                                          f"{_short(value)}", turn)
         return value
 
     def value(self, raw: Any, field_name: str, turn: int | None = None) -> Any:
         try:
-            return decode_value(raw, field_name)
-        except TraceError as exc:
-            path, _, problem = str(exc).partition(": ")
-            raise self.fail(path, problem, turn) from None
+            return codec.decode_value(raw, field_name)
+        except codec.ValueCodecError as exc:
+            raise self.fail(exc.path, exc.problem, turn) from None
+
+    def names(self, raw: Any, field_name: str, turn: int | None = None) -> dict[str, Any]:
+        """A map of names to values (``data``, a v1 turn's ``memory``, ``memory_set``)."""
+        value = self.value(raw, field_name, turn)
+        if not isinstance(value, dict):
+            raise self.fail(field_name, f"expected a map of names to values, got "
+                                        f"{_short(raw)}", turn)
+        for name in value:
+            if not isinstance(name, str):
+                raise self.fail(field_name, f"names must be strings, got {_short(name)}", turn)
+        return value
+
+    def strings(self, raw: Any, field_name: str, turn: int | None = None) -> list[str]:
+        if not isinstance(raw, list):
+            raise self.fail(field_name, f"expected a list of names, got {_short(raw)}", turn)
+        for i, s in enumerate(raw):
+            if not isinstance(s, str):
+                raise self.fail(f"{field_name}[{i}]", f"expected a string, got {_short(s)}",
+                                turn)
+        return raw
+
+    def text_map(self, raw: Any, field_name: str, turn: int | None = None) -> dict[str, str]:
+        if not isinstance(raw, dict):
+            raise self.fail(field_name, f"expected an object of name -> docstring, got "
+                                        f"{_short(raw)}", turn)
+        for name, doc in raw.items():
+            if not isinstance(doc, str):
+                raise self.fail(f"{field_name}.{name}", f"expected a string, got "
+                                                        f"{_short(doc)}", turn)
+        return raw
 
     def trace(self, obj: Any, default_name: str) -> Trace:
         if not isinstance(obj, dict):
             raise TraceError(f"{self.where}: expected a JSON object for a trace, got "
                              f"{_json_kind(type(obj).__name__)}")
-        version = obj.get("version", TRACE_VERSION)
-        if version != TRACE_VERSION:
-            raise self.fail("version", f"unsupported trace version {version!r}; this "
-                                       f"turnpress reads version {TRACE_VERSION}")
+        version = obj.get("version", 1)
+        if isinstance(version, bool) or version not in READ_VERSIONS:
+            raise self.fail("version", f"unsupported trace version {_short(version)}; this "
+                                       f"turnpress reads versions "
+                                       f"{' and '.join(map(str, READ_VERSIONS))}")
+        self.version = version
+        self.known(obj, _TRACE_KEYS, "trace")
         mission = self.get(obj, "mission", str)
         system_prompt = self.get(obj, "system_prompt", str, default="")
         max_turns = self.get(obj, "max_turns", int)
-        if max_turns < 1:
-            raise self.fail("max_turns", f"must be at least 1, got {max_turns}")
+        if not 1 <= max_turns <= MAX_TURNS:
+            raise self.fail("max_turns", f"must be from 1 to {MAX_TURNS}, got "
+                                         f"{_short(max_turns)}")
         raw_tools = self.get(obj, "tools", dict, default={})
         tools = {}
         for name, spec in raw_tools.items():
-            try:
-                tools[name] = Tool.from_schema(name, spec)
-            except TypeError as exc:
-                raise self.fail(f"tools.{name}", str(exc)) from None
-        data = self.value(self.get(obj, "data", dict, default={}), "data")
+            tools[name] = self.tool(name, spec)
+        data = self.names(self.get(obj, "data", dict, default={}), "data")
         raw_turns = self.get(obj, "turns", list)
         if len(raw_turns) > max_turns:
             raise self.fail("turns", f"{len(raw_turns)} turns but max_turns is {max_turns}")
@@ -292,9 +368,25 @@ class _Reader:
         source = self.get(obj, "source", str, default="")
         preamble = self.messages(self.get(obj, "preamble", list, default=[]), "preamble")
         skipped = self.messages(self.get(obj, "skipped", list, default=[]), "skipped")
-        return Trace(mission=mission, turns=turns, system_prompt=system_prompt,
-                     max_turns=max_turns, tools=tools, data=data, name=name, source=source,
-                     preamble=preamble, skipped=skipped)
+        try:
+            return Trace(mission=mission, turns=turns, system_prompt=system_prompt,
+                         max_turns=max_turns, tools=tools, data=data, name=name,
+                         source=source, preamble=preamble, skipped=skipped)
+        except (TypeError, ValueError) as exc:
+            raise TraceError(f"{self.where}: {exc}") from None
+
+    def tool(self, name: str, spec: Any) -> Tool:
+        field_name = f"tools.{name}"
+        if not isinstance(spec, dict):
+            raise self.fail(field_name, f"expected an object, got {_short(spec)}")
+        for key in ("description", "returns"):
+            if key in spec and not isinstance(spec[key], str):
+                raise self.fail(f"{field_name}.{key}", f"expected a string, got "
+                                                       f"{_short(spec[key])}")
+        try:
+            return Tool.from_schema(name, spec)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise self.fail(field_name, str(exc)) from None
 
     def messages(self, raw: list[Any], field_name: str,
                  turn: int | None = None) -> tuple[dict[str, Any], ...]:
@@ -303,12 +395,17 @@ class _Reader:
             if not isinstance(m, dict):
                 raise self.fail(f"{field_name}[{i}]", f"expected a JSON object, got "
                                 f"{_json_kind(type(m).__name__)}", turn)
+            if _too_deep(m, codec.MAX_JSON_DEPTH):
+                raise self.fail(f"{field_name}[{i}]", f"nested deeper than "
+                                                      f"{codec.MAX_JSON_DEPTH} levels", turn)
         return tuple(raw)
 
     def usage(self, obj: Mapping[str, Any], number: int) -> Usage | None:
         raw = self.get(obj, "usage", (dict, type(None)), number, default=None)
         if raw is None:
             return None
+        self.known(raw, ("prompt_tokens", "cached_tokens", "cache_write_tokens"), "usage",
+                   number, "usage.")
         counts = {}
         for key in ("prompt_tokens", "cached_tokens", "cache_write_tokens"):
             value = self.get(raw, key, int, number, default=0, prefix="usage.")
@@ -320,33 +417,71 @@ class _Reader:
         except ValueError as exc:
             raise self.fail("usage", str(exc), number) from None
 
+    def turn_memory(self, obj: Mapping[str, Any], number: int) -> Memory:
+        if self.version == 1:
+            memory = self.names(self.get(obj, "memory", dict, number, default={}), "memory",
+                                number)
+            docs = self.text_map(self.get(obj, "docs", dict, number, default={}), "docs",
+                                 number)
+            return Memory(memory, docs=docs)
+        removed = self.strings(obj.get("memory_removed", []), "memory_removed", number)
+        changed = self.names(self.get(obj, "memory_set", dict, number, default={}),
+                             "memory_set", number)
+        for name in removed:
+            if name not in self.memory:
+                raise self.fail("memory_removed", f"removes {name!r}, which the memory "
+                                                  f"before this turn does not hold", number)
+            if name in changed:
+                raise self.fail("memory_removed", f"{name!r} is both set and removed", number)
+            del self.memory[name]
+        self.memory.update(changed)
+        if "memory_order" in obj:
+            order = self.strings(obj["memory_order"], "memory_order", number)
+            if sorted(order) != sorted(self.memory) or len(set(order)) != len(order):
+                raise self.fail("memory_order", "must list every name in memory exactly "
+                                                "once", number)
+            self.memory = {n: self.memory[n] for n in order}
+        docs_removed = self.strings(obj.get("docs_removed", []), "docs_removed", number)
+        docs_set = self.text_map(self.get(obj, "docs_set", dict, number, default={}),
+                                 "docs_set", number)
+        for name in docs_removed:
+            if name not in self.docs or name in docs_set:
+                raise self.fail("docs_removed", f"removes {name!r}, which has no docstring "
+                                                f"before this turn (or is also set)", number)
+            del self.docs[name]
+        self.docs.update(docs_set)
+        return Memory(self.memory, docs=self.docs)
+
     def turn(self, obj: Any, position: int) -> Turn:
         if not isinstance(obj, dict):
             raise self.fail(f"turns[{position - 1}]", "expected a JSON object", position)
+        self.known(obj, _TURN_KEYS + (_V1_MEMORY_KEYS if self.version == 1
+                                      else _V2_MEMORY_KEYS), "turn", position)
         number = self.get(obj, "number", int, position)
         if number != position:
             raise self.fail("number", f"turns must be numbered 1, 2, 3... in order; turn "
-                                      f"{position} says {number}", position)
+                                      f"{position} says {_short(number)}", position)
         success = self.get(obj, "success", bool, number)
         program = self.get(obj, "program", str, number)
         raw_response = self.get(obj, "raw_response", str, number, default=program)
         prints = self.get(obj, "prints", list, number, default=[])
         for i, p in enumerate(prints):
             if not isinstance(p, str):
-                raise self.fail(f"prints[{i}]", f"expected a string, got {p!r:.60}", number)
+                raise self.fail(f"prints[{i}]", f"expected a string, got {_short(p)}", number)
         calls = []
         for i, raw in enumerate(self.get(obj, "tool_calls", list, number, default=[])):
             prefix = f"tool_calls[{i}]."
             if not isinstance(raw, dict):
                 raise self.fail(f"tool_calls[{i}]", "expected a JSON object", number)
-            args = self.value(self.get(raw, "args", list, number, [], prefix),
+            self.known(raw, _CALL_KEYS, "tool call", number, prefix)
+            args = self.value(self.get(raw, "args", (list, dict), number, [], prefix),
                               prefix + "args", number)
+            if not isinstance(args, list):
+                raise self.fail(prefix + "args", "expected a list of values", number)
             calls.append(ToolCall(self.get(raw, "name", str, number, prefix=prefix),
                                   tuple(args),
                                   self.value(raw.get("result"), prefix + "result", number)))
-        memory_raw = self.get(obj, "memory", dict, number, default={})
-        docs = self.get(obj, "docs", dict, number, default={})
-        memory = Memory(self.value(memory_raw, "memory", number), docs=docs)
+        memory = self.turn_memory(obj, number)
         result = self.value(obj.get("result"), "result", number)
         extra = {"messages": self.messages(self.get(obj, "messages", list, number, default=[]),
                                            "messages", number),
@@ -359,6 +494,29 @@ class _Reader:
                                       '"message": ...}}', number)
         return Turn.failed(number, program, result, memory=memory, prints=prints,
                            tool_calls=calls, raw_response=raw_response, **extra)
+
+
+def _short(value: Any) -> str:
+    try:
+        text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else (
+            f"<integer of {value.bit_length()} bits>")
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _too_deep(obj: Any, cap: int) -> bool:
+    """Whether a JSON value nests deeper than ``cap`` (checked without recursion)."""
+    stack = [(obj, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > cap:
+            return True
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values() if isinstance(x, (dict, list)))
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v if isinstance(x, (dict, list)))
+    return False
 
 
 def _json_kind(py_name: str) -> str:
@@ -430,37 +588,89 @@ def _is_jsonl(path: Path) -> bool:
     return path.suffix.lower() in (".jsonl", ".ndjson")
 
 
+class _BadConstant(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _BadConstant(f'{name} is not JSON; write {{"$float": "nan"}}, "inf" or "-inf"')
+
+
+#: JSON nesting json.loads may recurse through (deeper input is a TraceError, never a
+#: crash, even while another thread has raised the interpreter's recursion limit).
+_JSON_RECURSION = 3000
+
+
+def _loads(text: str) -> Any:
+    limit = sys.getrecursionlimit()
+    if limit <= _JSON_RECURSION:
+        return json.loads(text, parse_constant=_reject_constant)
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    sys.setrecursionlimit(depth + _JSON_RECURSION)
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _parse(text: str, where: str, line_offset: int = 0) -> Any:
+    """One JSON value, every problem a one-line :class:`TraceError`."""
+    try:
+        return _loads(text)
+    except json.JSONDecodeError as exc:
+        at = f"{where}: " if line_offset else f"{where}: line {exc.lineno}: "
+        raise TraceError(f"{at}invalid JSON at column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise TraceError(f"{where}: JSON nested too deeply (values deeper than "
+                         f"{codec.CHUNK_DEPTH} levels are written as a $graph)") from None
+    except ValueError as exc:
+        if isinstance(exc, _BadConstant):
+            raise TraceError(f"{where}: {exc}") from None
+        raise TraceError(f"{where}: a number too large to read (integers of more than "
+                         f'4,300 digits are written {{"$int": "0x..."}})') from None
+
+
+def _decode_utf8(data: bytes, where: str, first_line: int | None = None) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if first_line is None:
+            line = data[: exc.start].count(b"\n") + 1
+            column = exc.start - data.rfind(b"\n", 0, exc.start)
+            raise TraceError(f"{where}: line {line}: not UTF-8 text (byte "
+                             f"0x{data[exc.start]:02x} at column {column})") from None
+        raise TraceError(f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+                         f"column {exc.start + 1})") from None
+
+
 def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
     """Yield every run in a JSON or JSONL trace file, reading JSONL line by line."""
     p = Path(path)
     try:
-        handle = p.open(encoding="utf-8")
+        handle = p.open("rb")
     except OSError as exc:
         raise TraceError(f"{p}: cannot read trace file: {exc.strerror or exc}") from None
     with handle:
         if _is_jsonl(p):
             count = 0
-            for lineno, line in enumerate(handle, 1):
-                if not line.strip():
+            for lineno, raw in enumerate(handle, 1):
+                if not raw.strip():
                     continue
                 count += 1
                 where = f"{p}: line {lineno}"
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise TraceError(f"{where}: invalid JSON at column {exc.colno}: "
-                                     f"{exc.msg}") from None
+                obj = _parse(_decode_utf8(raw, where, lineno), where, lineno)
                 yield read_any(obj, p, where, f"{p.stem}#{count}")
             if count == 0:
                 raise TraceError(f"{p}: no trace in this file (it is empty)")
         else:
             try:
-                obj = json.load(handle)
-            except json.JSONDecodeError as exc:
-                raise TraceError(f"{p}: line {exc.lineno}: invalid JSON at column "
-                                 f"{exc.colno}: {exc.msg}") from None
-            except UnicodeDecodeError as exc:
-                raise TraceError(f"{p}: not UTF-8 text ({exc.reason})") from None
+                data = handle.read()
+            except OSError as exc:
+                raise TraceError(f"{p}: cannot read trace file: {exc.strerror or exc}") \
+                    from None
+            obj = _parse(_decode_utf8(data, str(p)), str(p))
             yield read_any(obj, p, str(p), _stem(p))
 
 
@@ -484,14 +694,38 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     return first
 
 
-def save_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
-    """Write one run: indented JSON, or a single line for a ``.jsonl`` path."""
-    save_traces([trace], path) if _is_jsonl(Path(path)) else Path(path).write_text(
-        json.dumps(trace_to_dict(trace), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def save_traces(traces: Iterable[Trace], path: str | os.PathLike[str]) -> None:
+def _dumps(trace: Trace, version: int, indent: int | None) -> str:
+    try:
+        text = json.dumps(trace_to_dict(trace, version), indent=indent, ensure_ascii=False,
+                          allow_nan=False)
+    except ValueError as exc:  # NaN in verbatim transcript messages
+        raise TraceError(f"trace {trace.name or '(unnamed)'}: cannot be written as JSON: "
+                         f"{exc}") from None
+    # a lone surrogate outside values (a printed line...) cannot be UTF-8: escape it
+    if _SURROGATE.search(text) is not None:
+        text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
+def save_trace(trace: Trace, path: str | os.PathLike[str],
+               version: int = TRACE_VERSION) -> None:
+    """Write one run: indented JSON, or a single line for a ``.jsonl`` path.
+
+    ``version=1`` writes the old format (every turn's whole memory).
+    """
+    if _is_jsonl(Path(path)):
+        save_traces([trace], path, version)
+        return
+    text = _dumps(trace, version, 2)
+    Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+def save_traces(traces: Iterable[Trace], path: str | os.PathLike[str],
+                version: int = TRACE_VERSION) -> None:
     """Write many runs as JSONL, one per line."""
     with Path(path).open("w", encoding="utf-8") as handle:
         for trace in traces:
-            handle.write(json.dumps(trace_to_dict(trace), ensure_ascii=False) + "\n")
+            handle.write(_dumps(trace, version, None) + "\n")

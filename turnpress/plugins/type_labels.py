@@ -1,6 +1,8 @@
 """Built-in plugin: the type vocabulary of spec 02 (TYP-001..TYP-012).
 
-It is ``trylast``, so any other plugin's ``type_label`` answer comes first.
+It is ``trylast``, so any other plugin's ``type_label`` answer comes first. A label
+only ever looks at the top level of a value (its type and length), so labelling is
+O(1) however deep or shared the value is.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
+from turnpress.core.codec import is_regex
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Fn, Keyword
 
@@ -36,4 +39,6 @@ def type_label(value: Any) -> str | None:
         return f"set[{len(value)}]"
     if isinstance(value, Mapping):
         return f"map[{len(value)}]"
+    if is_regex(value):
+        return "regex"
     return None

@@ -1,0 +1,162 @@
+"""``scripts/fuzz.py`` (issue 13 item 6): a few hundred of its cases as ordinary tests.
+
+Each kind runs a small, seeded batch that must find nothing on the current code; then a
+deliberately broken target is injected and the fuzzer must report it, with a replay
+command and the failing input written to disk.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import turnpress.core.compression as compression
+from turnpress.core.trace import _Reader
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def fuzz():
+    spec = importlib.util.spec_from_file_location("turnpress_fuzz", ROOT / "scripts" / "fuzz.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["turnpress_fuzz"] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("turnpress_fuzz", None)
+
+
+def counts(report) -> dict[str, int]:
+    return {o: report.counts[o] for o in report.counts if report.counts[o]}
+
+
+def test_mutated_traces_and_transcripts_find_nothing(fuzz, tmp_path) -> None:
+    (report,) = fuzz.run(["traces"], 200, seed=3, out=tmp_path)
+    assert report.cases == 200
+    assert report.bad == 0, report.format()
+    # both loading paths were exercised: files that load and files refused in one line
+    assert report.counts["ok"] > 0 and report.counts["clean error"] > 0, counts(report)
+    assert not any(tmp_path.iterdir())  # no failing inputs written
+
+
+def test_random_programs_render_save_and_load_find_nothing(fuzz, tmp_path) -> None:
+    (report,) = fuzz.run(["programs"], 40, seed=3, fixed=False, out=tmp_path)
+    assert report.cases == 40
+    assert report.bad == 0, report.format()
+    assert report.counts["ok"] > 0 and report.counts["clean error"] > 0, counts(report)
+
+
+def test_issue_13_value_repros_find_nothing(fuzz, tmp_path) -> None:
+    """The fixed cases start with issue 13's values that broke the host (1,000 deep,
+    shared 22 and 40 deep, maps and sets as keys, a 1,200-digit integer since the
+    sandbox now caps integers at 4,096 bits, a lone surrogate, a regex): each renders
+    with every strategy and round-trips."""
+    cases = list(range(len(fuzz.VALUE_PROGRAMS)))
+    (report,) = fuzz.run(["programs"], 0, seed=1, out=tmp_path, cases=cases)
+    assert report.cases == len(cases)
+    assert report.bad == 0, report.format()
+    assert report.counts["ok"] == len(cases), counts(report)
+
+
+def test_broken_plugins_find_nothing(fuzz, tmp_path) -> None:
+    (report,) = fuzz.run(["plugins"], 80, seed=3, out=tmp_path)
+    assert report.cases == 80
+    assert report.bad == 0, report.format()
+    assert report.counts["clean error"] > 0, counts(report)
+
+
+def test_cases_are_reproducible(fuzz) -> None:
+    env = fuzz.program_env(Path("."), None, fixed=False)
+    assert fuzz.program_turns(env, 5, 17) == fuzz.program_turns(env, 5, 17)
+    assert fuzz.program_turns(env, 5, 17) != fuzz.program_turns(env, 5, 18)
+
+
+def test_reports_malformed_trace_accepted_with_a_replay(fuzz, tmp_path, monkeypatch,
+                                                        capsys) -> None:
+    # injected bug: unknown fields are no longer refused
+    monkeypatch.setattr(_Reader, "known", lambda self, *args, **kwargs: None)
+    out = tmp_path / "failures"
+    (report,) = fuzz.run(["traces"], 200, seed=3, out=out, keep=2)
+    assert report.counts["malformed accepted"] > 0, counts(report)
+    text = report.format()
+    assert "BAD traces case" in text and "loaded although: unknown field" in text
+    case, _, path = report.bad_cases[0]
+    assert f"replay: python scripts/fuzz.py --kinds traces --seed 3 --case {case}" in text
+    assert path is not None and path.exists() and f"input: {path}" in text
+    assert path.read_bytes()  # the mutated file itself
+    assert len(list(out.iterdir())) == 2  # --keep 2 of that outcome
+    # the replay command finds it again, alone, and exits 1
+    code = fuzz.main(["--kinds", "traces", "--seed", "3", "--case", str(case),
+                      "--out", str(tmp_path / "replay")])
+    printed = capsys.readouterr().out
+    assert code == 1
+    assert "traces: 1 cases" in printed and "malformed accepted 1" in printed
+    assert "total: 1 cases, 1 bad" in printed
+
+
+def test_reports_a_render_traceback_with_the_program(fuzz, tmp_path, monkeypatch) -> None:
+    real = compression.render
+
+    def render(*args, **kwargs):  # injected bug: sets in memory break rendering
+        for turn in kwargs.get("turns", ()):
+            if any(isinstance(v, frozenset) for v in turn.memory.values()):
+                raise KeyError("set in memory")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compression, "render", render)
+    (report,) = fuzz.run(["programs"], 40, seed=3, fixed=False, out=tmp_path)
+    assert report.counts["traceback"] > 0, counts(report)
+    _, outcome, path = report.bad_cases[0]
+    assert "KeyError: 'set in memory'" in outcome.detail
+    assert outcome.detail.startswith("render ")
+    assert path.suffix == ".lisp" and "(def " in path.read_text()
+
+
+def test_reports_an_unsaveable_value(fuzz, tmp_path, monkeypatch) -> None:
+    real = fuzz.save_trace
+
+    def save_trace(trace, path, *args, **kwargs):  # injected bug: memory is lost
+        trace = fuzz.Trace(mission=trace.mission, max_turns=trace.max_turns, turns=tuple(
+            fuzz.Turn.succeeded(t.number, t.program, t.result, memory={})
+            for t in trace.turns))
+        return real(trace, path, *args, **kwargs)
+
+    monkeypatch.setattr(fuzz, "save_trace", save_trace)
+    (report,) = fuzz.run(["programs"], 30, seed=3, fixed=False, out=tmp_path)
+    assert report.counts["unsaveable"] > 0, counts(report)
+    assert "changed by save + load" in report.format()
+
+
+def test_watchdog_and_escape_sentinel(fuzz, tmp_path) -> None:
+    start = time.perf_counter()
+    with pytest.raises(fuzz.Hung), fuzz.watchdog(0.2):
+        while True:
+            time.sleep(0.01)
+    assert time.perf_counter() - start < 5
+    sentinel = fuzz.Sentinel.get()
+    with sentinel.watch() as events:
+        (tmp_path / "x.txt").write_text("escaped")
+    assert events and events[0].startswith("open ")
+    with sentinel.watch() as events:
+        (tmp_path / "x.txt").read_text()
+    assert events == []
+
+
+def test_command_line_prints_counts_by_outcome(fuzz, tmp_path, capsys) -> None:
+    code = fuzz.main(["--n", "30", "--kinds", "traces,plugins", "--seed", "4",
+                      "--out", str(tmp_path)])
+    printed = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert printed[0].startswith("traces: 30 cases in ")
+    assert printed[1].startswith("plugins: 30 cases in ")
+    for line in printed[:2]:
+        for outcome in fuzz.OUTCOMES:
+            assert f"{outcome} " in line
+    assert printed[-1] == "total: 60 cases, 0 bad"
+    with pytest.raises(SystemExit):
+        fuzz.main(["--kinds", "nope"])
+    assert "unknown kind 'nope'" in capsys.readouterr().err
