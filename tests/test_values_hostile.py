@@ -172,26 +172,53 @@ values = st.recursive(leaves, lambda c: (
     | st.frozensets(c.map(_key), max_size=3)), max_leaves=16)
 
 
+class Drawn:
+    """A drawn value with a short repr: Hypothesis prints the arguments of an example,
+    and the repr of a value shared 45 levels deep is 2**45 copies long."""
+
+    def __init__(self, value, description: str) -> None:
+        self.value = value
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"Drawn({self.description})"
+
+
+def _shared(value, kind: int):
+    if kind == 0:
+        return [value, value]
+    if kind == 1:
+        return {"l": value, "r": value}
+    return {Keyword("k"): value, HashableMap({"a": 1}): value}
+
+
 @st.composite
 def sandbox_values(draw):
-    """Values of the sandbox's types, sometimes shared or nested very deep."""
+    """Values of the sandbox's types, sometimes shared or nested very deep (a
+    :class:`Drawn`; no strategy is built over the grown value, so nothing prints it)."""
     value = draw(values)
+    leaf = f"a {type(value).__name__}"
     shape = draw(st.sampled_from(["plain", "shared", "deep", "deep-shared"]))
+    levels = []
     if shape in ("shared", "deep-shared"):
-        for _ in range(draw(st.integers(1, 45))):
-            value = draw(st.sampled_from([[value, value], {"l": value, "r": value},
-                                          {Keyword("k"): value, HashableMap({"a": 1}): value}]))
+        kinds = draw(st.lists(st.integers(0, 2), min_size=1, max_size=45))
+        for kind in kinds:
+            value = _shared(value, kind)
+        levels.append(f"shared {len(kinds)} levels")
     if shape in ("deep", "deep-shared"):
-        for _ in range(draw(st.integers(CHUNK_DEPTH, 3 * CHUNK_DEPTH + 5))):
+        depth = draw(st.integers(CHUNK_DEPTH, 3 * CHUNK_DEPTH + 5))
+        for _ in range(depth):
             value = [value]
-    return value
+        levels.append(f"nested {depth} deep")
+    return Drawn(value, ", ".join([leaf, *levels]))
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sandbox_values(), st.sampled_from([1, 2]))
-def test_any_sandbox_value_round_trips_through_a_trace(tmp_path_factory, value,
+def test_any_sandbox_value_round_trips_through_a_trace(tmp_path_factory, drawn,
                                                         version) -> None:
     """Property: any value the interpreter can return survives save then load."""
+    value = drawn.value
     directory = tmp_path_factory.mktemp("v")
     turn = Turn.succeeded(1, "p", value, memory={"x": value, "y": [value]})
     trace = Trace(mission="m", turns=(turn,), max_turns=2, data={"d": value})
@@ -214,9 +241,10 @@ def _deep(value) -> bool:
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sandbox_values(), st.integers(0, 5), st.integers(0, 200))
-def test_rendering_any_sandbox_value_is_bounded(value, limit, printable_limit) -> None:
+def test_rendering_any_sandbox_value_is_bounded(drawn, limit, printable_limit) -> None:
     """Property: a sample of any value returns, and its length is bounded by the limits
     (never by the size of the expanded value)."""
+    value = drawn.value
     text, _ = to_clojure(value, limit, printable_limit)
     assert len(text) <= max(4 * printable_limit, 320) + 5000
     messages = render(turns=[Turn.succeeded(1, "p", value, memory={"x": value})],
