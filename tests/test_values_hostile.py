@@ -328,3 +328,37 @@ def test_one_object_is_encoded_once_per_trace(monkeypatch) -> None:
         calls.clear()
         trace_module.trace_to_dict(Trace(mission="m", turns=turns, max_turns=3), version)
         assert sum("result" in w or "memory.x" in w for w in calls) == 1, calls
+
+
+def test_memory_change_between_equal_json_values_is_written(tmp_path) -> None:
+    """fuzz programs seed 22 case 1177: a name changed from false to 0 (or 1 to 1.0)
+    was not written in version 2, since ``False == 0`` in Python."""
+    turns = (Turn.succeeded(1, "p", None, memory={"x": False, "y": 1}),
+             Turn.succeeded(2, "p", None, memory={"x": 0, "y": 1.0}))
+    loaded = round_trip(tmp_path, Trace(mission="m", turns=turns, max_turns=3), 2)
+    x, y = loaded.turns[1].memory["x"], loaded.turns[1].memory["y"]
+    assert (type(x), x, type(y), y) == (int, 0, float, 1.0)
+
+
+def test_same_value_pairs_items_a_hash_cannot_find() -> None:
+    """fuzz programs seed 22 cases 111, 382: a regex in a set (the interpreter's regex
+    and the one read back hash differently) and a NaN map key."""
+    regex = run_turn('(def s #{#"\\s+" :a/b})').memory["s"]
+    back = decode_value(json.loads(json.dumps(encode_value(regex))))
+    assert same_value(back, regex)
+    assert not same_value(back, frozenset({RegexValue("\\s*"), Keyword("a/b")}))
+    nan_key = [{float("nan"): "hello", 3: 0}]
+    assert same_value(decode_value(json.loads(json.dumps(encode_value(nan_key)))), nan_key)
+    assert not same_value([{float("nan"): "hello", 3: 0}], [{float("nan"): "bye", 3: 0}])
+
+
+def test_println_of_a_shared_set_is_bounded() -> None:
+    """fuzz programs seed 22 case 858: printing a set built with ``(conj x x)`` 40 times
+    rendered its 2^40-node expanded tree (run_program ran past 60 s)."""
+    result = run_program("(println (loop [x #{} i 0] (if (< i 40) (recur (conj x x) (inc i)) "
+                         "x)))", limits=Limits(timeout_s=5.0, max_steps=100_000))
+    assert result.failure is None, result.failure
+    assert result.prints[0].startswith("#{#{") and len(result.prints[0]) <= 4000
+    text, cut = to_clojure(run_turn("(def x (loop [x #{} i 0] (if (< i 40) (recur (conj x x) "
+                                    "(inc i)) x)))").result, max_chars=500)
+    assert cut and len(text) < 2000

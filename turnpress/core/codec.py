@@ -638,12 +638,31 @@ def _set_pairs(x: Any, y: Any) -> list[tuple[Any, Any]] | None:
     return pairs
 
 
+def _digest_pairs(xs: list[Any], ys: list[Any],
+                  digests: _Encoder) -> list[tuple[Any, Any]] | None:
+    """Items of ``xs`` and ``ys`` paired by a digest of their values (equal values,
+    whatever their Python hash, pair up); None if they cannot be paired."""
+    if len(xs) != len(ys):
+        return None
+    buckets: dict[bytes, list[Any]] = {}
+    for item in xs:
+        buckets.setdefault(digests.digest(item), []).append(item)
+    pairs = []
+    for item in ys:
+        found = buckets.get(digests.digest(item))
+        if not found:
+            return None
+        pairs.append((found.pop(), item))
+    return pairs
+
+
 def same_value(a: Any, b: Any) -> bool:
     """Whether two values are the same as far as a trace can tell: lists and tuples
     alike, NaN equal to NaN, shared or not. Compared without recursion (Python's
     ``==`` fails on values nested 1,000 deep) and visiting each pair of shared
     parts once."""
     seen: set[tuple[int, int]] = set()
+    digests = _Encoder("")
     stack = [(a, b)]
     while stack:
         x, y = stack.pop()
@@ -660,16 +679,29 @@ def same_value(a: Any, b: Any) -> bool:
         elif isinstance(x, Mapping) and isinstance(y, Mapping):
             if len(x) != len(y):
                 return False
+            found: list[tuple[Any, Any]] = []
             for k, v in x.items():
                 try:
-                    other = y[k]
+                    found.append((v, y[k]))
                 except (KeyError, TypeError):
-                    return False
-                stack.append((v, other))
+                    break
+            else:
+                stack.extend(found)
+                continue
+            # a key not found by hash (NaN, or a regex read back from a trace): pair
+            # the keys by value
+            keys = _digest_pairs(list(x), list(y), digests)
+            if keys is None:
+                return False
+            for kx, ky in keys:
+                stack.append((kx, ky))
+                stack.append((x[kx], y[ky]))
         elif isinstance(x, (set, frozenset)) and isinstance(y, (set, frozenset)):
             pairs = _set_pairs(x, y)
             if pairs is None:
-                return False
+                pairs = _digest_pairs(list(x), list(y), digests)
+                if pairs is None:
+                    return False
             stack.extend(pairs)
         elif isinstance(x, float) and isinstance(y, float):
             if not (x == y or (math.isnan(x) and math.isnan(y))):

@@ -175,6 +175,14 @@ def _names_json(encoded: dict[str, Any]) -> Any:
     return encoded
 
 
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON-ready values are written alike (``==`` takes false for 0 and
+    1 for 1.0: a name that changed from one to the other would not be written)."""
+    if a is b:
+        return True
+    return a == b and json.dumps(a) == json.dumps(b)
+
+
 class _MemoryDiff:
     """Writes version 2 memory: per turn, the names set (new or changed) and removed."""
 
@@ -196,7 +204,7 @@ class _MemoryDiff:
                 continue
             encoded = self.encodings.encode(value, f"{where}: memory.{name}")
             current[name] = (value, encoded)
-            if before is None or before[1] != encoded:
+            if before is None or not _same_json(before[1], encoded):
                 changed[name] = encoded
         removed = [n for n in self.values if n not in memory]
         if changed:
