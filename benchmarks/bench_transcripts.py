@@ -138,6 +138,12 @@ def speed(paths: list[Path], traces: list[Trace]) -> None:
           f"--jobs 2: {took:.2f} s")
     verdict = "OK" if took <= 3 * floor else "MISSED"
     print(f"       ratio compare / floor: {took / floor:.2f}x (target at most 3x: {verdict})")
+    start = time.perf_counter()
+    cpu = time.process_time()
+    compare_traces(traces, None, jobs=1)
+    alone, alone_cpu = time.perf_counter() - start, time.process_time() - cpu
+    print(f"       compare --jobs 1 (traces already loaded): {alone:.2f} s, {alone_cpu:.2f} s CPU "
+          f"= {alone_cpu / floor:.0f}x the floor (on a busy machine --jobs 2 gains little)")
     rendering = render_seconds(traces, [s.label for s in result.compared])
     print(f"       of which the strategies' rendering alone (one process, every prompt): "
           f"{rendering:.2f} s CPU = {rendering / floor:.0f}x the floor")

@@ -309,4 +309,4 @@ def test_the_text_cache_of_a_run_stays_bounded():
     assert cache.text_chars <= compression._MAX_TEXT_CHARS
     big = "y" * compression._MAX_TEXT_CHARS
     ctx.template("history/output.j2", prints=[big], max_chars=None)
-    assert all(big not in text for text in cache.texts.values())
+    assert all(big not in text for text, _size in cache.texts.values())

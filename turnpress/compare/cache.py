@@ -90,17 +90,26 @@ class OpenAICache(CacheModel):
         all its shorter prefixes were seen), then the next message is compared token
         by token with each message that followed the same prefix before.
         """
-        chain = prompt.chain
+        return self._shared(prompt)[0]
+
+    def _seen(self, prompt: TokenizedPrompt) -> int:
+        """How many leading messages of ``prompt`` form a prefix seen before."""
+        chain, after = prompt.chain, self.after
         lo, hi = 0, len(chain)  # the first k messages are a seen prefix for k <= lo
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if chain[mid - 1] in self.after:
+            if chain[mid - 1] in after:
                 lo = mid
             else:
                 hi = mid - 1
-        shared = sum(s.count for s in prompt.segments[:lo])
+        return lo
+
+    def _shared(self, prompt: TokenizedPrompt) -> tuple[int, int]:
+        """The shared prefix in tokens, and how many whole messages of it were seen."""
+        lo = self._seen(prompt)
+        shared = sum([s.count for s in prompt.segments[:lo]])
         if lo < len(prompt.segments):
-            key = chain[lo - 1] if lo else b""
+            key = prompt.chain[lo - 1] if lo else b""
             segment = prompt.segments[lo]
             best = 0
             # newest first: the last message after this prefix usually shares the most,
@@ -110,19 +119,23 @@ class OpenAICache(CacheModel):
                     continue
                 best = max(best, prompt.segment_prefix(segment, other))
             shared += best
-        return shared
+        return shared, lo
 
-    def _remember(self, prompt: TokenizedPrompt) -> None:
-        key = b""
-        for segment, digest in zip(prompt.segments, prompt.chain, strict=True):
-            self.after.setdefault(key, {}).setdefault(segment.digest, segment)
-            key = digest
-        self.after.setdefault(key, {})
+    def _remember(self, prompt: TokenizedPrompt, start: int = 0) -> None:
+        """Record the prompt's prefixes; the first ``start`` messages are a prefix seen
+        before (so they and every shorter prefix are recorded already)."""
+        after, chain = self.after, prompt.chain
+        key = chain[start - 1] if start else b""
+        for i in range(start, len(chain)):
+            segment = prompt.segments[i]
+            after.setdefault(key, {}).setdefault(segment.digest, segment)
+            key = chain[i]
+        after.setdefault(key, {})
 
     def account(self, prompt: TokenizedPrompt) -> CacheUsage:
         """The longest prefix shared with an earlier prompt, under OpenAI's rules."""
-        shared = self.shared_prefix(prompt)
-        self._remember(prompt)
+        shared, seen = self._shared(prompt)
+        self._remember(prompt, seen)
         if prompt.total < self.min_prompt:
             return CacheUsage()
         cached = shared // self.step * self.step

@@ -580,9 +580,10 @@ class _Worker:
             template_dirs=self.settings.template_dirs, preamble=args["preamble"])
 
     def _tokenize(self, messages: Sequence[Message],
-                  points: Iterable[tuple[int, int | None]] = ()) -> TokenizedPrompt:
+                  points: Iterable[tuple[int, int | None]] = (),
+                  bodies: Sequence[str] | None = None) -> TokenizedPrompt:
         try:
-            return self.counter.tokenize(messages, points)
+            return self.counter.tokenize(messages, points, bodies)
         except Exception as exc:
             name = self.settings.tokenizer.name
             raise CompareError(f"{tokenizer_origin(name)} failed: "
@@ -602,6 +603,7 @@ class _Worker:
         s = self.settings
         strategies = s.strategies
         body = self.counter.body
+        bodies = self.counter.bodies
         self.counter.start_run()
         caches = [new_cache_model(s.cache) for _ in strategies]
         base_cache = new_cache_model(s.cache)
@@ -629,19 +631,21 @@ class _Worker:
             except Exception as exc:
                 raise CompareError(f"{BASELINE_STRATEGY}: cache_breakpoints() failed on "
                                    f"{where}, turn {n}: {describe_failure(exc)}") from None
-            base_prompt = self._tokenize(base, base_points)
+            base_bodies = bodies(base)
+            base_prompt = self._tokenize(base, base_points, base_bodies)
             usage = base_cache.account(base_prompt)
             base_tokens += base_prompt.total
             base_cost += cost_usd(s.price, base_prompt.total, usage.cached, usage.written)
             facts = history_facts(turns, trace.mission)
             fact_ids = index_.ids(facts)
             fallback_ids = index_.ids(name_only(f) or f for f in facts)
-            need_ids = index_.ids(needed.for_turn(n))
-            base_shown = index_.shown([body(m) for m in base])
+            need_ids = index_.ids(needed.for_turn(n), lazy=True)
+            base_shown = index_.shown(base_bodies)
+            base_need = index_.shows(base_bodies, need_ids)
             counted = list(dict.fromkeys(
                 i if i in base_shown else j for i, j in zip(fact_ids, fallback_ids, strict=True)
                 if i in base_shown or j in base_shown))
-            need = [i for i in need_ids if i in base_shown]
+            need = [i for i in need_ids if i in base_need]
             kept_messages, kept_tokens = [], []
             for i, strategy in enumerate(strategies):
                 if status[i] is not None:
@@ -649,8 +653,7 @@ class _Worker:
                     kept_tokens.append(0)
                     continue
                 if strategy is self.baseline or strategy == self.baseline:
-                    messages, prompt = base, None
-                    points = base_points
+                    messages = base
                 else:
                     try:
                         messages = self._render(strategy, turns, memory, ctx, where, n)
@@ -673,16 +676,18 @@ class _Worker:
                         kept_messages.append([])
                         kept_tokens.append(0)
                         continue
-                    prompt = None
-                if prompt is None:
-                    prompt = base_prompt if messages is base else self._tokenize(messages, points)
+                if messages is base:
+                    prompt, shown, need_shown = base_prompt, base_shown, base_need
+                else:
+                    texts = bodies(messages)
+                    prompt = self._tokenize(messages, points, texts)
+                    shown = index_.shown(texts)
+                    need_shown = index_.shows(texts, need)
                 used = caches[i].account(prompt)
-                shown = base_shown if messages is base else index_.shown(
-                    [body(m) for m in messages])
                 lost = [j for j in counted if j not in shown]
                 score = 1.0 - len(lost) / len(counted) if counted else 1.0
                 rows[i].append((n, prompt.total, used.cached, used.written, score,
-                                len(need), sum(1 for j in need if j in shown)))
+                                len(need), sum(1 for j in need if j in need_shown)))
                 dropped[i].extend((n, index_.facts[j]) for j in lost)
                 kept_messages.append(messages)
                 kept_tokens.append(prompt.total)

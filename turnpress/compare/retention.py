@@ -273,51 +273,116 @@ def retention(turns: Sequence[Turn], messages: Sequence[Mapping[str, Any]], *, m
     return score_facts(facts, prompt_haystack(messages, exclude))
 
 
+def _probe(fact: Fact) -> tuple[str, str | None]:
+    """A text, and an alternative one or None, that a haystack showing ``fact`` must
+    contain (a cheap first test: :func:`fact_present` runs only where it passes)."""
+    if fact.kind in ("tool call", "name"):
+        if not fact.leaves:
+            return fact.value, None
+        needle = fact.leaves[0]
+    else:
+        needle = fact.value
+    escaped = _escaped(needle)
+    return needle, (escaped if escaped != needle else None)
+
+
 class FactIndex:
     """Which facts each distinct message text shows, for the prompts of one run.
 
     Facts get ids as they are added; each distinct message text is searched once
     per fact (lazily, the first time a prompt holding it is scored), so scoring
-    a prompt is a union of small sets, not a search of its whole text.
+    a prompt is a union of small sets, not a search of its whole text. Facts added
+    with ``lazy=True`` (a turn's needed facts, asked about on that turn only) are
+    left out of :meth:`shown` and searched on demand by :meth:`shows`.
     """
 
     def __init__(self, exclude: Iterable[str] = ()) -> None:
         self.exclude = tuple(p for p in exclude if p)
         self.facts: list[Fact] = []
+        self._probes: list[tuple[str, str | None]] = []
+        self._eager: list[int] = []  # the ids :meth:`shown` searches for, in order
+        self._lazy: set[int] = set()
         self._ids: dict[Fact, int] = {}
-        self._texts: dict[str, tuple[str, set[int], list[int]]] = {}
+        # text -> (text without the excluded parts, eager ids shown, [eager ids searched],
+        #          {lazy id: shown})
+        self._texts: dict[str, tuple[str, set[int], list[int], dict[int, bool]]] = {}
 
-    def ids(self, facts: Iterable[Fact]) -> list[int]:
-        """The ids of ``facts``, adding the new ones."""
+    def ids(self, facts: Iterable[Fact], *, lazy: bool = False) -> list[int]:
+        """The ids of ``facts``, adding the new ones (``lazy``: searched only on demand,
+        by :meth:`shows`)."""
         out = []
         for f in facts:
             i = self._ids.get(f)
             if i is None:
                 i = self._ids[f] = len(self.facts)
                 self.facts.append(f)
+                self._probes.append(_probe(f))
+                if lazy:
+                    self._lazy.add(i)
+                else:
+                    self._eager.append(i)
+            elif not lazy and i in self._lazy:
+                self._lazy.discard(i)
+                self._eager.append(i)
             out.append(i)
         return out
 
+    def _entry(self, body: str) -> tuple[str, set[int], list[int], dict[int, bool]]:
+        entry = self._texts.get(body)
+        if entry is None:
+            text = body
+            for part in self.exclude:
+                if part in text:
+                    text = text.replace(part, "\x00")
+            entry = self._texts[body] = (text, set(), [0], {})
+        return entry
+
     def shown(self, bodies: Iterable[str]) -> set[int]:
-        """The ids of the facts that any of the message texts ``bodies`` shows."""
-        n = len(self.facts)
+        """The ids of the facts (all but the lazy ones) that any of the message texts
+        ``bodies`` shows."""
+        eager = self._eager
+        n = len(eager)
+        facts, probes, texts = self.facts, self._probes, self._texts
         found: set[int] = set()
         for body in bodies:
-            entry = self._texts.get(body)
+            entry = texts.get(body)
             if entry is None:
-                text = body
-                for part in self.exclude:
-                    if part in text:
-                        text = text.replace(part, "\x00")
-                entry = self._texts[body] = (text, set(), [0])
-            text, present, upto = entry
-            if upto[0] < n:
-                for i in range(upto[0], n):
-                    if fact_present(self.facts[i], text):
-                        present.add(i)
+                entry = self._entry(body)
+            text, present, upto, _lazy = entry
+            start = upto[0]
+            if start < n:
+                candidates = [i for i in eager[start:n]
+                              if (p := probes[i])[0] in text
+                              or (p[1] is not None and p[1] in text)]
+                present.update(i for i in candidates if fact_present(facts[i], text))
                 upto[0] = n
-            found |= present
+            if present:
+                found |= present
         return found
+
+    def shows(self, bodies: Sequence[str], ids: Iterable[int]) -> set[int]:
+        """The ids among ``ids`` (of any facts, lazy ones included) that any of the
+        message texts ``bodies`` shows; each text is searched for a fact at most once."""
+        wanted = list(ids)
+        if not wanted:
+            return set()
+        entries = [self._entry(b) for b in reversed(bodies)]  # the newest text first
+        out = set()
+        for i in wanted:
+            fact, (needle, other) = self.facts[i], self._probes[i]
+            for text, present, _upto, lazy in entries:
+                if i in present:
+                    break
+                hit = lazy.get(i)
+                if hit is None:
+                    hit = lazy[i] = ((needle in text or (other is not None and other in text))
+                                     and fact_present(fact, text))
+                if hit:
+                    break
+            else:
+                continue
+            out.add(i)
+        return out
 
 
 _PATH = re.compile(r"(?:[\w.\-]*/)+[\w.\-]+|\b[\w\-]+\.(?:py|pyi|js|ts|json|txt|md|rst|cfg|"

@@ -198,55 +198,61 @@ class RunCache:
 
     A run is fixed by its tools, its data, the template directories and the
     plugin registry; sections that depend on nothing else (the namespace sections
-    ordered before ``user/``: ``tool/``, ``data/``, NS-012) and template texts
-    whose variables are plain strings and numbers are kept here. Found by
-    :func:`run_cache_for` from the identity of those objects and of every tool
-    and data value, so replacing a value starts a new cache; changing a value in
-    place (appending to a list inside ``data``) is not seen: pass new data instead.
+    ordered before ``user/``: ``tool/``, ``data/``, NS-012), the loaded templates,
+    and template texts whose variables are plain strings and numbers (or lists and
+    dicts of them) are kept here. Found by :func:`run_cache_for` from the identity
+    of those objects and of every tool and data value, so replacing a value starts
+    a new cache; changing a value in place (appending to a list inside ``data``) is
+    not seen: pass new data instead.
     """
 
-    __slots__ = ("data", "keep", "lock", "sections", "text_chars", "texts", "tools")
+    __slots__ = ("clojure", "data", "keep", "lock", "sections", "templates", "text_chars",
+                 "texts", "tools")
 
     def __init__(self, keep: tuple[Any, ...]) -> None:
         self.keep = keep  # strong references: the ids in the lookup key stay unique
         self.sections: dict[tuple[Any, ...], tuple[Any, str]] = {}
-        self.texts: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        # template name -> (the environment it was loaded from, the template)
+        self.templates: dict[str, tuple[Any, Any]] = {}
+        # key -> (text, the characters the entry counts for); least recently used first
+        self.texts: OrderedDict[tuple[Any, ...], tuple[str, int]] = OrderedDict()
         self.tools: dict[str, Tool] | None = None  # the coerced tools (render())
         self.data: dict[str, Any] | None = None
+        # (value key, limit, printable_limit) -> its to_clojure text (tool-call arguments)
+        self.clojure: dict[tuple[Any, ...], str] = {}
         self.lock = threading.Lock()
         self.text_chars = 0
 
-    def remember(self, key: tuple[Any, ...], text: str) -> None:
-        """Keep a template's text, the newest ``_MAX_TEXTS`` within ``_MAX_TEXT_CHARS``."""
-        size = _key_chars(key) + len(text)
+    def text(self, key: tuple[Any, ...]) -> str | None:
+        """The remembered text of a template call, or None (a hit becomes the newest)."""
+        with self.lock:
+            entry = self.texts.get(key)
+            if entry is None:
+                return None
+            self.texts.move_to_end(key)
+            return entry[0]
+
+    def remember(self, key: tuple[Any, ...], text: str, key_chars: int = 0) -> None:
+        """Keep a template's text (``key_chars``: the size of the key's strings), the
+        most recently used ``_MAX_TEXTS`` within ``_MAX_TEXT_CHARS``."""
+        size = key_chars + len(text)
         if size > _MAX_TEXT_CHARS // 4:
             return
         with self.lock:
             if key in self.texts:
                 return
-            self.texts[key] = text
+            self.texts[key] = (text, size)
             self.text_chars += size
             while len(self.texts) > _MAX_TEXTS or self.text_chars > _MAX_TEXT_CHARS:
-                old_key, old_text = self.texts.popitem(last=False)
-                self.text_chars -= _key_chars(old_key) + len(old_text)
+                _old_key, (_old_text, old_size) = self.texts.popitem(last=False)
+                self.text_chars -= old_size
 
 
 _RUNS: OrderedDict[tuple[Any, ...], RunCache] = OrderedDict()
 _RUNS_LOCK = threading.Lock()
 _MAX_RUNS = 8
-_MAX_TEXTS = 64
-_MAX_TEXT_CHARS = 1_000_000  # per run: what the text cache may hold
-
-
-def _key_chars(key: tuple[Any, ...]) -> int:
-    total = 0
-    for part in key[1:]:
-        value = part[2]
-        if isinstance(value, str):
-            total += len(value)
-        elif isinstance(value, tuple):
-            total += sum(len(x[1]) for x in value if isinstance(x[1], str))
-    return total
+_MAX_TEXTS = 8192
+_MAX_TEXT_CHARS = 1_000_000  # per run: what the text cache may hold (texts and keys)
 
 
 def _items(mapping: Mapping[str, Any] | None) -> tuple[tuple[Any, Any], ...]:
@@ -280,20 +286,68 @@ def run_cache_for(tools: Mapping[str, Any] | None, data: Mapping[str, Any] | Non
         return entry
 
 
-_PLAIN = (str, int, float, bool, type(None))
+_MAX_KEY_DEPTH = 4
+
+
+class _NotPlain(Exception):
+    """A template variable that the text cache cannot key (an object, a deep value)."""
+
+
+def _value_key(value: Any, depth: int = 0) -> Any:
+    """A hashable key equal only for values a template renders the same way.
+
+    Strings, ints and None stand for themselves (none of them equals a value of
+    another of these types, nor a tuple); booleans and floats are tagged (``True``
+    equals ``1``; floats by their repr: ``-0.0`` is not ``0.0``); lists, tuples and
+    dicts are tagged with their type, holding their items' keys. Raises
+    ``_NotPlain`` for anything else, or nesting deeper than ``_MAX_KEY_DEPTH``.
+    """
+    kind = type(value)
+    if kind is str or kind is int or value is None:
+        return value
+    if kind is bool:
+        return (bool, value)
+    if kind is float:
+        return (float, repr(value))
+    if depth >= _MAX_KEY_DEPTH:
+        raise _NotPlain
+    if kind is list or kind is tuple:
+        if all(type(x) is str for x in value):  # the common case, in C
+            return (kind, tuple(value))
+        return (kind, tuple([_value_key(x, depth + 1) for x in value]))
+    if kind is dict:
+        items = tuple(value.items())
+        if all(type(k) is str and (type(v) is str or type(v) is int) for k, v in items):
+            return (dict, items)  # what the general case gives, without the calls
+        return (dict, tuple([(_value_key(k, depth + 1), _value_key(v, depth + 1))
+                             for k, v in items]))
+    raise _NotPlain
 
 
 def _text_key(name: str, variables: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    """A cache key for a template call whose variables are plain values, else None."""
-    key: list[Any] = [name]
+    """A cache key for a template call whose variables are plain values (strings,
+    numbers, booleans, None, and lists/tuples/dicts of them); None when a variable
+    is anything else."""
+    parts: list[Any] = [name]
     for k, v in variables.items():
-        if isinstance(v, _PLAIN):
-            key.append((k, type(v), v))
-        elif isinstance(v, (list, tuple)) and all(isinstance(x, _PLAIN) for x in v):
-            key.append((k, tuple, tuple((type(x), x) for x in v)))
-        else:
+        kind = type(v)
+        if kind is str or kind is int or v is None:  # as _value_key gives them
+            parts.append((k, v))
+            continue
+        try:
+            parts.append((k, _value_key(v)))
+        except _NotPlain:
             return None
-    return tuple(key)
+    return tuple(parts)
+
+
+def _key_chars(key: Any) -> int:
+    """The characters of the strings in a key (what remembering it costs)."""
+    if type(key) is str:
+        return len(key)
+    if type(key) is tuple:
+        return sum([_key_chars(x) for x in key])
+    return 0
 
 
 @dataclass(frozen=True)
@@ -333,8 +387,26 @@ class RenderContext:
 
     def to_clojure(self, value: Any, limit: int | None = None,
                    printable_limit: int | None = None) -> str:
-        """``to_clojure(...)``'s text."""
-        return to_clojure(value, limit, printable_limit)[0]
+        """``to_clojure(...)``'s text (a plain value's is remembered for the run: a
+        string, or a list, tuple or dict of plain values, such as tool-call arguments)."""
+        kind = type(value)
+        if kind is str:
+            key: tuple[Any, ...] = (value, limit, printable_limit)
+        elif kind is dict or kind is list or kind is tuple:
+            try:
+                key = (_value_key(value), limit, printable_limit)
+            except _NotPlain:
+                return to_clojure(value, limit, printable_limit)[0]
+        else:
+            return to_clojure(value, limit, printable_limit)[0]
+        cache: RunCache = self.run_cache  # type: ignore[assignment]
+        text = cache.clojure.get(key)
+        if text is None:
+            text = to_clojure(value, limit, printable_limit)[0]
+            if len(cache.clojure) >= _MAX_TEXTS:
+                cache.clojure.clear()
+            cache.clojure[key] = text
+        return text
 
     def sample(self, value: Any) -> str | None:
         """A value's sample (limit 3, 80 characters), or None for nil and empty collections."""
@@ -349,7 +421,7 @@ class RenderContext:
 
     def call_args(self, args: Iterable[Any]) -> str:
         """A tool call's arguments, each with limit 3 / 60 characters, space separated."""
-        return " ".join(to_clojure(a, ARG_LIMIT, ARG_PRINTABLE_LIMIT)[0] for a in args)
+        return " ".join([self.to_clojure(a, ARG_LIMIT, ARG_PRINTABLE_LIMIT) for a in args])
 
     # -- templates ------------------------------------------------------------------
 
@@ -357,18 +429,22 @@ class RenderContext:
         """Render template ``name`` with ``variables`` (trailing newlines removed).
 
         Templates are pure: when every variable is a plain string, number, boolean,
-        None, or a list of those, the text is remembered for the rest of the run.
+        None, or a list, tuple or dict of those, the text is remembered for the rest
+        of the run (the most recently used texts, within a size bound).
         """
         cache: RunCache = self.run_cache  # type: ignore[assignment]
         key = _text_key(name, variables)
         if key is not None:
-            text = cache.texts.get(key)
+            text = cache.text(key)
             if text is not None:
                 return text
         env = get_environment(self.template_dirs)
-        text = env.get_template(name).render(**variables).rstrip("\n")
+        loaded = cache.templates.get(name)
+        if loaded is None or loaded[0] is not env:
+            loaded = cache.templates[name] = (env, env.get_template(name))
+        text = loaded[1].render(**variables).rstrip("\n")
         if key is not None:
-            cache.remember(key, text)
+            cache.remember(key, text, _key_chars(key))
         return text
 
     def message(self, role: str, content: str) -> Message:
@@ -862,7 +938,16 @@ def render_with_breakpoints(
     return messages, list(strategy.cache_breakpoints(turns, memory, ctx))
 
 
+_ROLES = frozenset(("system", "user", "assistant", "tool"))
+
+
 def _valid_message(m: Any) -> bool:
+    if type(m) is dict:  # the common case, without the abstract-class check
+        role = m.get("role")
+        if type(role) is str and role in _ROLES:
+            content = m.get("content")
+            if type(content) is str or type(content) is list:
+                return True
     if not isinstance(m, Mapping) or m.get("role") not in ("system", "user", "assistant",
                                                            "tool"):
         return False

@@ -13,7 +13,10 @@ are added: for the BPE encodings that *is* the count of the concatenation,
 because their pre-tokenizer always splits between the ``\\n`` that ends one
 message and the ``<|`` that starts the next (``tests/test_tokens.py`` checks it
 on every bundled prompt). ``chars4`` rounds each message down, so its totals
-can be a few tokens below ``len(prompt) // 4``.
+can be a few tokens below ``len(prompt) // 4``. A long new message (a strategy's
+rebuilt summary, a cut tool output) is encoded line by line where the encoding
+allows it (:attr:`Tokenizer.splits_lines`), each distinct line once per run, so
+its lines that earlier messages carried cost nothing again.
 
 :meth:`TokenCounter.tokenize` also gives what the cache models need: per-message
 token sequences (or texts, for count-only tokenizers) to find the longest shared
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -49,6 +53,15 @@ __all__ = [
 ]
 
 DEFAULT_TOKENIZER = "o200k_base"
+
+# A line break followed by a printable ASCII character other than a space or "/": no
+# pre-token of the OpenAI BPE encodings spans it (the only ones holding a line break
+# are runs of whitespace, which such a character ends, and punctuation runs, which
+# may end in line breaks and slashes), and none looks behind, so a text cut there is
+# encoded piece by piece, each distinct piece once per run (a tokenizer says it may
+# be, by a true ``splits_lines`` attribute on its count function).
+_LINE_START = re.compile(r"\n(?=[!-.0-~])")
+_CHUNKED_MIN_CHARS = 512  # shorter texts are encoded whole
 
 
 @dataclass(frozen=True)
@@ -76,6 +89,14 @@ class Tokenizer:
         """The token-id encoder, or None for a count-only tokenizer."""
         encode = getattr(self.count_fn, "encode", None)
         return encode if callable(encode) else None
+
+    @property
+    def splits_lines(self) -> bool:
+        """Whether encoding a text equals encoding its pieces cut before each line that
+        starts with a printable ASCII character other than a space or ``/``, and
+        joining the ids (true of ``o200k_base`` and
+        ``cl100k_base``; lets :class:`TokenCounter` encode each distinct line once)."""
+        return self.encode is not None and getattr(self.count_fn, "splits_lines", False) is True
 
     @property
     def exact(self) -> bool:
@@ -215,15 +236,27 @@ class TokenizedPrompt:
     __slots__ = ("_count", "breakpoints", "chain", "segments", "total")
 
     def __init__(self, segments: Sequence[Segment], breakpoints: Sequence[CachePoint] = (),
-                 count: Callable[[str], int] | None = None) -> None:
+                 count: Callable[[str], int] | None = None,
+                 chains: dict[tuple[bytes, bytes], bytes] | None = None) -> None:
         self.segments = tuple(segments)
-        self.total = sum(s.count for s in self.segments)
+        self.total = sum([s.count for s in self.segments])
         self.breakpoints = tuple(breakpoints)
         self._count = count
+        # chain[i] identifies the first i + 1 messages; ``chains`` remembers each link
+        # (the prompts of a run share most of their prefixes)
         chain, prev = [], b""
-        for s in self.segments:
-            prev = _digest(prev + s.digest)
-            chain.append(prev)
+        if chains is None:
+            for s in self.segments:
+                prev = _digest(prev + s.digest)
+                chain.append(prev)
+        else:
+            for s in self.segments:
+                link = (prev, s.digest)
+                found = chains.get(link)
+                if found is None:
+                    found = chains[link] = _digest(prev + s.digest)
+                prev = found
+                chain.append(prev)
         self.chain = tuple(chain)
 
     def common_prefix(self, other: TokenizedPrompt) -> int:
@@ -279,7 +312,10 @@ class TokenCounter:
                  shared_chars: int = 2_000_000, registry: Registry | None = None) -> None:
         self.tokenizer = get_tokenizer(tokenizer, registry)
         self._encode = self.tokenizer.encode
+        self._chunked = self.tokenizer.splits_lines
+        self._pieces: dict[str, bytes] = {}  # a line (piece) -> its token ids, per run
         self._run: dict[tuple[str, str], Segment] = {}
+        self._chains: dict[tuple[bytes, bytes], bytes] = {}  # prefix digest links, per run
         # id(tool_calls list) -> (the list, its text): replayed messages share their lists
         self._bodies: dict[int, tuple[Any, str, Any]] = {}
         self._shared: OrderedDict[tuple[str, str], Segment] = OrderedDict()
@@ -291,6 +327,8 @@ class TokenCounter:
     def start_run(self) -> None:
         """Forget the texts of the previous run (the cross-run cache stays)."""
         self._run = {}
+        self._chains = {}
+        self._pieces = {}
         self._bodies = {}
 
     def body(self, message: Mapping[str, Any]) -> str:
@@ -310,13 +348,39 @@ class TokenCounter:
         self._bodies[id(key_obj)] = (key_obj, text, content)
         return text
 
+    def bodies(self, messages: Iterable[Mapping[str, Any]]) -> list[str]:
+        """:meth:`body` of each message (plain text messages without a call)."""
+        body = self.body
+        return [c if type(c := m.get("content")) is str and not m.get("tool_calls") else body(m)
+                for m in messages]
+
     def _make(self, text: str) -> Segment:
         self.encoded += 1
         digest = _digest(text.encode("utf-8", "surrogatepass"))
         if self._encode is not None:
+            if self._chunked and len(text) >= _CHUNKED_MIN_CHARS:
+                tokens = self._encode_pieces(text)
+                return Segment(len(tokens) // 4, digest, tokens, None)
             ids = self._encode(text)
             return Segment(len(ids), digest, array("I", ids).tobytes(), None)
         return Segment(self.tokenizer.count(text), digest, None, text)
+
+    def _encode_pieces(self, text: str) -> bytes:
+        """The packed token ids of ``text``, encoded line by line (see ``_LINE_START``),
+        each distinct line once per run."""
+        encode, pieces = self._encode, self._pieces
+        assert encode is not None
+        parts = _LINE_START.split(text)
+        last = len(parts) - 1
+        out = []
+        for i, part in enumerate(parts):
+            if i < last:
+                part += "\n"
+            tokens = pieces.get(part)
+            if tokens is None:
+                tokens = pieces[part] = array("I", encode(part)).tobytes()
+            out.append(tokens)
+        return b"".join(out)
 
     def _lookup(self, role: str, content: str) -> Segment:
         self.lookups += 1
@@ -354,16 +418,29 @@ class TokenCounter:
         return sum(self.segment(m["role"], self.body(m)).count for m in messages)
 
     def tokenize(self, messages: Sequence[Mapping[str, Any]],
-                 breakpoints: Iterable[tuple[int, int | None]] = ()) -> TokenizedPrompt:
+                 breakpoints: Iterable[tuple[int, int | None]] = (),
+                 bodies: Sequence[str] | None = None) -> TokenizedPrompt:
         """A prompt's segments, plus the token position and key of each breakpoint.
 
         ``breakpoints`` are ``(message_index, offset | None)`` pairs, as
         ``Strategy.cache_breakpoints`` and :func:`turnpress.core.providers.anthropic_breakpoints`
-        give them; they must be in range.
+        give them; they must be in range. ``bodies``: the messages' :meth:`body` texts,
+        when the caller already has them.
         """
-        bodies = [self.body(m) for m in messages]
-        segments = [self.segment(m["role"], b) for m, b in zip(messages, bodies, strict=True)]
-        prompt = TokenizedPrompt(segments, count=self.tokenizer.count)
+        if bodies is None:
+            bodies = self.bodies(messages)
+        run = self._run
+        segments = []
+        hits = 0
+        for m, b in zip(messages, bodies, strict=True):
+            seg = run.get((m["role"], b))
+            if seg is None:
+                seg = self._lookup(m["role"], b)
+            else:
+                hits += 1
+            segments.append(seg)
+        self.lookups += hits
+        prompt = TokenizedPrompt(segments, count=self.tokenizer.count, chains=self._chains)
         points = []
         for index, offset in breakpoints:
             if offset is None:

@@ -38,6 +38,9 @@ class BPETokenizer:
 
     def __init__(self, encoding: str) -> None:
         self.encoding = encoding
+        #: no pre-token spans a line break followed by a letter, a digit or most punctuation,
+        #: so a text may be encoded in pieces cut there (``Tokenizer.splits_lines``)
+        self.splits_lines = encoding in ("o200k_base", "cl100k_base")
         self._enc: Any = None
         self._lock = threading.Lock()
 
