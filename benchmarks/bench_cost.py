@@ -42,8 +42,8 @@ MIN_RECALL = 0.9
 LONG_RUN = 30
 DEFAULT = "single-user-coalesced"
 #: named option variants measured as extra rows (the README recommends them for long
-#: PTC-Lisp runs): rarer checkpoints, shorter deltas
-VARIANTS = ("checkpoint-coalesced:every=40,output_lines=3",)
+#: PTC-Lisp runs): more frequent checkpoints, shorter deltas, a shorter tool-call list
+VARIANTS = ("checkpoint-coalesced:every=10,output_lines=5,tool_call_limit=10",)
 
 
 def strategy_specs() -> list[str]:

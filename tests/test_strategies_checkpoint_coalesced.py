@@ -29,8 +29,9 @@ def _ctx(turns_left: int = 5) -> RenderContext:
 
 def test_defaults() -> None:
     assert CheckpointCoalesced.option_defaults() == {
-        "every": 20, "delta_chars": 24000, "output_lines": 20, "println_limit": 15,
-        "tool_call_limit": 20, "errors": "last", "turn_lines": 1, "line_chars": 100}
+        "every": 20, "delta_chars": 24000, "output_lines": 20, "println_limit": 6,
+        "tool_call_limit": 20, "errors": "last", "turn_lines": 1, "line_chars": 100,
+        "key_lines": 3}
     assert normalize(f"{NAME}:every=4") == (NAME, {"every": 4})
 
 
@@ -94,6 +95,41 @@ def test_checkpoint_view_keeps_every_turns_output_head_and_tail() -> None:
         "[... 16 lines elided ...]" in wide[1]["content"]
     plain = render(turns, compression="single-user-coalesced", **kwargs)[1]["content"]
     assert "T-4107" not in plain and "T-4107" in view
+
+
+def test_older_turns_keep_only_lines_that_first_show_a_name() -> None:
+    """Age tiers: turns before the checkpoint before last keep only their key lines (the
+    first line to show a field or config name), up to ``key_lines``; a turn with none is
+    left out; the turns since that checkpoint keep head and tail plus key lines."""
+    turns = [_ok(1, ["pages: 3", "{:cust_no 1 :balance_cents 0}",
+                     "{:cust_no 2 :balance_cents 5}",
+                     "pool.max_connections=5 pool.timeout_ms=30000", "done"]),
+             _ok(2, ["page 1 done"]),
+             _ok(3, ["page 2 done", "x" * 20, "y" * 20, "retry_after=3", "page 2 end"]),
+             _ok(4, ["page 3 done"])]
+    kwargs = {"mission": "m", "system_prompt": "sys", "turns_left": 4}
+    view = render(turns, compression=f"{NAME}:every=2,key_lines=1", **kwargs)[1]["content"]
+    assert view.endswith(";; Output by turn:\n;; turn 1\n[... 1 line elided ...]\n"
+                         "{:cust_no 1 :balance_cents 0}\n[... 3 lines elided ...]\n"
+                         ";; turn 3\npage 2 done\n[... 2 lines elided ...]\nretry_after=3\n"
+                         "page 2 end\n;; turn 4\npage 3 done\n\nTurns left: 4")
+    both = render(turns, compression=f"{NAME}:every=2,key_lines=2", **kwargs)[1]["content"]
+    assert "pool.max_connections=5 pool.timeout_ms=30000" in both
+    assert ";; turn 2" not in both  # nothing new, before the last two checkpoints
+
+
+def test_delta_keeps_key_lines_between_head_and_tail() -> None:
+    """A delta shows the first line in the middle of a long output that shows a new name;
+    names an earlier output showed are not new."""
+    rows = [f"row {i}" for i in range(30)]
+    rows[9] = "seen.name here"
+    rows[15] = "config latency_ms=30000"
+    turns = [_ok(1, ["seen.name"]), _ok(2, ["\n".join(rows)])]
+    messages = render(turns, mission="m", turns_left=3,
+                      compression=f"{NAME}:every=5,output_lines=2")
+    assert (
+        ";; Output:\nrow 0\nrow 1\n[... 13 lines elided ...]\nconfig latency_ms=30000\n"
+        "[... 12 lines elided ...]\nrow 28\nrow 29\n") in messages[-1]["content"]
 
 
 def test_turn_output_is_never_larger() -> None:

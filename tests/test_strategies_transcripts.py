@@ -168,8 +168,10 @@ def test_checkpoint_coalesced_on_a_transcript() -> None:
     assert [m["role"] for m in messages[:2]] == ["system", "user"]
     assert "bash(" in messages[1]["content"] and "returned '1'" not in messages[1]["content"]
     assert messages[2:] == list(trace.turns[2].messages)
-    assert prompt(trace, 5, "checkpoint-coalesced:every=2") == prompt(
-        trace, 5, "single-user-coalesced")  # a checkpoint right after turn 4
+    assert prompt(trace, 5, "checkpoint-coalesced:every=2,turn_lines=0,println_limit=15") == \
+        prompt(trace, 5, "single-user-coalesced")  # a checkpoint right after turn 4
+    view = prompt(trace, 5, "checkpoint-coalesced:every=2,println_limit=2")[1]["content"]
+    assert ";; Output by turn:\n;; turn 1\n" in view and ";; turn 3\n" in view
 
 
 @pytest.mark.parametrize("strategy", ["checkpoint-coalesced:every=4", "clear-tool-uses:trigger=50",

@@ -24,8 +24,11 @@ head plus tail, so every tool call stays answered.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
+from copy import copy
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from turnpress.core.compression import (
@@ -41,47 +44,163 @@ from turnpress.plugins._transcript import (
     content_text,
     cut_feedback,
     cut_middle,
+    feedback_text,
     line_limits,
+    mission_text,
+    tool_calls,
     transcript_head_breakpoints,
 )
 from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoalesced
 
+_QUOTED = re.compile(r'"[^"\n]*"')
+#: a name with an inner ``_`` or ``.`` (a field, a config key, a user, a version), not
+#: part of an e-mail address or a quoted string
+_NAME = re.compile(r"(?<![\w@.\-])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w@])")
 
-def head_and_tail(text: str, ctx: RenderContext, lines: int, line_chars: int) -> str:
-    """``text``'s first and last ``lines`` lines, each cut to ``line_chars`` characters
-    (ending in ``...``), with a line saying how many were left out between them.
-    Never larger: returns ``text`` when the cut would not be shorter."""
-    rows = [r if len(r) <= line_chars else r[:line_chars - 3] + "..." for r in text.split("\n")]
-    if len(rows) > 2 * lines:
-        marker = ctx.template("history/elided.j2", count=len(rows) - 2 * lines, unit="line")
-        rows = [*rows[:lines], marker, *rows[len(rows) - lines:]]
-    cut = "\n".join(rows)
+
+@lru_cache(maxsize=1 << 16)
+def line_names(line: str) -> frozenset[str]:
+    """The names ``line`` shows outside quoted strings (``balance_cents``,
+    ``pool.max_connections``, ``dana.r``, ``v2.14.0``)."""
+    return frozenset(_NAME.findall(_QUOTED.sub('""', line)))
+
+
+@lru_cache(maxsize=1 << 14)
+def output_names(text: str) -> frozenset[str]:
+    """The names every line of ``text`` shows (see :func:`line_names`)."""
+    return frozenset().union(*(line_names(r) for r in text.split("\n")))
+
+
+def _cut(row: str, chars: int) -> str:
+    return row if len(row) <= chars else row[:chars - 3] + "..."
+
+
+def _names_end(row: str, names: frozenset[str]) -> int:
+    """Where the last of ``names`` ends in ``row`` (outside quoted strings)."""
+    blanked = _QUOTED.sub(lambda m: '"' + " " * (len(m.group(0)) - 2) + '"', row)
+    return max((m.end() for m in _NAME.finditer(blanked) if m.group(0) in names), default=0)
+
+
+def key_lines(text: str, ctx: RenderContext, *, lines: int, keys: int, line_chars: int,
+              seen: frozenset[str] | set[str] = frozenset()) -> str:
+    """``text``'s first and last ``lines`` lines plus, between them, up to ``keys`` key
+    lines: each the first line to show a name (a field, a config key...) not in ``seen``
+    nor in a line kept before it. Every line is cut to ``line_chars`` characters (a key
+    line only after its new names, and at most to three times that); each run of lines
+    left out is one ``[... N lines elided ...]`` line. ``lines=0`` with no key line gives
+    ``""``. Never larger: returns ``text`` when the cut would not be shorter."""
+    rows = text.split("\n")
+    ends = set(range(min(lines, len(rows)))) | set(range(max(0, len(rows) - lines), len(rows)))
+    shown = {i: _cut(rows[i], line_chars) for i in ends}
+    known = set(seen).union(*(line_names(r) for r in shown.values()))
+    found = 0
+    for i, row in enumerate(rows):
+        if found >= keys:
+            break
+        if i in ends:
+            continue
+        new = line_names(row) - known
+        if new:
+            limit = min(max(line_chars, _names_end(row, new) + 4), 3 * line_chars)
+            shown[i] = _cut(row, limit)
+            known |= line_names(shown[i])
+            found += 1
+    if not shown:
+        return ""
+    out: list[str] = []
+    gap = 0
+    for i in range(len(rows)):
+        if i not in shown:
+            gap += 1
+            continue
+        if gap:
+            out.append(ctx.template("history/elided.j2", count=gap, unit="line"))
+            gap = 0
+        out.append(shown[i])
+    if gap:
+        out.append(ctx.template("history/elided.j2", count=gap, unit="line"))
+    cut = "\n".join(out)
     return cut if len(cut) < len(text) else text
+
+
+#: a delta's output lines are cut to this many characters
+DELTA_LINE_CHARS = 200
 
 
 def _size(messages: Sequence[Message]) -> int:
     return sum(len(content_text(m)) for m in messages)
 
 
+def names_before(turns: Sequence[Turn]) -> list[frozenset[str]]:
+    """``[k]``: the names the output of ``turns[:k]`` showed (successful turns only; on a
+    transcript, the feedback of every turn)."""
+    out = [frozenset[str]()]
+    for t in turns:
+        if t.messages:
+            out.append(out[-1] | output_names(feedback_text(t)))
+        elif t.success and t.prints:
+            out.append(out[-1] | output_names("\n".join(t.prints)))
+        else:
+            out.append(out[-1])
+    return out
+
+
 class _CheckpointView(SingleUserCoalesced):
-    """``single-user-coalesced``'s view whose Output section shows every earlier turn's
-    output cut to its first and last ``turn_lines`` lines, the last turn's as a delta
-    shows it (``output_lines``); ``turn_lines=0``: its own Output section."""
+    """``single-user-coalesced``'s view whose Output section goes turn by turn: the last
+    turn's output as a delta shows it (``output_lines``); the turns since the checkpoint
+    before (``recent_from``) their first and last ``turn_lines`` lines plus key lines;
+    older turns only their key lines (lines that first showed a name). ``turn_lines=0``:
+    ``single-user-coalesced``'s Output section."""
 
     turn_lines: int = 0
     line_chars: int = 160
+    keys: int = 0
+    recent_from: int = 0
+
+    def transcript_content(self, turns: Sequence[Turn], ctx: RenderContext) -> str:
+        """Mission, the tool calls made, then the output turn by turn: the last
+        ``println_limit`` turns' feedback cut to head plus tail, older turns' key lines
+        (``turn_lines=0``: ``single-user-coalesced``'s last outputs)."""
+        if not self.turn_lines:
+            return super().transcript_content(turns, ctx)
+        seen = names_before(turns)
+        outputs = []
+        for k, t in enumerate(turns):
+            text = feedback_text(t)
+            if not text:
+                continue
+            if k >= len(turns) - self.println_limit:
+                text = cut_middle(text, ctx, **line_limits(self.output_lines))
+            else:
+                text = key_lines(text, ctx, lines=0, keys=self.keys,
+                                 line_chars=self.line_chars, seen=seen[k])
+            if text:
+                outputs.append({"number": t.number, "text": text})
+        parts = [mission_text(ctx).rstrip("\n"),
+                 tool_calls(turns, ctx, self.tool_call_limit),
+                 ctx.template("checkpoint_coalesced/turn_outputs.j2", outputs=outputs)
+                 if outputs else None]
+        return "\n\n".join(p for p in parts if p)
 
     def output_section(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
         """The Output section: turn by turn (``turn_lines`` > 0), else the last println
         calls."""
         if not self.turn_lines:
             return super().output_section(turns, ctx)
-        last = turns[-1] if turns else None
-        outputs = [{"number": t.number,
-                    "text": cut_middle("\n".join(t.prints), ctx, **line_limits(self.output_lines))
-                    if t is last else head_and_tail("\n".join(t.prints), ctx, self.turn_lines,
-                                                    self.line_chars)}
-                   for t in turns if t.success and t.prints]
+        seen = names_before(turns)
+        outputs = []
+        for k, t in enumerate(turns):
+            if not (t.success and t.prints):
+                continue
+            text = "\n".join(t.prints)
+            if k == len(turns) - 1:
+                text = cut_middle(text, ctx, **line_limits(self.output_lines))
+            else:
+                lines = self.turn_lines if k >= self.recent_from else 0
+                text = key_lines(text, ctx, lines=lines, keys=self.keys,
+                                 line_chars=self.line_chars, seen=seen[k])
+            if text:
+                outputs.append({"number": t.number, "text": text})
         if not outputs:
             return None
         return ctx.template("checkpoint_coalesced/turn_outputs.j2", outputs=outputs)
@@ -95,22 +214,28 @@ class CheckpointCoalesced(Strategy):
     ``delta_chars`` (24000, >= 0; 0: no limit): a checkpoint as soon as the deltas
     since the last one reach this many characters (about a quarter as many
     tokens); ``output_lines`` (20, >= 1): a long output in a delta (or, on a
-    transcript, in the view) keeps this many lines at each end; ``println_limit``
-    (15), ``tool_call_limit`` (20) and ``errors`` (``"last"``/``"pairs"``) shape the
+    transcript, in the view) keeps this many lines at each end, plus up to
+    ``key_lines`` (3, >= 0) key lines from its middle: each the first line to show a
+    name (``balance_cents``, ``pool.max_connections``) no earlier output showed;
+    ``tool_call_limit`` (20) and ``errors`` (``"last"``/``"pairs"``) shape the
     coalesced view as in ``single-user-coalesced``; ``turn_lines`` (1, >= 0): the view's
-    Output section shows every earlier turn's output cut to this many lines at each end,
-    each line cut to ``line_chars`` (100) characters (the last turn's as in a delta),
-    so what an early turn printed
-    (ids, field names, a config diff) is not pushed out by later prints; ``turn_lines=0``
-    keeps ``single-user-coalesced``'s last ``println_limit`` println calls, and then
-    ``every=1`` is ``single-user-coalesced``.
+    Output section goes turn by turn, in age tiers: the turns since the checkpoint
+    before show their output cut to this many lines at each end plus key lines, older
+    turns only their key lines (a turn with none is left out), each line cut to
+    ``line_chars`` (100) characters, and the last turn's as in a delta; so what an early
+    turn printed (field names, config keys) is not pushed out by later prints, while
+    the view stays small on long runs. On a transcript the view shows the last
+    ``println_limit`` (6) turns' feedback cut to head plus tail and older turns' key
+    lines. ``turn_lines=0`` keeps ``single-user-coalesced``'s Output section (the last
+    ``println_limit`` println calls), and then ``every=1`` is ``single-user-coalesced``.
     """
 
     name = "checkpoint-coalesced"
 
     def __init__(self, *, every: int = 20, delta_chars: int = 24000, output_lines: int = 20,
-                 println_limit: int = 15, tool_call_limit: int = 20,
-                 errors: str = "last", turn_lines: int = 1, line_chars: int = 100) -> None:
+                 println_limit: int = 6, tool_call_limit: int = 20,
+                 errors: str = "last", turn_lines: int = 1, line_chars: int = 100,
+                 key_lines: int = 3) -> None:
         self.every = self.check_int("every", every, minimum=1)
         self.delta_chars = self.check_int("delta_chars", delta_chars)
         self.output_lines = self.check_int("output_lines", output_lines, minimum=1)
@@ -124,6 +249,8 @@ class CheckpointCoalesced(Strategy):
         self._coalesced.turn_lines = turn_lines
         self.line_chars = self.check_int("line_chars", line_chars, minimum=4)
         self._coalesced.line_chars = self.line_chars
+        self.key_lines = self.check_int("key_lines", key_lines)
+        self._coalesced.keys = self.key_lines
 
     # -- where the checkpoints are ---------------------------------------------------
 
@@ -136,22 +263,31 @@ class CheckpointCoalesced(Strategy):
         Each decision depends only on earlier turns, so the prompt of turn n+1
         starts with the prompt of turn n unless turn n made a checkpoint.
         """
-        c, appended = 0, 0
+        c, _, moves = self._checkpoints(turns, ctx)
+        return c, moves
+
+    def _checkpoints(self, turns: Sequence[Turn], ctx: RenderContext) -> tuple[int, int, bool]:
+        """``(c, previous, moves)``: :meth:`checkpoints` plus the checkpoint before ``c``."""
+        c, previous, appended = 0, 0, 0
+        seen = names_before(turns)
         for pos in range(1, len(turns) + 1):
             if self._due(pos, c, appended):
-                c, appended = pos, 0
+                c, previous, appended = pos, c, 0
             else:
-                appended += _size(self.delta(ctx, turns, pos))
-        return c, self._due(len(turns) + 1, c, appended)
+                appended += _size(self.delta(ctx, turns, pos, seen))
+        return c, previous, self._due(len(turns) + 1, c, appended)
 
     def _due(self, pos: int, c: int, appended: int) -> bool:
         return pos - c >= self.every or (self.delta_chars > 0 and appended >= self.delta_chars)
 
     # -- the pieces ------------------------------------------------------------------
 
-    def delta(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
+    def delta(self, ctx: RenderContext, turns: Sequence[Turn], pos: int,
+              seen: Sequence[frozenset[str]] | None = None) -> list[Message]:
         """The compact messages standing for the ``pos``-th turn (1-based) after the
-        last checkpoint."""
+        last checkpoint: its output cut to its first and last ``output_lines`` lines plus
+        up to ``key_lines`` lines that first showed a name. ``seen``: ``names_before(turns)``
+        when the caller has it."""
         turn = turns[pos - 1]
         if turn.messages:
             return cut_feedback(turn, ctx, **line_limits(self.output_lines))
@@ -162,26 +298,32 @@ class CheckpointCoalesced(Strategy):
                    for name in defined_names(turn.memory, previous)]
         output = None
         if turn.success and turn.prints:
-            output = cut_middle("\n".join(turn.prints), ctx, **line_limits(self.output_lines))
+            names = (seen if seen is not None else names_before(turns[:pos - 1]))[pos - 1]
+            output = key_lines("\n".join(turn.prints), ctx, lines=self.output_lines,
+                               keys=self.key_lines, line_chars=DELTA_LINE_CHARS, seen=names)
         result = ctx.template(
             "checkpoint_coalesced/delta_result.j2", defined=defined, output=output,
             error=None if turn.success else error_message(turn),
             turns_left=ctx.turns_left_line(ctx.turns_left_after(turns, pos)))
         return [ctx.message("assistant", call), ctx.message("user", result)]
 
-    def coalesced(self, turns: Sequence[Turn], c: int, ctx: RenderContext) -> list[Message]:
-        """``single-user-coalesced``'s prompt just after the ``c``-th turn."""
+    def coalesced(self, turns: Sequence[Turn], c: int, ctx: RenderContext,
+                  previous: int = 0) -> list[Message]:
+        """The view just after the ``c``-th turn (``previous``: the checkpoint before)."""
         at = replace(ctx, turns_left=ctx.turns_left_after(turns, c))
         memory = turns[c - 1].memory if c else {}
-        return self._coalesced.to_messages(turns[:c], memory, at)
+        view = copy(self._coalesced)
+        view.recent_from = previous
+        return view.to_messages(turns[:c], memory, at)
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """The coalesced view as of the last checkpoint, then one delta per later turn."""
-        c, _ = self.checkpoints(turns, ctx)
-        messages = self.coalesced(turns, c, ctx)
+        c, previous, _ = self._checkpoints(turns, ctx)
+        messages = self.coalesced(turns, c, ctx, previous)
+        seen = names_before(turns)
         for pos in range(c + 1, len(turns) + 1):
-            messages.extend(self.delta(ctx, turns, pos))
+            messages.extend(self.delta(ctx, turns, pos, seen))
         return messages
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
@@ -194,14 +336,14 @@ class CheckpointCoalesced(Strategy):
         does not repeat it (it rebuilds the view), so there only the stable head is
         a prefix later prompts share; the end marker still saves the re-read.
         """
-        c, moves = self.checkpoints(turns, ctx)
+        c, previous, moves = self._checkpoints(turns, ctx)
         messages = self.to_messages(turns, memory, ctx)
         if ctx.is_transcript:
             points: list[Breakpoint] = transcript_head_breakpoints(ctx)
         else:
             points = [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
         if not moves:
-            points.append((len(self.coalesced(turns, c, ctx)) - 1, None))
+            points.append((len(self.coalesced(turns, c, ctx, previous)) - 1, None))
         points.append((len(messages) - 1, None))
         return sorted(set(points), key=lambda p: (p[0], p[1] is None, p[1] or 0))
 
