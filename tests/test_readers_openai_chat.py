@@ -92,6 +92,12 @@ def test_detect(value, expected):
      "messages: message 1: unknown role 'critic'"),
     ([{"role": "user", "content": "m"}, {"role": "tool", "tool_call_id": "a", "content": "x"}],
      "messages: message 1: tool message with no matching call"),
+    # fuzz traces seed 22 case 1195: a list as tool_call_id was a TypeError traceback
+    ([{"role": "user", "content": "m"},
+      {"role": "assistant", "content": None, "tool_calls": [
+          {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": ["c1"], "content": "x"}],
+     "messages: message 2: tool message with no matching call: tool_call_id ['c1']"),
     ([{"role": "assistant", "content": "hi"}], "messages: message 0: the run starts with an "
                                                "assistant message"),
     ([{"role": "user", "content": 3}], "messages: message 0: \"content\" must be a string"),

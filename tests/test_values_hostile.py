@@ -301,3 +301,92 @@ def test_names_that_look_like_tags_round_trip(tmp_path, version: int) -> None:
     assert dict(loaded.turns[0].memory) == {"$kw": [1, 2], "$set": "s", "x": 1}
     assert loaded.data == {"$graph": 1, "d": 2}
     assert loaded == trace
+
+
+def test_equal_sets_are_written_alike_whatever_their_iteration_order(tmp_path) -> None:
+    """fuzz programs seed 21 case 258: sets of sets built with ``(conj x x)`` were stored
+    in iteration order where their shown keys tied, so a loaded run (holding a function,
+    compared as written text) was written differently the second time."""
+    source = ("(defn f [a] a) "
+              "(def s (loop [x #{} i 0] (if (< i 10) (recur (conj x x) (inc i)) x)))")
+    trace = Trace(mission="m", turns=(run_turn(source),), max_turns=3)
+    first = tmp_path / "first.json"
+    save_trace(trace, first)
+    again = tmp_path / "again.json"
+    save_trace(load_trace(first), again)
+    assert json.loads(again.read_text())["turns"] == json.loads(first.read_text())["turns"]
+    value = trace.turns[0].memory["s"]
+    assert encode_value(decode_value(json.loads(json.dumps(encode_value(value))))) \
+        == encode_value(value)
+
+
+def test_shared_value_with_many_slots_is_saved_once_per_object(tmp_path) -> None:
+    """fuzz programs seed 21 case 335: ``(conj x x)`` repeated makes n vectors holding
+    n^2/2 slots in all; saving took over 60 s at n = 1,500. Each vector is one line of
+    the graph, the value written once although it is both the result and in memory, and
+    the indented file keeps each graph on one line."""
+    n = 200
+    turn = run_turn(f"(def x (loop [x [1] i 0] (if (< i {n}) (recur (conj x x) (inc i)) x)))")
+    assert turn.result is turn.memory["x"]
+    trace = Trace(mission="m", turns=(turn,), max_turns=3)
+    path = tmp_path / "t.json"
+    save_trace(trace, path)
+    text = path.read_text()
+    assert text.count('"$graph"') == 2  # the result, and memory x
+    assert len(text.splitlines()) < 40
+    raw = json.loads(text)["turns"][0]
+    # vectors 0..n-2 are nodes; the last one is inlined in the root, which refers to
+    # vectors 0..n-2 itself and through it: each vector's slots written once
+    assert len(raw["result"]["$graph"]) == n
+    assert text.count('{"$ref": ') == 2 * ((n - 2) * (n - 1) // 2 + 2 * (n - 1))
+    assert same_value(load_trace(path).turns[0].memory["x"], turn.memory["x"])
+
+
+def test_one_object_is_encoded_once_per_trace(monkeypatch) -> None:
+    from turnpress.core import codec
+    from turnpress.core import trace as trace_module
+
+    calls = []
+    real = codec.encode_value
+    monkeypatch.setattr(codec, "encode_value", lambda v, w="": calls.append(w) or real(v, w))
+    big = [[1, 2], [3]]
+    turns = tuple(Turn.succeeded(i, "p", big, memory={"x": big, "y": [0]})
+                  for i in (1, 2))
+    for version in (1, 2):
+        calls.clear()
+        trace_module.trace_to_dict(Trace(mission="m", turns=turns, max_turns=3), version)
+        assert sum("result" in w or "memory.x" in w for w in calls) == 1, calls
+
+
+def test_memory_change_between_equal_json_values_is_written(tmp_path) -> None:
+    """fuzz programs seed 22 case 1177: a name changed from false to 0 (or 1 to 1.0)
+    was not written in version 2, since ``False == 0`` in Python."""
+    turns = (Turn.succeeded(1, "p", None, memory={"x": False, "y": 1}),
+             Turn.succeeded(2, "p", None, memory={"x": 0, "y": 1.0}))
+    loaded = round_trip(tmp_path, Trace(mission="m", turns=turns, max_turns=3), 2)
+    x, y = loaded.turns[1].memory["x"], loaded.turns[1].memory["y"]
+    assert (type(x), x, type(y), y) == (int, 0, float, 1.0)
+
+
+def test_same_value_pairs_items_a_hash_cannot_find() -> None:
+    """fuzz programs seed 22 cases 111, 382: a regex in a set (the interpreter's regex
+    and the one read back hash differently) and a NaN map key."""
+    regex = run_turn('(def s #{#"\\s+" :a/b})').memory["s"]
+    back = decode_value(json.loads(json.dumps(encode_value(regex))))
+    assert same_value(back, regex)
+    assert not same_value(back, frozenset({RegexValue("\\s*"), Keyword("a/b")}))
+    nan_key = [{float("nan"): "hello", 3: 0}]
+    assert same_value(decode_value(json.loads(json.dumps(encode_value(nan_key)))), nan_key)
+    assert not same_value([{float("nan"): "hello", 3: 0}], [{float("nan"): "bye", 3: 0}])
+
+
+def test_println_of_a_shared_set_is_bounded() -> None:
+    """fuzz programs seed 22 case 858: printing a set built with ``(conj x x)`` 40 times
+    rendered its 2^40-node expanded tree (run_program ran past 60 s)."""
+    result = run_program("(println (loop [x #{} i 0] (if (< i 40) (recur (conj x x) (inc i)) "
+                         "x)))", limits=Limits(timeout_s=5.0, max_steps=100_000))
+    assert result.failure is None, result.failure
+    assert result.prints[0].startswith("#{#{") and len(result.prints[0]) <= 4000
+    text, cut = to_clojure(run_turn("(def x (loop [x #{} i 0] (if (< i 40) (recur (conj x x) "
+                                    "(inc i)) x)))").result, max_chars=500)
+    assert cut and len(text) < 2000

@@ -40,7 +40,8 @@ _SORTED_SET_MAX = 1024
 
 
 def to_clojure(
-    value: Any, limit: int | None = None, printable_limit: int | None = None
+    value: Any, limit: int | None = None, printable_limit: int | None = None,
+    max_chars: int | None = None,
 ) -> tuple[str, bool]:
     """Render ``value`` in Clojure syntax; return ``(text, truncated)``.
 
@@ -48,7 +49,10 @@ def to_clojure(
     the outermost truncated collection adds `` (N items, showing first M)``);
     ``printable_limit`` caps string length (cut strings end in ``...``) and is
     shared out among the items of a collection, never below 10 characters each.
-    ``truncated`` is true exactly when something was left out.
+    ``truncated`` is true exactly when something was left out. ``max_chars`` stops
+    the text growing past about that many characters (the rest shows as ``...``)
+    without a ``limit``: a value sharing structure is then printed in time
+    proportional to ``max_chars``, not to its expanded tree.
     """
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
@@ -58,8 +62,17 @@ def to_clojure(
     if limit is not None:
         cap = max(TEXT_CAP_FACTOR * (printable_limit if printable_limit is not None
                                      else 256), _MIN_TEXT_CAP)
+    if max_chars is not None:
+        cap = max_chars if cap is None else min(cap, max_chars)
     fmt = _Formatter(limit, cap)
-    text = fmt.render(value, printable_limit, set())
+    top = _sorted.memo is None
+    if top:
+        _sorted.memo, _sorted.keys = {}, {}
+    try:
+        text = fmt.render(value, printable_limit, set())
+    finally:
+        if top:
+            _sorted.memo = _sorted.keys = None
     if fmt.outer_total is not None:
         text += f" ({fmt.outer_total} items, showing first {fmt.outer_shown})"
     return text, fmt.truncated
@@ -111,12 +124,20 @@ def set_sort_key(item: Any) -> tuple[int, Any]:
     # past a few levels of sets in sets, those keep their order, so the work stays bounded
     if _key_depth.value >= _KEY_DEPTH:
         return (5, "")
+    memo = _sorted.keys
+    if memo is not None:  # within one to_clojure call, a shared item's key is made once
+        found = memo.get(id(item))
+        if found is not None and found[0] is item:
+            return found[1]
     _key_depth.value += 1
     try:
         fmt = _Formatter(3, _KEY_CAP, max_depth=_KEY_MAX_DEPTH)
-        return (5, fmt.render(item, 40, set()))
+        key = (5, fmt.render(item, 40, set()))
     finally:
         _key_depth.value -= 1
+    if memo is not None:
+        memo[id(item)] = (item, key)
+    return key
 
 
 class _KeyDepth(threading.local):
@@ -124,6 +145,16 @@ class _KeyDepth(threading.local):
 
 
 _key_depth = _KeyDepth()
+
+
+class _SortedSets(threading.local):
+    """During one ``to_clojure`` call: (key depth, id(set)) -> (set, its sorted items)."""
+
+    memo: dict[tuple[int, int], tuple[Any, list[Any]]] | None = None
+    keys: dict[int, tuple[Any, tuple[int, str]]] | None = None  # id(item) -> its key
+
+
+_sorted = _SortedSets()
 _KEY_DEPTH = 1  # a key inside a key is "" (the work stays linear)
 _KEY_MAX_DEPTH = 6  # levels a key shows
 _KEY_CAP = 60  # characters a key shows, about (strings in it are cut at 40)
@@ -220,7 +251,14 @@ class _Formatter:
             return "{" + " ".join(parts) + more + "}"
         if isinstance(value, (set, frozenset)):
             if total <= _SORTED_SET_MAX:
-                items = sorted(value, key=_set_sort_key)[:shown]
+                memo = _sorted.memo
+                at = (_key_depth.value, id(value))
+                order = memo.get(at) if memo is not None else None
+                if order is None or order[0] is not value:
+                    order = (value, sorted(value, key=_set_sort_key))
+                    if memo is not None:  # a shared set is sorted once per to_clojure
+                        memo[at] = order
+                items = order[1][:shown]
             else:
                 items = list(islice(value, shown))
             return "#{" + " ".join(self.render(v, share, active) for v in items) + more + "}"

@@ -17,6 +17,7 @@ recurses deeper than that, however deep the value is.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -168,28 +169,34 @@ def _plain_map(m: Mapping[Any, Any]) -> bool:
     return all(isinstance(k, str) for k in m)
 
 
-def _children(v: Any) -> Iterable[Any]:
-    """The values inside a container that are written in value positions."""
-    if isinstance(v, Mapping):
-        if _plain_map(v):
-            return list(v.values())
-        out = []
-        for k, x in v.items():
-            out.append(k)
-            out.append(x)
-        return out
-    if isinstance(v, (set, frozenset)):
-        return _sorted_set(v)
-    return v
+def _scalar_digest(v: Any) -> bytes:
+    """A digest of a scalar that equal scalars of the same type share."""
+    if v is None:
+        raw = b"n"
+    elif isinstance(v, bool):
+        raw = b"b1" if v else b"b0"
+    elif isinstance(v, int):
+        raw = b"i" + hex(v).encode()
+    elif isinstance(v, float):
+        raw = b"f" + repr(v).encode()
+    elif isinstance(v, str):
+        raw = b"s" + v.encode("utf-8", "surrogatepass")
+    elif isinstance(v, Keyword):
+        raw = b"k" + v.name.encode("utf-8", "surrogatepass")
+    elif is_regex(v):
+        raw = b"r" + v.source.encode("utf-8", "surrogatepass")
+    elif isinstance(v, Fn):
+        raw = b"F" + repr((tuple(map(str, v.params)), v.doc, v.return_type)).encode(
+            "utf-8", "surrogatepass")
+    elif isinstance(v, Failure):
+        raw = b"x" + repr((v.reason, v.message)).encode("utf-8", "surrogatepass")
+    else:
+        raw = b"?" + type(v).__name__.encode() + repr(v).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(raw, digest_size=16).digest()
 
 
-def _sorted_set(items: Iterable[Any]) -> list[Any]:
-    from turnpress.core.clojure import set_sort_key
-
-    try:
-        return sorted(items, key=set_sort_key)
-    except TypeError:  # e.g. a float key next to an unorderable one
-        return list(items)
+#: Types whose values are never containers nor long strings (never shared nor walked).
+_PLAIN_SCALARS = frozenset({int, float, bool, type(None), Keyword})
 
 
 def _shareable(v: Any) -> bool:
@@ -201,7 +208,70 @@ class _Encoder:
         self.where = where
         self.index: dict[int, int] = {}  # id(node root) -> its $graph index
         self.nodes: list[Any] = []
-        self.keep: list[Any] = []  # keeps sorted set copies alive while ids are used
+        self.digests: dict[int, bytes] = {}  # id(container) -> digest of its value
+
+    def children(self, v: Any) -> Iterable[Any]:
+        """The values inside a container that are written in value positions."""
+        if isinstance(v, Mapping):
+            if _plain_map(v):
+                return list(v.values())
+            out = []
+            for k, x in v.items():
+                out.append(k)
+                out.append(x)
+            return out
+        if isinstance(v, (set, frozenset)):
+            return self.sorted_set(v)
+        return v
+
+    def sorted_set(self, items: Iterable[Any]) -> list[Any]:
+        """Set items in their stored order: scalars as shown (nil/booleans, numbers,
+        strings, keywords...), then collections; ties broken by a digest of the value,
+        so equal sets are written alike whatever their iteration order."""
+        from turnpress.core.clojure import set_sort_key
+
+        def key(x: Any) -> tuple[Any, ...]:
+            if _is_container(x):
+                return (5, "", self.digest(x))
+            rank, shown = set_sort_key(x)
+            return (rank, shown, self.digest(x))
+
+        try:
+            return sorted(items, key=key)
+        except TypeError:  # e.g. a float key next to an unorderable one
+            return sorted(items, key=self.digest)
+
+    def digest(self, value: Any) -> bytes:
+        """A digest that equal values share (maps and sets whatever their order),
+        computed once per distinct object, without recursion."""
+        if not _is_container(value):
+            return _scalar_digest(value)
+        memo = self.digests
+        stack: list[tuple[Any, bool]] = [(value, False)]
+        while stack:
+            v, done = stack.pop()
+            i = id(v)
+            if i in memo:
+                continue
+            if isinstance(v, Mapping):
+                kids: Any = [x for kv in v.items() for x in kv]
+            else:
+                kids = v
+            if not done:
+                stack.append((v, True))
+                stack.extend((x, False) for x in kids
+                             if _is_container(x) and id(x) not in memo)
+                continue
+            parts = [memo[id(x)] if _is_container(x) else _scalar_digest(x) for x in kids]
+            if isinstance(v, Mapping):
+                pairs = sorted(parts[j] + parts[j + 1] for j in range(0, len(parts), 2))
+                raw = b"m" + b"".join(pairs)
+            elif isinstance(v, (set, frozenset)):
+                raw = b"S" + b"".join(sorted(parts))
+            else:
+                raw = b"l" + b"".join(parts)
+            memo[i] = hashlib.blake2b(raw, digest_size=16).digest()
+        return memo[id(value)]
 
     def plan(self, root: Any) -> tuple[set[int], list[Any]]:
         """Which objects become nodes of their own, and those objects in post-order."""
@@ -210,15 +280,23 @@ class _Encoder:
         stack = [root]
         while stack:
             v = stack.pop()
-            if not _shareable(v):
-                continue
             i = id(v)
-            counts[i] = counts.get(i, 0) + 1
-            if counts[i] > 1 or not _is_container(v):
+            if i in counts:  # met again (pushed twice before its first visit)
+                counts[i] += 1
                 continue
-            kids = list(_children(v))
+            counts[i] = 1
+            if not _is_container(v):
+                continue
+            kids = list(self.children(v))
             children[i] = kids
-            stack.extend(reversed(kids))
+            for k in kids:  # each shared object's parts are walked once
+                if type(k) in _PLAIN_SCALARS or not _shareable(k):
+                    continue
+                j = id(k)
+                if j in counts:
+                    counts[j] += 1
+                else:
+                    stack.append(k)
         shared = {i for i, c in counts.items() if c > 1}
         # second walk: a node starts at the root, at every shared object and every
         # CHUNK_DEPTH collections down; record the node roots in post-order
@@ -247,7 +325,8 @@ class _Encoder:
                 depth = 0
             seen.add(i)
             walk.append((v, depth, True))
-            walk.extend((k, depth + 1, False) for k in reversed(children[i]))
+            walk.extend((k, depth + 1, False) for k in reversed(children[i])
+                        if type(k) not in _PLAIN_SCALARS and id(k) not in seen)
         return roots, order
 
     def encode(self, root: Any) -> Any:
@@ -277,8 +356,22 @@ class _Encoder:
             return {"$map": [[self.body(k, roots, d, False), self.body(x, roots, d, False)]
                              for k, x in v.items()]}
         if isinstance(v, (set, frozenset)):
-            return {"$set": [self.body(x, roots, d, False) for x in _sorted_set(v)]}
-        return [self.body(x, roots, d, False) for x in v]
+            return {"$set": self.items(self.sorted_set(v), roots, d)}
+        return self.items(v, roots, d)
+
+    def items(self, xs: Iterable[Any], roots: set[int], depth: int) -> list[Any]:
+        """The encoded items of a list or set (a fast path for refs and small ints)."""
+        index = self.index
+        out = []
+        for x in xs:
+            j = id(x)
+            if j in roots:
+                out.append({"$ref": index[j]})
+            elif type(x) is int and x.bit_length() <= _INT_BITS:
+                out.append(x)
+            else:
+                out.append(self.body(x, roots, depth, False))
+        return out
 
     def scalar(self, value: Any, path: str) -> Any:
         if value is None or isinstance(value, bool):
@@ -363,7 +456,7 @@ class _Decoder:
         if depth > MAX_JSON_DEPTH:
             raise self.bad(path, f"nested deeper than {MAX_JSON_DEPTH} levels")
         if isinstance(raw, list):
-            return [self.value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(raw)]
+            return self.items(raw, path, depth)
         if isinstance(raw, dict):
             if len(raw) == 1:
                 (tag,) = raw
@@ -381,6 +474,22 @@ class _Decoder:
                                      '"inf" or "-inf"')
             return raw
         raise self.bad(path, f"unexpected {type(raw).__name__}")
+
+    def items(self, raw: list[Any], path: str, depth: int) -> list[Any]:
+        """The decoded items of a JSON list (a fast path for refs and plain scalars:
+        no path text is made unless an item needs it)."""
+        nodes = self.nodes
+        out = []
+        for i, v in enumerate(raw):
+            t = type(v)
+            if t is int or t is bool or v is None or t is str:
+                out.append(v)
+            elif (t is dict and nodes is not None and len(v) == 1 and "$ref" in v
+                    and type(v["$ref"]) is int and 0 <= v["$ref"] < len(nodes)):
+                out.append(nodes[v["$ref"]])
+            else:
+                out.append(self.value(v, f"{path}[{i}]", depth + 1))
+        return out
 
     def key(self, raw: Any, path: str, depth: int) -> Any:
         v = self.value(raw, path, depth)
@@ -529,12 +638,31 @@ def _set_pairs(x: Any, y: Any) -> list[tuple[Any, Any]] | None:
     return pairs
 
 
+def _digest_pairs(xs: list[Any], ys: list[Any],
+                  digests: _Encoder) -> list[tuple[Any, Any]] | None:
+    """Items of ``xs`` and ``ys`` paired by a digest of their values (equal values,
+    whatever their Python hash, pair up); None if they cannot be paired."""
+    if len(xs) != len(ys):
+        return None
+    buckets: dict[bytes, list[Any]] = {}
+    for item in xs:
+        buckets.setdefault(digests.digest(item), []).append(item)
+    pairs = []
+    for item in ys:
+        found = buckets.get(digests.digest(item))
+        if not found:
+            return None
+        pairs.append((found.pop(), item))
+    return pairs
+
+
 def same_value(a: Any, b: Any) -> bool:
     """Whether two values are the same as far as a trace can tell: lists and tuples
     alike, NaN equal to NaN, shared or not. Compared without recursion (Python's
     ``==`` fails on values nested 1,000 deep) and visiting each pair of shared
     parts once."""
     seen: set[tuple[int, int]] = set()
+    digests = _Encoder("")
     stack = [(a, b)]
     while stack:
         x, y = stack.pop()
@@ -551,16 +679,29 @@ def same_value(a: Any, b: Any) -> bool:
         elif isinstance(x, Mapping) and isinstance(y, Mapping):
             if len(x) != len(y):
                 return False
+            found: list[tuple[Any, Any]] = []
             for k, v in x.items():
                 try:
-                    other = y[k]
+                    found.append((v, y[k]))
                 except (KeyError, TypeError):
-                    return False
-                stack.append((v, other))
+                    break
+            else:
+                stack.extend(found)
+                continue
+            # a key not found by hash (NaN, or a regex read back from a trace): pair
+            # the keys by value
+            keys = _digest_pairs(list(x), list(y), digests)
+            if keys is None:
+                return False
+            for kx, ky in keys:
+                stack.append((kx, ky))
+                stack.append((x[kx], y[ky]))
         elif isinstance(x, (set, frozenset)) and isinstance(y, (set, frozenset)):
             pairs = _set_pairs(x, y)
             if pairs is None:
-                return False
+                pairs = _digest_pairs(list(x), list(y), digests)
+                if pairs is None:
+                    return False
             stack.extend(pairs)
         elif isinstance(x, float) and isinstance(y, float):
             if not (x == y or (math.isnan(x) and math.isnan(y))):

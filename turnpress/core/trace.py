@@ -23,6 +23,7 @@ import difflib
 import json
 import os
 import re
+import secrets
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -137,12 +138,32 @@ def decode_value(value: Any, where: str = "value") -> Any:
 # -- turns and traces --------------------------------------------------------------------
 
 
-def _names_to_dict(values: Mapping[str, Any], where: str) -> Any:
+class _Encodings:
+    """Encodes the values of one trace, each collection object once: a run's result is
+    often also in its memory, and a big value should cost its encoding once."""
+
+    def __init__(self) -> None:
+        self.done: dict[int, tuple[Any, Any]] = {}  # id -> (value kept alive, encoding)
+
+    def encode(self, value: Any, where: str) -> Any:
+        if not isinstance(value, (list, tuple, Mapping, set, frozenset)):
+            return encode_value(value, where)
+        found = self.done.get(id(value))
+        if found is not None and found[0] is value:
+            return found[1]
+        encoded = encode_value(value, where)
+        self.done[id(value)] = (value, encoded)
+        return encoded
+
+
+def _names_to_dict(values: Mapping[str, Any], where: str,
+                   encodings: _Encodings | None = None) -> Any:
+    encode = (encodings or _Encodings()).encode
     out = {}
     for name, value in values.items():
         if not isinstance(name, str):
             raise TraceError(f"{where}: names must be strings, got {name!r:.60}")
-        out[name] = encode_value(value, f"{where}.{name}")
+        out[name] = encode(value, f"{where}.{name}")
     return _names_json(out)
 
 
@@ -154,10 +175,19 @@ def _names_json(encoded: dict[str, Any]) -> Any:
     return encoded
 
 
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON-ready values are written alike (``==`` takes false for 0 and
+    1 for 1.0: a name that changed from one to the other would not be written)."""
+    if a is b:
+        return True
+    return a == b and json.dumps(a) == json.dumps(b)
+
+
 class _MemoryDiff:
     """Writes version 2 memory: per turn, the names set (new or changed) and removed."""
 
-    def __init__(self) -> None:
+    def __init__(self, encodings: _Encodings) -> None:
+        self.encodings = encodings
         self.values: dict[str, tuple[Any, Any]] = {}  # name -> (value, its encoding)
         self.docs: dict[str, str] = {}
 
@@ -172,9 +202,9 @@ class _MemoryDiff:
             if before is not None and before[0] is value:
                 current[name] = before
                 continue
-            encoded = encode_value(value, f"{where}: memory.{name}")
+            encoded = self.encodings.encode(value, f"{where}: memory.{name}")
             current[name] = (value, encoded)
-            if before is None or before[1] != encoded:
+            if before is None or not _same_json(before[1], encoded):
                 changed[name] = encoded
         removed = [n for n in self.values if n not in memory]
         if changed:
@@ -197,25 +227,27 @@ class _MemoryDiff:
         return out
 
 
-def _turn_to_dict(turn: Turn, diff: _MemoryDiff | None = None) -> dict[str, Any]:
+def _turn_to_dict(turn: Turn, diff: _MemoryDiff | None = None,
+                  encodings: _Encodings | None = None) -> dict[str, Any]:
     where = f"turn {turn.number}"
+    encode = (encodings or _Encodings()).encode
     out: dict[str, Any] = {
         "number": turn.number,
         "success": turn.success,
         "program": turn.program,
         "raw_response": turn.raw_response,
-        "result": encode_value(turn.result, f"{where}: result"),
+        "result": encode(turn.result, f"{where}: result"),
         "prints": list(turn.prints),
         "tool_calls": [
             {"name": c.name, "args": encode_value(list(c.args), f"{where}: tool_calls.args"),
-             "result": encode_value(c.result, f"{where}: tool_calls.result")}
+             "result": encode(c.result, f"{where}: tool_calls.result")}
             for c in turn.tool_calls
         ],
     }
     if diff is not None:
         out.update(diff.changes(turn.memory, where))
     else:
-        out["memory"] = _names_to_dict(turn.memory, f"{where}: memory")
+        out["memory"] = _names_to_dict(turn.memory, f"{where}: memory", encodings)
         docs = getattr(turn.memory, "docs", None)
         if docs:
             out["docs"] = dict(docs)
@@ -234,14 +266,15 @@ def trace_to_dict(trace: Trace, version: int = TRACE_VERSION) -> dict[str, Any]:
     out: dict[str, Any] = {"version": version}
     if trace.name:
         out["name"] = trace.name
-    diff = _MemoryDiff() if version >= 2 else None
+    encodings = _Encodings()
+    diff = _MemoryDiff(encodings) if version >= 2 else None
     out.update({
         "mission": trace.mission,
         "system_prompt": trace.system_prompt,
         "max_turns": trace.max_turns,
         "tools": {name: tool.to_dict() for name, tool in trace.tools.items()},
         "data": _names_to_dict(trace.data, "data"),
-        "turns": [_turn_to_dict(t, diff) for t in trace.turns],
+        "turns": [_turn_to_dict(t, diff, encodings) for t in trace.turns],
     })
     if trace.source:
         out["source"] = trace.source
@@ -697,10 +730,45 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+#: How deep in a trace's JSON form values start (``turns[i].memory_set.$map[j][1]``...).
+_VALUE_DEPTH = 8
+
+
+def _inline_graphs(obj: Any) -> tuple[Any, dict[str, Any], str]:
+    """``obj`` with every ``{"$graph": ...}`` value (in the first :data:`_VALUE_DEPTH`
+    levels, where values are) replaced by a placeholder string, the placeholders'
+    values, and their nonce. An indented file writes each graph on one line, with the
+    C JSON encoder: indented, a graph of a million refs is millions of lines written
+    by the pure-Python encoder. Containers are copied where changed, never mutated."""
+    nonce = secrets.token_hex(8)
+    found: dict[str, Any] = {}
+
+    def swap(v: Any, depth: int) -> Any:
+        if not isinstance(v, (dict, list)) or depth > _VALUE_DEPTH:
+            return v
+        if isinstance(v, dict):
+            if len(v) == 1 and "$graph" in v:
+                token = f"@@turnpress-graph-{nonce}-{len(found)}@@"
+                found[token] = v
+                return token
+            new = {k: swap(x, depth + 1) for k, x in v.items()}
+            return v if all(new[k] is x for k, x in v.items()) else new
+        items = [swap(x, depth + 1) for x in v]
+        return v if all(y is x for x, y in zip(v, items, strict=True)) else items
+
+    return swap(obj, 0), found, nonce
+
+
 def _dumps(trace: Trace, version: int, indent: int | None) -> str:
     try:
-        text = json.dumps(trace_to_dict(trace, version), indent=indent, ensure_ascii=False,
-                          allow_nan=False)
+        obj = trace_to_dict(trace, version)
+        graphs: dict[str, Any] = {}
+        if indent is not None:
+            obj, graphs, nonce = _inline_graphs(obj)
+        text = json.dumps(obj, indent=indent, ensure_ascii=False, allow_nan=False)
+        if graphs:
+            text = re.sub(f'"(@@turnpress-graph-{nonce}-[0-9]+@@)"', lambda m: json.dumps(
+                graphs[m.group(1)], ensure_ascii=False, allow_nan=False), text)
     except ValueError as exc:  # NaN in verbatim transcript messages
         raise TraceError(f"trace {trace.name or '(unnamed)'}: cannot be written as JSON: "
                          f"{exc}") from None

@@ -253,7 +253,7 @@ def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str) 
         if e.message["role"] != "tool":
             continue
         call_id = e.message.get("tool_call_id")
-        if call_id not in {c[0] for c in calls}:
+        if not isinstance(call_id, str) or call_id not in {c[0] for c in calls}:
             made = ", ".join(repr(c[0]) for c in calls) or "none"
             raise fail(where, e.index, f"tool message with no matching call: tool_call_id "
                                        f"{call_id!r} is not a call of the assistant message "
