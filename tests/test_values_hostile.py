@@ -390,3 +390,15 @@ def test_println_of_a_shared_set_is_bounded() -> None:
     text, cut = to_clojure(run_turn("(def x (loop [x #{} i 0] (if (< i 40) (recur (conj x x) "
                                     "(inc i)) x)))").result, max_chars=500)
     assert cut and len(text) < 2000
+
+
+def test_a_set_of_regexes_is_equal_after_save_and_load(tmp_path) -> None:
+    """Issue 13 item 2: the interpreter's regex and the loaded one are equal and hash
+    alike, so a set holding a regex compares equal with plain ``==`` after loading."""
+    value = run_program('(def s #{#"\\s+" :a/b}) s').value
+    trace = Trace(mission="m", turns=(Turn.succeeded(1, "p", value, memory={"s": value}),),
+                  max_turns=2)
+    save_trace(trace, tmp_path / "t.json")
+    loaded = load_trace(tmp_path / "t.json")
+    assert loaded.turns[0].result == value
+    assert loaded.turns[0].memory["s"] == value

@@ -38,6 +38,11 @@ class Regex:
     def __str__(self) -> str:
         return self.source
 
+    def __hash__(self) -> int:
+        # the same hash as a regex loaded from a trace (core.codec.RegexValue), which
+        # is equal to it: sets and map keys holding regexes survive save and load
+        return hash(("regex", self.source))
+
     def split(self, s: str) -> list[str]:
         """Split ``s`` at every match (before Clojure's trailing-empty removal)."""
         if self.ws_runs:
