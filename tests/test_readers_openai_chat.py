@@ -138,3 +138,20 @@ def test_failure_markers(content, reason, message):
     turn = trace.turns[0]
     assert turn.tool_calls[0].args == ()
     assert (turn.result == Failure(reason, message)) if reason else turn.success
+
+
+def test_a_message_nested_deeper_than_a_trace_may_be_is_refused(tmp_path):
+    """Issue 13 item 3 (fuzz traces seed 24 case 1998): a transcript message nested past
+    the trace depth cap was read, then its saved copy did not load; now it is refused."""
+    from turnpress.core import codec
+
+    deep: object = "x"
+    for _ in range(codec.MAX_JSON_DEPTH + 5):
+        deep = [deep]
+    messages = [{"role": "user", "content": "go"},
+                {"role": "assistant", "content": "ok", "extra": deep}]
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps(messages))
+    with pytest.raises(TraceError, match=r"deep\.json: turn 1: a message nested deeper "
+                                         r"than \d+ levels"):
+        load_trace(path)

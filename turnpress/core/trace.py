@@ -603,12 +603,27 @@ def read_any(obj: Any, path: Path, where: str, name: str) -> Trace:
         if not isinstance(trace, Trace):
             raise TraceError(f"{where}: trace reader {reg.name!r} of {reg.plugin.source} "
                              f"returned {type(trace).__name__}, not a Trace")
+        _check_message_depth(trace, where)
         if not trace.name:
             trace = _renamed(trace, name)
         return trace
     raise TraceError(f"{where}: not a format turnpress reads; it reads: "
                      f"{', '.join(trace_formats())} (a turnpress trace needs \"version\", "
                      f"\"mission\", \"max_turns\" and \"turns\")")
+
+
+def _check_message_depth(trace: Trace, where: str) -> None:
+    """A transcript's messages obey the nesting cap a saved trace's do, so whatever a
+    reader accepts can be saved and loaded back."""
+    for i, m in enumerate(trace.preamble):
+        if _too_deep(m, codec.MAX_JSON_DEPTH):
+            raise TraceError(f"{where}: message {i}: nested deeper than "
+                             f"{codec.MAX_JSON_DEPTH} levels")
+    for turn in trace.turns:
+        for m in turn.messages:
+            if _too_deep(m, codec.MAX_JSON_DEPTH):
+                raise TraceError(f"{where}: turn {turn.number}: a message nested deeper "
+                                 f"than {codec.MAX_JSON_DEPTH} levels")
 
 
 def _renamed(trace: Trace, name: str) -> Trace:
