@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from turnpress.core.model import Failure, Fn, FrozenMap, Keyword
+from turnpress.core.model import Failure, Fn, HashableMap, Keyword
 
 __all__ = [
     "CHUNK_DEPTH",
@@ -62,19 +62,6 @@ class ValueCodecError(ValueError):
         super().__init__(f"{path}: {problem}" if path else problem)
         self.path = path
         self.problem = problem
-
-
-class HashableMap(FrozenMap):
-    """A read-only map that can be a map key or set item (hashes like the sandbox's)."""
-
-    __slots__ = ("_hash",)
-
-    def __init__(self, data: Mapping[Any, Any] | None = None, /) -> None:
-        super().__init__(data)
-        self._hash = hash(frozenset(self._data.items()))
-
-    def __hash__(self) -> int:  # type: ignore[override]
-        return self._hash
 
 
 class RegexValue:

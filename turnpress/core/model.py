@@ -131,6 +131,20 @@ class FrozenMap(Mapping[str, Any]):
         return (type(self), (self._data,))
 
 
+class HashableMap(FrozenMap):
+    """A read-only map that can be a map key or set item: how the sandbox stores a map
+    used as a key, and how a trace loads one back (both hash alike)."""
+
+    __slots__ = ("_hash",)
+
+    def __init__(self, data: Mapping[Any, Any] | None = None, /) -> None:
+        super().__init__(data)
+        self._hash = hash(frozenset(self._data.items()))
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return self._hash
+
+
 class Memory(FrozenMap):
     """A turn's memory: the agent's definitions, plus the docstrings of ``def``'d values.
 

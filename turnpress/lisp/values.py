@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from turnpress.core.model import Fn, FrozenMap, Keyword
+from turnpress.core.model import Fn, HashableMap, Keyword
 from turnpress.lisp.errors import ArgumentError, LispError
 
 __all__ = [
@@ -124,17 +124,9 @@ class Recur:
         self.args = args
 
 
-class FrozenDict(FrozenMap):
-    """A hashable map: how a map is stored when it is a map key or set element."""
-
-    __slots__ = ("_hash",)
-
-    def __init__(self, data: Mapping[Any, Any] | None = None, /) -> None:
-        super().__init__(data)
-        self._hash = hash(frozenset(self._data.items()))
-
-    def __hash__(self) -> int:  # type: ignore[override]
-        return self._hash
+FrozenDict = HashableMap
+"""A hashable map: how a map is stored when it is a map key or set element (the
+same class a trace loads such a map back as)."""
 
 
 _SCALARS = (str, int, float, bool, type(None), Keyword)
