@@ -31,7 +31,8 @@ import random
 
 from turnpress.lisp import Limits
 
-__all__ = ["ADVERSARIAL_LIMITS", "ADVERSARIAL_PROGRAMS", "limits_for", "random_program"]
+__all__ = ["ADVERSARIAL_LIMITS", "ADVERSARIAL_PROGRAMS", "ended_as_expected", "limits_for",
+           "random_program"]
 
 #: The limits every program runs with unless :data:`_LIMITS` names others.
 ADVERSARIAL_LIMITS = Limits(max_steps=100_000, timeout_s=2.0, max_memory=64 * 2**20)
@@ -155,6 +156,13 @@ _LIMITS: dict[str, Limits] = {
     "nested-100000": Limits(max_steps=1_000_000, timeout_s=5.0),
     "nested-100000-str": Limits(max_steps=10_000_000, timeout_s=10.0),
 }
+
+
+def ended_as_expected(reason: str | None, expected: str | None) -> bool:
+    """Whether a program's failure ``reason`` is the ``expected`` one. Which of the step
+    limit and the clock stops a busy program first depends on how loaded the machine
+    is, so a ``step_limit`` program stopped by ``timeout`` also ended as it should."""
+    return reason == expected or (expected == "step_limit" and reason == "timeout")
 
 
 def limits_for(name: str) -> Limits:
