@@ -24,7 +24,7 @@ from turnpress.core.codec import (
     encode_value,
     same_value,
 )
-from turnpress.core.model import Fn
+from turnpress.core.model import Failure, Fn, Memory
 from turnpress.lisp import Limits, run_program
 
 REPROS = {
@@ -131,6 +131,28 @@ def test_lone_surrogates_round_trip_and_render(tmp_path) -> None:
     sample = to_clojure(memory["s"])[0]
     assert sample == '"a\\uD800b"'
     sample.encode("utf-8")
+
+
+def test_a_pair_of_lone_surrogates_stays_two_code_points(tmp_path) -> None:
+    """issue 13 (found by CI's hypothesis run): JSON reads the escapes of a high then a
+    low lone surrogate as one character, so a map key, a printed line, a failure
+    message or a docstring holding such a pair came back as "\U00010000"."""
+    pair = "\ud800\udc00"
+    printed = run_program('(println "a\\ud800\\udc00b")').prints
+    assert printed == ("a" + pair + "b",)
+    memory = Memory({"m": {pair: None, "k": [pair]}, "f": 1}, docs={"f": pair})
+    turn = Turn.succeeded(1, "p" + pair, Failure("r" + pair, "m" + pair), memory=memory,
+                          prints=printed)
+    trace = Trace(mission=pair, system_prompt=pair, turns=(turn,), max_turns=2,
+                  data={"d": {pair: 1}}, name="n" + pair, source=pair)
+    for version in (1, 2):
+        for suffix in (".json", ".jsonl"):
+            loaded = round_trip(tmp_path, trace, version, suffix)
+            assert loaded == trace
+            got = loaded.turns[0]
+            assert got.prints == printed and list(got.memory["m"]) == [pair, "k"]
+            assert got.result.message == "m" + pair and got.memory.docs == {"f": pair}
+            assert len(loaded.mission) == 2
 
 
 def test_regexes_round_trip_and_compare_equal(tmp_path) -> None:

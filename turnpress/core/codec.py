@@ -31,7 +31,9 @@ __all__ = [
     "HashableMap",
     "RegexValue",
     "ValueCodecError",
+    "decode_text",
     "decode_value",
+    "encode_text",
     "encode_value",
     "is_regex",
     "same_value",
@@ -149,11 +151,13 @@ def _is_container(v: Any) -> bool:
 
 
 def _plain_map(m: Mapping[Any, Any]) -> bool:
-    """Whether a map is written as a JSON object (string keys, no tag look-alike)."""
+    """Whether a map is written as a JSON object: string keys, no tag look-alike, and
+    no lone surrogate (JSON would join a pair of them into one character on load)."""
     if len(m) == 1:
         (k,) = m
-        return isinstance(k, str) and not k.startswith("$")
-    return all(isinstance(k, str) for k in m)
+        return (isinstance(k, str) and not k.startswith("$")
+                and _SURROGATE.search(k) is None)
+    return all(isinstance(k, str) and _SURROGATE.search(k) is None for k in m)
 
 
 def _scalar_digest(v: Any) -> bytes:
@@ -379,7 +383,8 @@ class _Encoder:
             return {"$kw": self.scalar(value.name, path)} if _SURROGATE.search(
                 value.name) else {"$kw": value.name}
         if isinstance(value, Failure):
-            return {"$fail": {"reason": value.reason, "message": value.message}}
+            return {"$fail": {"reason": encode_text(value.reason),
+                              "message": encode_text(value.message)}}
         if isinstance(value, Fn):
             return {"$fn": {"params": [str(p) for p in value.params], "doc": value.doc,
                             "return_type": value.return_type}}
@@ -401,6 +406,26 @@ def _split_surrogates(s: str) -> list[Any]:
     if pos < len(s):
         out.append(s[pos:])
     return out
+
+
+def encode_text(text: str) -> Any:
+    """``text`` as JSON: itself, or ``{"$str": [...]}`` when it holds a lone surrogate.
+
+    JSON can escape a lone surrogate, but reads a high one followed by a low one as a
+    single character: written plainly, ``"\\ud800\\udc00"`` would come back changed."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return {"$str": _split_surrogates(text)}
+
+
+def decode_text(raw: Any, where: str = "") -> str:
+    """The string :func:`encode_text` wrote; anything else raises
+    :class:`ValueCodecError` whose ``path`` is ``where``."""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, dict) and list(raw) == ["$str"]:
+        return _Decoder().tagged("$str", raw["$str"], where, 0)
+    raise ValueCodecError(where, f"expected a string, got {_kind(raw)} {_show(raw)}")
 
 
 def encode_value(value: Any, where: str = "") -> Any:
@@ -541,11 +566,11 @@ class _Decoder:
         if tag == "$fn":
             return self.fn(body, at)
         if tag == "$fail":
-            if (not isinstance(body, dict) or set(body) != {"reason", "message"}
-                    or not all(isinstance(body[k], str) for k in body)):
+            if not isinstance(body, dict) or set(body) != {"reason", "message"}:
                 raise self.bad(at, 'expected {"reason": string, "message": string}, got '
                                    f"{_show(body)}")
-            return Failure(body["reason"], body["message"])
+            return Failure(decode_text(body["reason"], f"{at}.reason"),
+                           decode_text(body["message"], f"{at}.message"))
         if tag == "$graph":
             return self.graph(body, at)
         if tag == "$ref":

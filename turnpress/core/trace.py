@@ -220,7 +220,7 @@ class _MemoryDiff:
         docs_set = {n: d for n, d in docs.items() if self.docs.get(n) != d}
         docs_removed = [n for n in self.docs if n not in docs]
         if docs_set:
-            out["docs_set"] = docs_set
+            out["docs_set"] = {n: codec.encode_text(d) for n, d in docs_set.items()}
         if docs_removed:
             out["docs_removed"] = docs_removed
         self.docs = docs
@@ -234,12 +234,13 @@ def _turn_to_dict(turn: Turn, diff: _MemoryDiff | None = None,
     out: dict[str, Any] = {
         "number": turn.number,
         "success": turn.success,
-        "program": turn.program,
-        "raw_response": turn.raw_response,
+        "program": codec.encode_text(turn.program),
+        "raw_response": codec.encode_text(turn.raw_response),
         "result": encode(turn.result, f"{where}: result"),
-        "prints": list(turn.prints),
+        "prints": [codec.encode_text(p) for p in turn.prints],
         "tool_calls": [
-            {"name": c.name, "args": encode_value(list(c.args), f"{where}: tool_calls.args"),
+            {"name": codec.encode_text(c.name),
+             "args": encode_value(list(c.args), f"{where}: tool_calls.args"),
              "result": encode(c.result, f"{where}: tool_calls.result")}
             for c in turn.tool_calls
         ],
@@ -250,7 +251,7 @@ def _turn_to_dict(turn: Turn, diff: _MemoryDiff | None = None,
         out["memory"] = _names_to_dict(turn.memory, f"{where}: memory", encodings)
         docs = getattr(turn.memory, "docs", None)
         if docs:
-            out["docs"] = dict(docs)
+            out["docs"] = {n: codec.encode_text(d) for n, d in docs.items()}
     if turn.messages:
         out["messages"] = [dict(m) for m in turn.messages]
     if turn.usage is not None:
@@ -265,19 +266,19 @@ def trace_to_dict(trace: Trace, version: int = TRACE_VERSION) -> dict[str, Any]:
         raise ValueError(f"trace version must be one of {READ_VERSIONS}, got {version!r}")
     out: dict[str, Any] = {"version": version}
     if trace.name:
-        out["name"] = trace.name
+        out["name"] = codec.encode_text(trace.name)
     encodings = _Encodings()
     diff = _MemoryDiff(encodings) if version >= 2 else None
     out.update({
-        "mission": trace.mission,
-        "system_prompt": trace.system_prompt,
+        "mission": codec.encode_text(trace.mission),
+        "system_prompt": codec.encode_text(trace.system_prompt),
         "max_turns": trace.max_turns,
         "tools": {name: tool.to_dict() for name, tool in trace.tools.items()},
         "data": _names_to_dict(trace.data, "data"),
         "turns": [_turn_to_dict(t, diff, encodings) for t in trace.turns],
     })
     if trace.source:
-        out["source"] = trace.source
+        out["source"] = codec.encode_text(trace.source)
     if trace.preamble:
         out["preamble"] = [dict(m) for m in trace.preamble]
     if trace.skipped:
@@ -328,6 +329,8 @@ class _Reader:
             raise self.fail(prefix + key, "missing", turn)
         value = obj[key]
         kinds = kind if isinstance(kind, tuple) else (kind,)
+        if str in kinds and isinstance(value, dict) and list(value) == ["$str"]:
+            value = self.text(value, prefix + key, turn)
         if not isinstance(value, kind) or (isinstance(value, bool) and bool not in kinds):
             names = " or ".join(_json_kind(k.__name__) for k in kinds)
             raise self.fail(prefix + key, f"expected {names}, got "
@@ -365,11 +368,15 @@ class _Reader:
         if not isinstance(raw, dict):
             raise self.fail(field_name, f"expected an object of name -> docstring, got "
                                         f"{_short(raw)}", turn)
-        for name, doc in raw.items():
-            if not isinstance(doc, str):
-                raise self.fail(f"{field_name}.{name}", f"expected a string, got "
-                                                        f"{_short(doc)}", turn)
-        return raw
+        return {name: self.text(doc, f"{field_name}.{name}", turn)
+                for name, doc in raw.items()}
+
+    def text(self, raw: Any, field_name: str, turn: int | None = None) -> str:
+        """A string, or the ``{"$str": [...]}`` form of one holding lone surrogates."""
+        try:
+            return codec.decode_text(raw, field_name)
+        except codec.ValueCodecError as exc:
+            raise self.fail(field_name, exc.problem, turn) from None
 
     def trace(self, obj: Any, default_name: str) -> Trace:
         if not isinstance(obj, dict):
@@ -497,10 +504,8 @@ class _Reader:
         success = self.get(obj, "success", bool, number)
         program = self.get(obj, "program", str, number)
         raw_response = self.get(obj, "raw_response", str, number, default=program)
-        prints = self.get(obj, "prints", list, number, default=[])
-        for i, p in enumerate(prints):
-            if not isinstance(p, str):
-                raise self.fail(f"prints[{i}]", f"expected a string, got {_short(p)}", number)
+        prints = [self.text(p, f"prints[{i}]", number)
+                  for i, p in enumerate(self.get(obj, "prints", list, number, default=[]))]
         calls = []
         for i, raw in enumerate(self.get(obj, "tool_calls", list, number, default=[])):
             prefix = f"tool_calls[{i}]."
