@@ -310,3 +310,29 @@ def test_the_text_cache_of_a_run_stays_bounded():
     big = "y" * compression._MAX_TEXT_CHARS
     ctx.template("history/output.j2", prints=[big], max_chars=None)
     assert all(big not in text for text, _size in cache.texts.values())
+
+
+def test_per_turn_values_are_made_once_per_turn_and_key_and_stay_bounded(monkeypatch):
+    """RenderContext.per_turn: a strategy's rendering of one turn, reused by the later
+    prompts of the run; another key, another turn or another run makes it again."""
+    ctx = compression.RenderContext(mission="m", system_prompt="", tools={}, data={"p": 1},
+                                    turns_left=3)
+    first = Turn.succeeded(1, "p", 1, memory={})
+    twin = Turn.succeeded(1, "p", 1, memory={})  # equal, but another turn object
+    made = []
+
+    def make(tag):
+        return lambda: made.append(tag) or f"value {tag}"
+
+    assert ctx.per_turn(first, ("s", 1), make("a")) == "value a"
+    assert ctx.per_turn(first, ("s", 1), make("b")) == "value a"
+    assert ctx.per_turn(first, ("s", 2), make("c")) == "value c"
+    assert ctx.per_turn(twin, ("s", 1), make("d")) == "value d"
+    other_run = compression.RenderContext(mission="m", system_prompt="", tools={},
+                                          data={"q": 2}, turns_left=3)
+    assert other_run.per_turn(first, ("s", 1), make("e")) == "value e"
+    assert made == ["a", "c", "d", "e"]
+    monkeypatch.setattr(compression, "_MAX_PER_TURN", 3)
+    for i in range(10):
+        ctx.per_turn(first, ("bound", i), make(i))
+    assert len(ctx.run_cache.per_turn) <= 3

@@ -13,16 +13,18 @@ import inspect
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from turnpress.core.clojure import to_clojure
 from turnpress.core.model import Fn, Message, Tool, Turn, coerce_tools
 from turnpress.core.registry import PluginError, Registry, get_registry
 from turnpress.core.templates import get_environment, resolve_template_dirs
+
+_T = TypeVar("_T")
 
 __all__ = [
     "BASELINE_STRATEGY",
@@ -206,8 +208,8 @@ class RunCache:
     not seen: pass new data instead.
     """
 
-    __slots__ = ("clojure", "data", "keep", "lock", "sections", "templates", "text_chars",
-                 "texts", "tools")
+    __slots__ = ("clojure", "data", "keep", "lock", "per_turn", "sections", "templates",
+                 "text_chars", "texts", "tools")
 
     def __init__(self, keep: tuple[Any, ...]) -> None:
         self.keep = keep  # strong references: the ids in the lookup key stay unique
@@ -220,6 +222,8 @@ class RunCache:
         self.data: dict[str, Any] | None = None
         # (value key, limit, printable_limit) -> its to_clojure text (tool-call arguments)
         self.clojure: dict[tuple[Any, ...], str] = {}
+        # (id(turn), key) -> (the turn, kept alive so its id stays unique; the value)
+        self.per_turn: dict[tuple[int, Any], tuple[Any, Any]] = {}
         self.lock = threading.Lock()
         self.text_chars = 0
 
@@ -253,6 +257,7 @@ _RUNS_LOCK = threading.Lock()
 _MAX_RUNS = 8
 _MAX_TEXTS = 8192
 _MAX_TEXT_CHARS = 1_000_000  # per run: what the text cache may hold (texts and keys)
+_MAX_PER_TURN = 100_000  # per run: values remembered by RenderContext.per_turn
 
 
 def _items(mapping: Mapping[str, Any] | None) -> tuple[tuple[Any, Any], ...]:
@@ -446,6 +451,30 @@ class RenderContext:
         if key is not None:
             cache.remember(key, text, _key_chars(key))
         return text
+
+    def per_turn(self, turn: Turn, key: Any, make: Callable[[], _T]) -> _T:
+        """``make()``, computed once per run for this ``turn`` and ``key``, then reused.
+
+        For a strategy's rendering of one turn (its recap line, its masked output...)
+        that every later prompt repeats: compare renders prompt 1, 2, 3... of a run,
+        and without this each prompt redoes the work of all turns before it. ``key``
+        must hold everything else the value depends on (the strategy's name and
+        options, the turn's age tier...); turns are immutable, so the turn itself
+        needs no key. The most recent :data:`_MAX_PER_TURN` values are kept per run.
+
+            line = ctx.per_turn(turn, ("my-strategy", self.limit),
+                                lambda: self.recap_line(turn, ctx))
+        """
+        cache: RunCache = self.run_cache  # type: ignore[assignment]
+        slot = (id(turn), key)
+        found = cache.per_turn.get(slot)
+        if found is not None and found[0] is turn:
+            return found[1]  # type: ignore[no-any-return]
+        value = make()
+        if len(cache.per_turn) >= _MAX_PER_TURN:
+            cache.per_turn.clear()
+        cache.per_turn[slot] = (turn, value)
+        return value
 
     def message(self, role: str, content: str) -> Message:
         """A message dict."""
