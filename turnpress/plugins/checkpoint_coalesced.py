@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from copy import copy
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from turnpress.core.compression import (
@@ -131,18 +131,43 @@ def _size(messages: Sequence[Message]) -> int:
     return sum(len(content_text(m)) for m in messages)
 
 
+def turn_names(turn: Turn) -> frozenset[str]:
+    """The names one turn's output showed (a successful turn's prints; on a transcript,
+    its feedback)."""
+    if turn.messages:
+        return output_names(feedback_text(turn))
+    if turn.success and turn.prints:
+        return output_names("\n".join(turn.prints))
+    return frozenset()
+
+
 def names_before(turns: Sequence[Turn]) -> list[frozenset[str]]:
     """``[k]``: the names the output of ``turns[:k]`` showed (successful turns only; on a
     transcript, the feedback of every turn)."""
     out = [frozenset[str]()]
     for t in turns:
-        if t.messages:
-            out.append(out[-1] | output_names(feedback_text(t)))
-        elif t.success and t.prints:
-            out.append(out[-1] | output_names("\n".join(t.prints)))
-        else:
-            out.append(out[-1])
+        names = turn_names(t)
+        out.append(out[-1] | names if names else out[-1])
     return out
+
+
+class _Prefix:
+    """What :class:`CheckpointCoalesced` knows after the first ``k`` turns of a run: one
+    object per prefix of turns, remembered for the run (``RenderContext.per_turn`` on
+    the prefix's last turn, keyed by the node before it), so its identity stands for
+    the whole prefix. The root (no turn) is :data:`_ROOT`."""
+
+    __slots__ = ("appended", "before", "c", "delta", "previous", "seen")
+
+    def __init__(self, before: _Prefix | None, seen: frozenset[str], c: int, previous: int,
+                 appended: int, delta: list[Message] | None) -> None:
+        self.before = before  # keeps the node before alive: its id is in our key
+        self.seen = seen  # the names the output of these turns showed
+        self.c, self.previous, self.appended = c, previous, appended  # see _checkpoints
+        self.delta = delta  # the last turn's delta (None when it made a checkpoint)
+
+
+_ROOT = _Prefix(None, frozenset(), 0, 0, 0, None)
 
 
 class _CheckpointView(SingleUserCoalesced):
@@ -268,26 +293,53 @@ class CheckpointCoalesced(Strategy):
 
     def _checkpoints(self, turns: Sequence[Turn], ctx: RenderContext) -> tuple[int, int, bool]:
         """``(c, previous, moves)``: :meth:`checkpoints` plus the checkpoint before ``c``."""
-        c, previous, appended = 0, 0, 0
-        seen = names_before(turns)
-        for pos in range(1, len(turns) + 1):
-            if self._due(pos, c, appended):
-                c, previous, appended = pos, c, 0
-            else:
-                appended += _size(self.delta(ctx, turns, pos, seen))
-        return c, previous, self._due(len(turns) + 1, c, appended)
+        last = self._prefixes(turns, ctx)[-1]
+        return last.c, last.previous, self._due(len(turns) + 1, last.c, last.appended)
 
     def _due(self, pos: int, c: int, appended: int) -> bool:
         return pos - c >= self.every or (self.delta_chars > 0 and appended >= self.delta_chars)
 
+    def _key(self, ctx: RenderContext, turns: Sequence[Turn]) -> tuple[Any, ...]:
+        """What a prefix's state depends on besides its turns: this strategy's options,
+        the view's settings and the run's turn budget (the deltas' turns-left lines)."""
+        view = self._coalesced
+        return (type(self), tuple(self.options.items()), type(view), view.println_limit,
+                view.tool_call_limit, view.errors, view.output_lines, view.turn_lines,
+                view.line_chars, view.keys, ctx.turns_left + len(turns))
+
+    def _prefixes(self, turns: Sequence[Turn], ctx: RenderContext) -> list[_Prefix]:
+        """``[k]``: the state after ``turns[:k]`` (names seen, checkpoints, the k-th
+        turn's delta), each made once per run and reused by later prompts."""
+        key = self._key(ctx, turns)
+        nodes = [_ROOT]
+        node = _ROOT
+        for pos, turn in enumerate(turns, 1):
+            before = node
+            node = ctx.per_turn(turn, (key, id(before)),
+                                partial(self._step, before, turns, pos, ctx))
+            nodes.append(node)
+        return nodes
+
+    def _step(self, before: _Prefix, turns: Sequence[Turn], pos: int,
+              ctx: RenderContext) -> _Prefix:
+        """The state after the ``pos``-th turn, from the state ``before`` it."""
+        names = turn_names(turns[pos - 1])
+        seen = before.seen | names if names else before.seen
+        if self._due(pos, before.c, before.appended):
+            return _Prefix(before, seen, pos, before.c, 0, None)
+        delta = self.delta(ctx, turns, pos, {pos - 1: before.seen})
+        return _Prefix(before, seen, before.c, before.previous,
+                       before.appended + _size(delta), delta)
+
     # -- the pieces ------------------------------------------------------------------
 
     def delta(self, ctx: RenderContext, turns: Sequence[Turn], pos: int,
-              seen: Sequence[frozenset[str]] | None = None) -> list[Message]:
+              seen: Sequence[frozenset[str]] | Mapping[int, frozenset[str]] | None = None
+              ) -> list[Message]:
         """The compact messages standing for the ``pos``-th turn (1-based) after the
         last checkpoint: its output cut to its first and last ``output_lines`` lines plus
         up to ``key_lines`` lines that first showed a name. ``seen``: ``names_before(turns)``
-        when the caller has it."""
+        (or its item ``pos - 1``) when the caller has it."""
         turn = turns[pos - 1]
         if turn.messages:
             return cut_feedback(turn, ctx, **line_limits(self.output_lines))
@@ -316,14 +368,26 @@ class CheckpointCoalesced(Strategy):
         view.recent_from = previous
         return view.to_messages(turns[:c], memory, at)
 
+    def _view(self, turns: Sequence[Turn], nodes: list[_Prefix],
+              ctx: RenderContext) -> list[Message]:
+        """:meth:`coalesced` as of the last checkpoint, made once per run and checkpoint
+        (the same message objects on every prompt until the next one)."""
+        c, previous = nodes[-1].c, nodes[-1].previous
+        if not c:
+            return self.coalesced(turns, c, ctx, previous)
+        anchor = (nodes[c], ctx.preamble)  # kept in the value: their ids are in the key
+        key = ("view", self._key(ctx, turns), id(nodes[c]), tuple(map(id, ctx.preamble)),
+               ctx.mission, ctx.system_prompt)
+        return ctx.per_turn(turns[c - 1], key,
+                            lambda: (anchor, self.coalesced(turns, c, ctx, previous)))[1]
+
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """The coalesced view as of the last checkpoint, then one delta per later turn."""
-        c, previous, _ = self._checkpoints(turns, ctx)
-        messages = self.coalesced(turns, c, ctx, previous)
-        seen = names_before(turns)
-        for pos in range(c + 1, len(turns) + 1):
-            messages.extend(self.delta(ctx, turns, pos, seen))
+        nodes = self._prefixes(turns, ctx)
+        messages = list(self._view(turns, nodes, ctx))
+        for node in nodes[nodes[-1].c + 1:]:
+            messages.extend(node.delta)  # type: ignore[arg-type]
         return messages
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
@@ -336,15 +400,17 @@ class CheckpointCoalesced(Strategy):
         does not repeat it (it rebuilds the view), so there only the stable head is
         a prefix later prompts share; the end marker still saves the re-read.
         """
-        c, previous, moves = self._checkpoints(turns, ctx)
-        messages = self.to_messages(turns, memory, ctx)
+        nodes = self._prefixes(turns, ctx)
+        moves = self._due(len(turns) + 1, nodes[-1].c, nodes[-1].appended)
+        view = self._view(turns, nodes, ctx)
         if ctx.is_transcript:
             points: list[Breakpoint] = transcript_head_breakpoints(ctx)
         else:
             points = [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
         if not moves:
-            points.append((len(self.coalesced(turns, c, ctx, previous)) - 1, None))
-        points.append((len(messages) - 1, None))
+            points.append((len(view) - 1, None))
+        deltas = sum(len(node.delta) for node in nodes[nodes[-1].c + 1:])  # type: ignore[arg-type]
+        points.append((len(view) + deltas - 1, None))
         return sorted(set(points), key=lambda p: (p[0], p[1] is None, p[1] or 0))
 
 

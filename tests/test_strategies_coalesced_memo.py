@@ -1,0 +1,125 @@
+"""The coalesced strategies (``single-user-coalesced``, ``aggressive``,
+``checkpoint-coalesced``) remember their per-turn work for the run
+(``RenderContext.per_turn``): prompt n reuses what prompt n-1 made. These tests pin
+that the memo never changes a prompt (whatever the order of calls, prefix, mission or
+turn budget) and that it really saves the work (issue 9 item 9)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from test_strategies_transcripts import transcript
+
+from turnpress import Failure, ToolCall, Turn
+from turnpress.core.compression import RenderContext, get_strategy
+from turnpress.core.trace import Trace
+from turnpress.plugins.checkpoint_coalesced import CheckpointCoalesced
+
+SPECS = ["single-user-coalesced", "single-user-coalesced:errors=pairs", "aggressive",
+         "checkpoint-coalesced", "checkpoint-coalesced:every=3,delta_chars=300",
+         "checkpoint-coalesced:every=4,turn_lines=0,output_lines=2,key_lines=1"]
+
+
+def _turn(n: int, memory: dict) -> Turn:
+    """A PTC-Lisp turn: prints with names (``field_n``), a tool call, every fifth fails."""
+    memory = {**memory, f"v{n}": n}
+    prints = ("\n".join([f"row {n}", *(f"  field_{i}.key_{n % 3} = {i}" for i in range(n % 7)),
+                         f"end {n}"]),)
+    calls = (ToolCall("search", (f"q{n}", n)),)
+    if n % 5 == 0:
+        return Turn.failed(n, f"(boom {n})", Failure("undefined_symbol", f"no boom {n}"),
+                           memory=memory, tool_calls=calls, raw_response=f"(boom {n})")
+    return Turn.succeeded(n, f"(def v{n} {n})", n, memory=memory, prints=prints,
+                          tool_calls=calls, raw_response=f"```clojure\n(def v{n} {n})\n```")
+
+
+def ptc_run(count: int = 14) -> Trace:
+    turns: list[Turn] = []
+    for n in range(1, count + 1):
+        turns.append(_turn(n, turns[-1].memory if turns else {}))
+    return Trace("Find the field names.", turns, "sys", count + 3)
+
+
+def _render(trace: Trace, spec: str, n: int, *, mission: str | None = None,
+            turns: tuple[Turn, ...] | None = None,
+            turns_left: int | None = None) -> tuple[list, list]:
+    args = trace.prompt_arguments(n)
+    turns = args["turns"] if turns is None else turns
+    ctx = RenderContext(mission=args["mission"] if mission is None else mission,
+                        system_prompt=args["system_prompt"], tools=args["tools"],
+                        data=args["data"],
+                        turns_left=args["turns_left"] if turns_left is None else turns_left,
+                        preamble=args["preamble"])
+    strategy = get_strategy(spec)
+    memory = turns[-1].memory if turns else {}
+    return (strategy.to_messages(turns, memory, ctx),
+            strategy.cache_breakpoints(turns, memory, ctx))
+
+
+def _fresh(trace: Trace, spec: str, n: int, **kwargs) -> tuple[list, list]:
+    """The prompt from a copy of the run (new turn objects; a new ``data`` object, so a
+    new run cache)."""
+    twin = copy.deepcopy(trace)
+    assert twin.data is not trace.data
+    if "turns" in kwargs:
+        kwargs["turns"] = tuple(twin.turns[trace.turns.index(t)] for t in kwargs["turns"])
+    return _render(twin, spec, n, **kwargs)
+
+
+RUNS = {"ptc": ptc_run, "transcript": lambda: transcript(n_extra=8)}
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+@pytest.mark.parametrize("spec", SPECS)
+def test_prompts_in_any_order_equal_fresh_renders(run: str, spec: str) -> None:
+    trace = RUNS[run]()
+    last = len(trace.turns) + 1
+    fresh = {n: _fresh(trace, spec, n) for n in range(1, last + 1)}
+    for order in (range(last, 0, -1), range(1, last + 1), [7, 2, last, 3, 7]):
+        for n in order:
+            assert _render(trace, spec, n) == fresh[n], (spec, n)
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+@pytest.mark.parametrize("spec", SPECS)
+def test_same_turns_in_another_prefix_budget_or_mission_are_rendered_afresh(
+        run: str, spec: str) -> None:
+    """The memo is keyed by the whole prefix of turns, the turn budget and the mission:
+    the same turn objects after other turns (or none), under another budget or
+    mission, give what a fresh render gives."""
+    trace = RUNS[run]()
+    last = len(trace.turns) + 1
+    for n in range(1, last + 1):
+        _render(trace, spec, n)  # fill the memo
+    turns = tuple(trace.turns)
+    for variant in ({"turns": turns[3:]}, {"turns": turns[:2] + turns[5:]},
+                    {"turns_left": 50}, {"mission": "Another mission."}):
+        full = len(turns)
+        assert _render(trace, spec, full + 1, **variant) == \
+            _fresh(trace, spec, full + 1, **variant), (spec, variant)
+
+
+def test_checkpoint_deltas_and_views_are_made_once_per_run(monkeypatch) -> None:
+    """Rendering every prompt (messages and breakpoints) makes each turn's delta once
+    and each checkpoint's view once, not once per later prompt."""
+    made: dict[str, list] = {"delta": [], "view": []}
+    delta, coalesced = CheckpointCoalesced.delta, CheckpointCoalesced.coalesced
+
+    def counting_delta(self, ctx, turns, pos, seen=None):
+        made["delta"].append(turns[pos - 1].number)
+        return delta(self, ctx, turns, pos, seen)
+
+    def counting_view(self, turns, c, ctx, previous=0):
+        made["view"].append(c)
+        return coalesced(self, turns, c, ctx, previous)
+
+    monkeypatch.setattr(CheckpointCoalesced, "delta", counting_delta)
+    monkeypatch.setattr(CheckpointCoalesced, "coalesced", counting_view)
+    trace = ptc_run(20)
+    spec = "checkpoint-coalesced:every=4,delta_chars=0"
+    for n in range(1, len(trace.turns) + 2):
+        _render(trace, spec, n)
+    checkpoints = [4, 8, 12, 16, 20]
+    assert sorted(made["delta"]) == [n for n in range(1, 21) if n not in checkpoints]
+    assert sorted(c for c in made["view"] if c) == checkpoints
