@@ -123,3 +123,61 @@ def test_checkpoint_deltas_and_views_are_made_once_per_run(monkeypatch) -> None:
     checkpoints = [4, 8, 12, 16, 20]
     assert sorted(made["delta"]) == [n for n in range(1, 21) if n not in checkpoints]
     assert sorted(c for c in made["view"] if c) == checkpoints
+
+
+def test_a_used_strategy_still_copies_and_pickles() -> None:
+    """compare sends strategies to worker processes: what an instance remembers of its
+    last prompt (the run's cache, with a lock) stays behind."""
+    import pickle
+
+    strategy = get_strategy("checkpoint-coalesced:every=3")
+    trace = ptc_run(6)
+    args = trace.prompt_arguments(7)
+    ctx = RenderContext(mission=args["mission"], system_prompt="sys", tools=args["tools"],
+                        data=args["data"], turns_left=args["turns_left"])
+    expected = strategy.to_messages(args["turns"], {}, ctx)
+    for twin in (pickle.loads(pickle.dumps(strategy)), copy.deepcopy(strategy),
+                 copy.copy(strategy)):
+        assert twin == strategy
+        assert twin.to_messages(args["turns"], {}, ctx) == expected
+
+
+def test_transcript_pieces_are_cut_and_rendered_once_per_turn(monkeypatch) -> None:
+    """single-user-coalesced and aggressive on a transcript: each turn's outputs are
+    cut, and its tool-call arguments rendered, once per run and set of limits, not once
+    per later prompt; cut_feedback returns the same message objects each time."""
+    from turnpress.plugins import _transcript
+
+    cuts: list[str] = []
+    cut_middle = _transcript.cut_middle
+
+    def counting_cut(text, ctx, **limits):
+        cuts.append(text)
+        return cut_middle(text, ctx, **limits)
+
+    calls: list[int] = []
+    to_clojure = RenderContext.to_clojure
+
+    def counting_clojure(self, value, limit=None, printable_limit=None):
+        calls.append(1)
+        return to_clojure(self, value, limit, printable_limit)
+
+    monkeypatch.setattr(_transcript, "cut_middle", counting_cut)
+    monkeypatch.setattr(RenderContext, "to_clojure", counting_clojure)
+    trace = transcript(n_extra=8)
+    contents = sum(1 for t in trace.turns for m in t.messages
+                   if m["role"] == "tool" and m["content"])
+    arguments = sum(len(c.args) for t in trace.turns for c in t.tool_calls)
+    for spec in ("single-user-coalesced", "aggressive"):
+        for n in range(1, len(trace.turns) + 2):
+            _render(trace, spec, n)
+    assert len(cuts) == 2 * contents  # two sets of limits, each content once
+    assert len(calls) == arguments
+    args = trace.prompt_arguments(3)
+    ctx = RenderContext(mission="m", system_prompt="", tools=args["tools"],
+                        data=args["data"], turns_left=3)
+    first = _transcript.cut_feedback(trace.turns[1], ctx)
+    again = _transcript.cut_feedback(trace.turns[1], ctx)
+    assert first == again and first is not again
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    assert "lines elided" in first[1]["content"]

@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -258,6 +258,7 @@ _MAX_RUNS = 8
 _MAX_TEXTS = 8192
 _MAX_TEXT_CHARS = 1_000_000  # per run: what the text cache may hold (texts and keys)
 _MAX_PER_TURN = 100_000  # per run: values remembered by RenderContext.per_turn
+_CALL_ENTRIES = ("turnpress.tool_calls", ARG_LIMIT, ARG_PRINTABLE_LIMIT)  # its per_turn key
 
 
 def _items(mapping: Mapping[str, Any] | None) -> tuple[tuple[Any, Any], ...]:
@@ -350,9 +351,18 @@ def _key_chars(key: Any) -> int:
     """The characters of the strings in a key (what remembering it costs)."""
     if type(key) is str:
         return len(key)
-    if type(key) is tuple:
-        return sum([_key_chars(x) for x in key])
-    return 0
+    if type(key) is not tuple:
+        return 0
+    total = 0
+    pending = [key]
+    while pending:
+        for x in pending.pop():
+            kind = type(x)
+            if kind is str:
+                total += len(x)
+            elif kind is tuple:
+                pending.append(x)
+    return total
 
 
 @dataclass(frozen=True)
@@ -529,11 +539,14 @@ class RenderContext:
         before any turn ran."""
         if not turns:
             return None
-        calls = [
-            {"name": call.name, "args": self.call_args(call.args)}
-            for call in newest_items((t.tool_calls for t in reversed(turns)), limit)
-        ]
+        calls = newest_items((self.per_turn(t, _CALL_ENTRIES, partial(self._call_entries, t))
+                              for t in reversed(turns)), limit)
         return self.template("history/tool_calls.j2", calls=calls)
+
+    def _call_entries(self, turn: Turn) -> tuple[dict[str, str], ...]:
+        """One turn's ``{name, args}`` entries of :meth:`tool_calls` (made once per run)."""
+        return tuple({"name": call.name, "args": self.call_args(call.args)}
+                     for call in turn.tool_calls)
 
     def output(self, turns: Sequence[Turn], limit: int, *,
                max_chars: int | None = None) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from turnpress.core.compression import RenderContext, newest_items
@@ -87,14 +88,23 @@ def assistant_messages(turn: Turn) -> list[Mapping[str, Any]]:
 
 def cut_feedback(turn: Turn, ctx: RenderContext, **limits: int) -> list[Message]:
     """A transcript turn's original messages with each feedback content cut to head
-    plus tail (:func:`cut_middle`); assistant messages as sent."""
+    plus tail (:func:`cut_middle`); assistant messages as sent.
+
+    Made once per run, turn and limits (``RenderContext.per_turn``): every call returns
+    a new list of the same message objects (never change them)."""
+    key = ("_transcript.cut_feedback", tuple(sorted(limits.items())))
+    return list(ctx.per_turn(turn, key, partial(_cut_feedback, turn, ctx, limits)))
+
+
+def _cut_feedback(turn: Turn, ctx: RenderContext, limits: dict[str, int]
+                  ) -> tuple[Message, ...]:
     out: list[Message] = []
     for m in turn.messages:
         if m.get("role") == "assistant" or not isinstance(m.get("content"), str):
             out.append(dict(m))  # type: ignore[arg-type]
         else:
             out.append(with_content(m, cut_middle(m["content"], ctx, **limits)))
-    return out
+    return tuple(out)
 
 
 def feedback_text(turn: Turn) -> str:
@@ -122,18 +132,25 @@ def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
                  max_chars: int | None = None, lines: int = HEAD_LINES) -> str | None:
     """The ``;; Output:`` section of a transcript: its last ``limit`` feedback contents
     (tool results, user messages), each cut to head plus tail, oldest first."""
-    contents = newest_items(([content_text(m) for m in feedback_messages(t)]
-                             for t in reversed(turns)), limit)  # reads only the last turns
-    contents = [c for c in contents if c]
-    if not contents:
-        return None
     if max_chars is not None:
         limits = {"head_lines": 3, "tail_lines": 3, "head_chars": max_chars // 2,
                   "tail_chars": max_chars // 2}
     else:
         limits = line_limits(lines)
-    return ctx.template("history/output.j2", prints=[cut_middle(c, ctx, **limits)
-                                                     for c in contents], max_chars=None)
+    key = ("_transcript.cut_contents", tuple(limits.items()))
+    cuts = newest_items((ctx.per_turn(t, key, partial(_cut_contents, t, ctx, limits))
+                         for t in reversed(turns)), limit)  # reads only the last turns
+    prints = [c for c in cuts if c is not None]
+    if not prints:
+        return None
+    return ctx.template("history/output.j2", prints=prints, max_chars=None)
+
+
+def _cut_contents(turn: Turn, ctx: RenderContext, limits: dict[str, int]
+                  ) -> tuple[str | None, ...]:
+    """Each feedback content of ``turn`` cut to head plus tail (None for an empty one)."""
+    return tuple(cut_middle(c, ctx, **limits) if c else None
+                 for c in (content_text(m) for m in feedback_messages(turn)))
 
 
 def tool_calls(turns: Sequence[Turn], ctx: RenderContext, limit: int) -> str | None:
@@ -142,10 +159,17 @@ def tool_calls(turns: Sequence[Turn], ctx: RenderContext, limit: int) -> str | N
     tool-calling agent reuses)."""
     if not turns:
         return None
-    calls = [{"name": call.name,
-              "args": " ".join(ctx.to_clojure(a, 3, CALL_ARG_CHARS) for a in call.args)}
-             for call in newest_items((t.tool_calls for t in reversed(turns)), limit)]
+    key = ("_transcript.tool_calls", CALL_ARG_CHARS)
+    calls = newest_items((ctx.per_turn(t, key, partial(_call_entries, t, ctx))
+                          for t in reversed(turns)), limit)
     return ctx.template("history/tool_calls.j2", calls=calls)
+
+
+def _call_entries(turn: Turn, ctx: RenderContext) -> tuple[dict[str, str], ...]:
+    """The tool-call entries of one turn (made once per run; never change them)."""
+    return tuple({"name": call.name,
+                  "args": " ".join(ctx.to_clojure(a, 3, CALL_ARG_CHARS) for a in call.args)}
+                 for call in turn.tool_calls)
 
 
 def line_limits(lines: int) -> dict[str, int]:

@@ -276,6 +276,13 @@ class CheckpointCoalesced(Strategy):
         self._coalesced.line_chars = self.line_chars
         self.key_lines = self.check_int("key_lines", key_lines)
         self._coalesced.keys = self.key_lines
+        # (turns, key, run cache, prefix states) of the last prompt walked
+        self._last_walk: tuple[Any, ...] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The instance's attributes for copy and pickle, without the last walk (it holds
+        the run's cache, which has a lock)."""
+        return {**self.__dict__, "_last_walk": None}
 
     # -- where the checkpoints are ---------------------------------------------------
 
@@ -311,6 +318,9 @@ class CheckpointCoalesced(Strategy):
         """``[k]``: the state after ``turns[:k]`` (names seen, checkpoints, the k-th
         turn's delta), each made once per run and reused by later prompts."""
         key = self._key(ctx, turns)
+        last = self._last_walk
+        if last is not None and last[0] is turns and last[1] == key and last[2] is ctx.run_cache:
+            return last[3]  # messages, then breakpoints, of the same prompt
         nodes = [_ROOT]
         node = _ROOT
         for pos, turn in enumerate(turns, 1):
@@ -318,6 +328,8 @@ class CheckpointCoalesced(Strategy):
             node = ctx.per_turn(turn, (key, id(before)),
                                 partial(self._step, before, turns, pos, ctx))
             nodes.append(node)
+        if type(turns) is tuple:  # a list could change before the next call
+            self._last_walk = (turns, key, ctx.run_cache, nodes)
         return nodes
 
     def _step(self, before: _Prefix, turns: Sequence[Turn], pos: int,
@@ -373,12 +385,13 @@ class CheckpointCoalesced(Strategy):
         """:meth:`coalesced` as of the last checkpoint, made once per run and checkpoint
         (the same message objects on every prompt until the next one)."""
         c, previous = nodes[-1].c, nodes[-1].previous
-        if not c:
+        if not turns:
             return self.coalesced(turns, c, ctx, previous)
         anchor = (nodes[c], ctx.preamble)  # kept in the value: their ids are in the key
         key = ("view", self._key(ctx, turns), id(nodes[c]), tuple(map(id, ctx.preamble)),
                ctx.mission, ctx.system_prompt)
-        return ctx.per_turn(turns[c - 1], key,
+        # kept with the checkpoint's last turn (with the first turn for the view of none)
+        return ctx.per_turn(turns[max(c, 1) - 1], key,
                             lambda: (anchor, self.coalesced(turns, c, ctx, previous)))[1]
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
