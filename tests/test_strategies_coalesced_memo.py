@@ -43,14 +43,16 @@ def ptc_run(count: int = 14) -> Trace:
 
 def _render(trace: Trace, spec: str, n: int, *, mission: str | None = None,
             turns: tuple[Turn, ...] | None = None,
-            turns_left: int | None = None) -> tuple[list, list]:
+            turns_left: int | None = None, system: str | None = None
+            ) -> tuple[list, list]:
     args = trace.prompt_arguments(n)
     turns = args["turns"] if turns is None else turns
     ctx = RenderContext(mission=args["mission"] if mission is None else mission,
                         system_prompt=args["system_prompt"], tools=args["tools"],
                         data=args["data"],
                         turns_left=args["turns_left"] if turns_left is None else turns_left,
-                        preamble=args["preamble"])
+                        preamble=args["preamble"] if system is None else (
+                            {"role": "system", "content": system}, *args["preamble"][1:]))
     strategy = get_strategy(spec)
     memory = turns[-1].memory if turns else {}
     return (strategy.to_messages(turns, memory, ctx),
@@ -94,7 +96,8 @@ def test_same_turns_in_another_prefix_budget_or_mission_are_rendered_afresh(
         _render(trace, spec, n)  # fill the memo
     turns = tuple(trace.turns)
     for variant in ({"turns": turns[3:]}, {"turns": turns[:2] + turns[5:]},
-                    {"turns_left": 50}, {"mission": "Another mission."}):
+                    {"turns_left": 50}, {"mission": "Another mission."},
+                    *([{"system": "Another system prompt."}] if trace.preamble else [])):
         full = len(turns)
         assert _render(trace, spec, full + 1, **variant) == \
             _fresh(trace, spec, full + 1, **variant), (spec, variant)
