@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from turnpress.core.clojure import to_clojure
-from turnpress.core.model import Fn, Message, Tool, Turn, coerce_tools
+from turnpress.core.model import Fn, Memory, Message, Tool, Turn, coerce_tools
 from turnpress.core.registry import PluginError, Registry, get_registry
 from turnpress.core.templates import get_environment, resolve_template_dirs
 
@@ -222,7 +222,8 @@ class RunCache:
         self.data: dict[str, Any] | None = None
         # (value key, limit, printable_limit) -> its to_clojure text (tool-call arguments)
         self.clojure: dict[tuple[Any, ...], str] = {}
-        # (id(turn), key) -> (the turn, kept alive so its id stays unique; the value)
+        # (id(turn), key) -> (the turn, kept alive so its id stays unique; the value);
+        # also (id(memory), section key) -> (memory, (renderer, its user/ section text))
         self.per_turn: dict[tuple[int, Any], tuple[Any, Any]] = {}
         self.lock = threading.Lock()
         self.text_chars = 0
@@ -519,6 +520,12 @@ class RenderContext:
                     if hit[1]:
                         sections.append(hit[1])
                     continue
+            elif type(memory) is Memory:  # a turn's memory never changes: render it once
+                hit = cache.per_turn.get((id(memory), key))
+                if hit is not None and hit[0] is memory and hit[1][0] is reg:
+                    if hit[1][1]:
+                        sections.append(hit[1][1])
+                    continue
             try:
                 text = reg.value(view)
             except Exception as exc:
@@ -530,6 +537,10 @@ class RenderContext:
             text = text.rstrip("\n") if text else ""
             if is_stable:
                 cache.sections[key] = (reg, text)
+            elif type(memory) is Memory:
+                if len(cache.per_turn) >= _MAX_PER_TURN:
+                    cache.per_turn.clear()
+                cache.per_turn[(id(memory), key)] = (memory, (reg, text))
             if text:
                 sections.append(text)
         return sections
