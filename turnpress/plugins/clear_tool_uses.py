@@ -130,9 +130,11 @@ class ClearToolUses(Strategy):
         uses: list[ToolUse] = []
         index = len(ctx.preamble) if ctx.is_transcript else 2  # full history's head
         for pos, turn in enumerate(turns, 1):
-            for result, call, call_id, names in ctx.per_turn(turn, (self.name, "uses"),
-                                                             lambda turn=turn: _uses(turn)):
-                uses.append(ToolUse(pos, index + result, index + call, call_id, names))
+            uses.extend(ctx.per_turn(turn, ("clear-tool-uses", "uses", pos, index),
+                                     lambda pos=pos, turn=turn, start=index: tuple(
+                                         ToolUse(pos, start + result, start + call, call_id,
+                                                 names)
+                                         for result, call, call_id, names in _uses(turn))))
             index += len(turn.messages) or 2
         return uses
 
@@ -142,11 +144,16 @@ class ClearToolUses(Strategy):
         full history is within ``trigger`` or the activation clears too little);
         ``full`` is that full history when the caller has it already."""
         full = full if full is not None else self._full.to_messages(turns, {}, ctx)
+        return self._cleared(turns, ctx, full, None)
+
+    def _cleared(self, turns: Sequence[Turn], ctx: RenderContext, full: list[Message],
+                 uses: list[ToolUse] | None) -> list[ToolUse]:
         if self._full_count(turns, ctx, full) <= self.trigger:
             return []
-        uses = self.tool_uses(turns, ctx)
+        uses = uses if uses is not None else self.tool_uses(turns, ctx)
         candidates = uses[: max(0, len(uses) - self.keep)]
-        picked = [u for u in candidates if not (set(u.tools) & self.excluded)]
+        excluded = self.excluded
+        picked = [u for u in candidates if not excluded.intersection(u.tools)]
         if self.clear_at_least and picked:
             edited = self.edit(full, picked, ctx)
             if self.count(ctx, full) - self.count(ctx, edited) < self.clear_at_least:
@@ -204,14 +211,13 @@ class ClearToolUses(Strategy):
             cleared = by_turn.get(pos)
             if not cleared:
                 continue
-            local = tuple(ToolUse(1, u.result - start, u.call - start, u.call_id, u.tools)
-                          for u in cleared)
+            local = tuple((u.result - start, u.call - start, u.call_id) for u in cleared)
             left = None if turn.messages else ctx.turns_left_after(turns, pos)
-            key = (self.name, "edited", left, self.clear_tool_inputs,
-                   tuple((u.result, u.call, u.call_id) for u in local))
+            key = (self.name, "edited", left, self.clear_tool_inputs, local)
             pair = full[start:index]
             messages[start:index] = ctx.per_turn(
-                turn, key, lambda pair=pair, local=local: tuple(self.edit(pair, local, ctx)))
+                turn, key, lambda pair=pair, local=local: tuple(self.edit(
+                    pair, [ToolUse(1, r, c, i, ()) for r, c, i in local], ctx)))
         return messages
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
@@ -221,9 +227,11 @@ class ClearToolUses(Strategy):
         conversation. A turn that clears more invalidates the cache after the first
         newly cleared result, as on the API."""
         full = self._full.to_messages(turns, memory, ctx)
-        cleared = {u.result for u in self.cleared(turns, ctx, full)}
-        open_uses = [u for u in self.tool_uses(turns, ctx)
-                     if u.result not in cleared and not (set(u.tools) & self.excluded)]
+        uses = self.tool_uses(turns, ctx)
+        cleared = {u.result for u in self._cleared(turns, ctx, full, uses)}
+        excluded = self.excluded
+        open_uses = [u for u in uses
+                     if u.result not in cleared and not excluded.intersection(u.tools)]
         points: list[Breakpoint] = [(0, None), (len(full) - 1, None)]
         if open_uses:
             first = min(u.call if self.clear_tool_inputs else u.result for u in open_uses)
