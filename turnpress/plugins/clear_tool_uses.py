@@ -108,46 +108,52 @@ class ClearToolUses(Strategy):
     def count(self, ctx: RenderContext, messages: Sequence[Message]) -> int:
         """The tokens of ``messages`` by the ``tokenizer`` option's tokenizer."""
         count = ctx.registry.tokenizers()[self.tokenizer].value
-        return count("".join(f"<|{m['role']}|>\n{_text(m)}\n" for m in messages))
+        return count("".join(_counted(m) for m in messages))
+
+    def _full_count(self, turns: Sequence[Turn], ctx: RenderContext,
+                    full: Sequence[Message]) -> int:
+        """:meth:`count` of ``full``, the full-history prompt of ``turns``: each turn's
+        text is joined once for the run and reused by later prompts."""
+        count = ctx.registry.tokenizers()[self.tokenizer].value
+        head = len(full) - sum(len(t.messages) or 2 for t in turns)
+        parts = [_counted(m) for m in full[:head]]
+        for pos, turn in enumerate(turns, 1):
+            left = None if turn.messages else ctx.turns_left_after(turns, pos)
+            parts.append(ctx.per_turn(turn, (self.name, "counted", left), lambda pos=pos: "".join(
+                _counted(m) for m in self._full.turn_pair(ctx, turns, pos))))
+        return count("".join(parts))
 
     # -- the edit --------------------------------------------------------------------
 
     def tool_uses(self, turns: Sequence[Turn], ctx: RenderContext) -> list[ToolUse]:
         """Every tool use of ``turns``, oldest first, located in the full-history prompt."""
         uses: list[ToolUse] = []
-        index = len(self._full.head(turns, ctx))
+        index = len(ctx.preamble) if ctx.is_transcript else 2  # full history's head
         for pos, turn in enumerate(turns, 1):
-            if not turn.messages:
-                names = tuple(dict.fromkeys(c.name for c in turn.tool_calls))
-                uses.append(ToolUse(pos, index + 1, index, None, names))
-                index += 2
-                continue
-            names_by_id: dict[str, tuple[int, str]] = {}
-            for offset, m in enumerate(turn.messages):
-                if m.get("role") == "assistant":
-                    for call in m.get("tool_calls") or ():
-                        name = (call.get("function") or {}).get("name") or call.get("name", "")
-                        names_by_id[call.get("id")] = (index + offset, name)
-            for offset, m in enumerate(turn.messages):
-                if m.get("role") == "tool" and m.get("tool_call_id") in names_by_id:
-                    call_at, name = names_by_id[m["tool_call_id"]]
-                    uses.append(ToolUse(pos, index + offset, call_at, m["tool_call_id"],
-                                        (name,)))
-                elif m.get("role") == "user" and not names_by_id:
-                    uses.append(ToolUse(pos, index + offset, index, None, ()))
-            index += len(turn.messages)
+            uses.extend(ctx.per_turn(turn, ("clear-tool-uses", "uses", pos, index),
+                                     lambda pos=pos, turn=turn, start=index: tuple(
+                                         ToolUse(pos, start + result, start + call, call_id,
+                                                 names)
+                                         for result, call, call_id, names in _uses(turn))))
+            index += len(turn.messages) or 2
         return uses
 
     def cleared(self, turns: Sequence[Turn], ctx: RenderContext,
                 full: list[Message] | None = None) -> list[ToolUse]:
         """The tool uses the edit clears for the prompt after ``turns`` (empty while the
-        full history is within ``trigger`` or the activation clears too little)."""
+        full history is within ``trigger`` or the activation clears too little);
+        ``full`` is that full history when the caller has it already."""
         full = full if full is not None else self._full.to_messages(turns, {}, ctx)
-        if self.count(ctx, full) <= self.trigger:
+        return self._cleared(turns, ctx, full, None)
+
+    def _cleared(self, turns: Sequence[Turn], ctx: RenderContext, full: list[Message],
+                 uses: list[ToolUse] | None) -> list[ToolUse]:
+        if self._full_count(turns, ctx, full) <= self.trigger:
             return []
-        uses = self.tool_uses(turns, ctx)
+        uses = uses if uses is not None else self.tool_uses(turns, ctx)
         candidates = uses[: max(0, len(uses) - self.keep)]
-        picked = [u for u in candidates if not (set(u.tools) & self.excluded)]
+        excluded = self.excluded
+        picked = [u for u in candidates if not excluded.intersection(u.tools)]
         if self.clear_at_least and picked:
             edited = self.edit(full, picked, ctx)
             if self.count(ctx, full) - self.count(ctx, edited) < self.clear_at_least:
@@ -159,28 +165,60 @@ class ClearToolUses(Strategy):
         """``full`` with the results (and, with ``clear_tool_inputs``, the inputs) of
         ``uses`` replaced by the placeholder."""
         placeholder = ctx.template("clear_tool_uses/placeholder.j2")
-        messages = [dict(m) for m in full]
+        messages = list(full)  # the messages left as they are stay the same objects
+        copied: set[int] = set()
+
+        def own(index: int) -> dict[str, Any]:
+            if index not in copied:
+                messages[index] = dict(messages[index])  # type: ignore[assignment]
+                copied.add(index)
+            return messages[index]  # type: ignore[return-value]
+
         for use in uses:
             result = messages[use.result]
             if len(_text(result)) > len(placeholder):
-                result["content"] = placeholder
+                own(use.result)["content"] = placeholder
             if not self.clear_tool_inputs:
                 continue
             call = messages[use.call]
             if use.call_id is None:
                 if len(_text(call)) > len(placeholder):
-                    call["content"] = placeholder
+                    own(use.call)["content"] = placeholder
                 continue
-            call["tool_calls"] = [_cleared_call(c) if c.get("id") == use.call_id else c
-                                  for c in call.get("tool_calls") or ()]
-        return messages  # type: ignore[return-value]
+            own(use.call)["tool_calls"] = [
+                _cleared_call(c) if c.get("id") == use.call_id else c
+                for c in call.get("tool_calls") or ()]
+        return messages
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """The full history, edited as the server would edit it."""
         full = self._full.to_messages(turns, memory, ctx)
         uses = self.cleared(turns, ctx, full)
-        return self.edit(full, uses, ctx) if uses else full
+        return self._edit_turns(turns, full, uses, ctx) if uses else full
+
+    def _edit_turns(self, turns: Sequence[Turn], full: list[Message],
+                    uses: Sequence[ToolUse], ctx: RenderContext) -> list[Message]:
+        """:meth:`edit` turn by turn (a use's input and result lie in its turn): a turn's
+        edited messages are made once per run for the uses cleared in it, and reused."""
+        by_turn: dict[int, list[ToolUse]] = {}
+        for use in uses:
+            by_turn.setdefault(use.turn, []).append(use)
+        messages = list(full)
+        index = len(full) - sum(len(t.messages) or 2 for t in turns)
+        for pos, turn in enumerate(turns, 1):
+            start, index = index, index + (len(turn.messages) or 2)
+            cleared = by_turn.get(pos)
+            if not cleared:
+                continue
+            local = tuple((u.result - start, u.call - start, u.call_id) for u in cleared)
+            left = None if turn.messages else ctx.turns_left_after(turns, pos)
+            key = (self.name, "edited", left, self.clear_tool_inputs, local)
+            pair = full[start:index]
+            messages[start:index] = ctx.per_turn(
+                turn, key, lambda pair=pair, local=local: tuple(self.edit(
+                    pair, [ToolUse(1, r, c, i, ()) for r, c, i in local], ctx)))
+        return messages
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
@@ -189,15 +227,43 @@ class ClearToolUses(Strategy):
         conversation. A turn that clears more invalidates the cache after the first
         newly cleared result, as on the API."""
         full = self._full.to_messages(turns, memory, ctx)
-        cleared = {u.result for u in self.cleared(turns, ctx, full)}
-        open_uses = [u for u in self.tool_uses(turns, ctx)
-                     if u.result not in cleared and not (set(u.tools) & self.excluded)]
+        uses = self.tool_uses(turns, ctx)
+        cleared = {u.result for u in self._cleared(turns, ctx, full, uses)}
+        excluded = self.excluded
+        open_uses = [u for u in uses
+                     if u.result not in cleared and not excluded.intersection(u.tools)]
         points: list[Breakpoint] = [(0, None), (len(full) - 1, None)]
         if open_uses:
             first = min(u.call if self.clear_tool_inputs else u.result for u in open_uses)
             if first > 0:
                 points.append((first - 1, None))
         return sorted(set(points), key=lambda p: p[0])
+
+
+def _uses(turn: Turn) -> tuple[tuple[int, int, str | None, tuple[str, ...]], ...]:
+    """A turn's tool uses as ``(result, call, call_id, tools)``, message indexes from the
+    start of the turn in the full-history prompt."""
+    if not turn.messages:
+        return ((1, 0, None, tuple(dict.fromkeys(c.name for c in turn.tool_calls))),)
+    uses = []
+    names_by_id: dict[str, tuple[int, str]] = {}
+    for offset, m in enumerate(turn.messages):
+        if m.get("role") == "assistant":
+            for call in m.get("tool_calls") or ():
+                name = (call.get("function") or {}).get("name") or call.get("name", "")
+                names_by_id[call.get("id")] = (offset, name)
+    for offset, m in enumerate(turn.messages):
+        if m.get("role") == "tool" and m.get("tool_call_id") in names_by_id:
+            call_at, name = names_by_id[m["tool_call_id"]]
+            uses.append((offset, call_at, m["tool_call_id"], (name,)))
+        elif m.get("role") == "user" and not names_by_id:
+            uses.append((offset, 0, None, ()))
+    return tuple(uses)
+
+
+def _counted(message: Mapping[str, Any]) -> str:
+    """A message as :meth:`ClearToolUses.count` counts it."""
+    return f"<|{message['role']}|>\n{_text(message)}\n"
 
 
 def _text(message: Mapping[str, Any]) -> str:

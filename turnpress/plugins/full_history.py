@@ -8,12 +8,27 @@ turn's original messages (DESIGN §10).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from turnpress.core.compression import RenderContext, Strategy
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
+
+#: the RenderContext.per_turn key of a turn's full-history pair
+PAIR_KEY = ("full-history", "pair")
+
+_T = TypeVar("_T")
+
+
+def per_turn_after(ctx: RenderContext, turns: Sequence[Turn], pos: int, key: Hashable,
+                   make: Callable[[], _T]) -> _T:
+    """:meth:`RenderContext.per_turn` for a value of the ``pos``-th turn (1-based) that
+    also depends on the turn before it (what it defined since): remembered with that
+    turn, and made afresh when the turn follows another one."""
+    previous = turns[pos - 2] if pos > 1 else None
+    kept = ctx.per_turn(turns[pos - 1], (key, id(previous)), lambda: (previous, make()))
+    return kept[1] if kept[0] is previous else make()
 
 
 class FullHistory(Strategy):
@@ -35,10 +50,15 @@ class FullHistory(Strategy):
         """The ASSISTANT/USER pair of the ``pos``-th turn (1-based); an imported turn's
         original messages, as sent."""
         turn = turns[pos - 1]
+        # made once per turn (and turns-left line) for the run: later prompts reuse the
+        # same message objects
         if turn.messages:
-            return [dict(m) for m in turn.messages]  # type: ignore[misc]
-        return [ctx.message("assistant", turn.raw_response),
-                ctx.message("user", ctx.feedback(turn, ctx.turns_left_after(turns, pos)))]
+            return list(ctx.per_turn(turn, PAIR_KEY, lambda: tuple(
+                dict(m) for m in turn.messages)))  # type: ignore[misc]
+        left = ctx.turns_left_after(turns, pos)
+        return list(ctx.per_turn(turn, (*PAIR_KEY, left), lambda: (
+            ctx.message("assistant", turn.raw_response),
+            ctx.message("user", ctx.feedback(turn, left)))))
 
     def head(self, turns: Sequence[Turn], ctx: RenderContext) -> list[Message]:
         """The messages before the first turn: ``[SYSTEM, USER(first_user)]``, or an

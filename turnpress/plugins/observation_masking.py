@@ -85,18 +85,26 @@ class ObservationMasking(Strategy):
                             lines=output_lines(turn) if lines is None else lines)
 
     def masked_pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
-        """The ``pos``-th turn with its feedback masked (never larger than unmasked)."""
+        """The ``pos``-th turn with its feedback masked (never larger than unmasked).
+        Made once per turn for the run (later prompts reuse the same messages)."""
         turn = turns[pos - 1]
+        left = None if turn.messages else ctx.turns_left_after(turns, pos)
+        return list(ctx.per_turn(turn, (self.name, "masked", left),
+                                 lambda: tuple(self._masked_pair(ctx, turns, pos))))
+
+    def _masked_pair(self, ctx: RenderContext, turns: Sequence[Turn],
+                     pos: int) -> list[Message]:
+        turn = turns[pos - 1]
+        full = self._full.turn_pair(ctx, turns, pos)
         if turn.messages:
             out: list[Message] = []
-            for m in turn.messages:
+            for m, same in zip(turn.messages, full, strict=True):
                 text = content_text(m)
                 line = self.placeholder(ctx, turn, text.count("\n") + 1)
                 keep = m.get("role") == "assistant" or len(text) <= len(line)
-                out.append(dict(m) if keep else with_content(m, line))  # type: ignore[arg-type]
+                out.append(same if keep else with_content(m, line))  # type: ignore[arg-type]
             return out
         text = self.placeholder(ctx, turn)
-        full = self._full.turn_pair(ctx, turns, pos)
         if len(text) >= len(full[1]["content"]):
             return full
         return [full[0], ctx.message("user", text)]
@@ -132,7 +140,8 @@ class ObservationMasking(Strategy):
         m = self.boundary(n)
         if self.boundary(n + 1) == m:
             return [(0, None), (len(messages) - 1, None)]
-        kept = [pos for pos in range(1, m + 1) if pos not in self.masked(turns)]
+        masked = self.masked(turns)
+        kept = [pos for pos in range(1, m + 1) if pos not in masked]
         first = min([m + 1, *kept])
         if first > n:  # only the turn about to run gets masked
             return [(0, None), (len(messages) - 1, None)]

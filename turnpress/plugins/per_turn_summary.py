@@ -24,7 +24,7 @@ from turnpress.core.compression import (
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Fn, Message, Turn
 from turnpress.plugins._transcript import cut_feedback
-from turnpress.plugins.full_history import FullHistory
+from turnpress.plugins.full_history import FullHistory, per_turn_after
 
 
 class PerTurnSummary(Strategy):
@@ -84,7 +84,15 @@ class PerTurnSummary(Strategy):
         call answered) with each tool result or user message cut to head plus tail."""
         turn = turns[pos - 1]
         if turn.messages:
-            return cut_feedback(turn, ctx)
+            return list(ctx.per_turn(turn, (self.name, "cut"),
+                                     lambda: tuple(cut_feedback(turn, ctx))))
+        key = (self.name, "pair", ctx.turns_left_after(turns, pos), self.println_limit,
+               self.tool_call_limit)
+        return list(per_turn_after(ctx, turns, pos, key,
+                                   lambda: tuple(self._pair(ctx, turns, pos))))
+
+    def _pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
+        turn = turns[pos - 1]
         full = self._full.turn_pair(ctx, turns, pos)
         program = self.program(ctx, turn)
         summary = self.summary(ctx, turns, pos)

@@ -36,7 +36,7 @@ from turnpress.core.compression import (
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
 from turnpress.plugins._transcript import content_text, feedback_messages, feedback_text
-from turnpress.plugins.full_history import FullHistory
+from turnpress.plugins.full_history import FullHistory, per_turn_after
 
 logger = logging.getLogger(__name__)
 
@@ -116,12 +116,19 @@ class ProgressiveBatch(Strategy):
 
     def compacted(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
         """What a compacted turn becomes: its recap line, or (never larger) the turn as
-        full history shows it when the recap would be longer."""
-        full = self._full.turn_pair(ctx, turns, pos)
-        recap = self.recap(ctx, turns, pos)
-        if len(recap) >= messages_size(full):
-            return full
-        return [ctx.message("assistant", recap)]
+        full history shows it when the recap would be longer. Made once per turn for
+        the run (later prompts reuse the same messages)."""
+        turn = turns[pos - 1]
+        left = None if turn.messages else ctx.turns_left_after(turns, pos)
+
+        def make() -> tuple[Message, ...]:
+            full = self._full.turn_pair(ctx, turns, pos)
+            recap = self.recap(ctx, turns, pos)
+            if len(recap) >= messages_size(full):
+                return tuple(full)
+            return (ctx.message("assistant", recap),)
+
+        return list(per_turn_after(ctx, turns, pos, (self.name, "compacted", left), make))
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:

@@ -57,6 +57,28 @@ class RollingWindow(Strategy):
             return 0
         return (n_turns - self.window) // self.step * self.step
 
+    def coalesced(self, turns: Sequence[Turn], c: int, ctx: RenderContext) -> list[Message]:
+        """``[SYSTEM, USER]`` for the ``c`` oldest turns: what single-user-coalesced
+        rendered just after turn ``c`` (a pure function of the coalesced turns), so it
+        stays byte-identical while the boundary holds. Made once per boundary for the
+        run and reused by the later prompts until it moves."""
+        older = tuple(turns[:c])
+        older_ctx = replace(ctx, turns_left=ctx.turns_left_after(turns, c))
+        stamp = (ctx.mission, ctx.system_prompt, ctx.preamble)
+
+        def make() -> tuple[tuple[Turn, ...], Any, tuple[Message, ...]]:
+            return older, stamp, tuple(self._coalesced.to_messages(
+                older, older[-1].memory, older_ctx))
+
+        key = (self.name, "coalesced", c, older_ctx.turns_left, self.println_limit,
+               self.tool_call_limit, self.errors)
+        kept = ctx.per_turn(older[-1], key, make)
+        # the same turns before it, in the same run (mission and preamble too)
+        if not (len(kept[0]) == c and all(a is b for a, b in zip(kept[0], older, strict=True))
+                and kept[1] == stamp):
+            kept = make()
+        return list(kept[2])
+
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """``[SYSTEM, USER(coalesced older turns)]`` then the recent turns as pairs."""
@@ -66,11 +88,7 @@ class RollingWindow(Strategy):
             return self._full.to_messages(turns, memory, ctx)
         if c == n:  # window=0: nothing in full, exactly single-user-coalesced
             return self._coalesced.to_messages(turns, memory, ctx)
-        # the coalesced part is what single-user-coalesced rendered just after turn c
-        # (a pure function of the coalesced turns), so it stays byte-identical while
-        # the boundary holds
-        older_ctx = replace(ctx, turns_left=ctx.turns_left_after(turns, c))
-        messages = self._coalesced.to_messages(turns[:c], turns[c - 1].memory, older_ctx)
+        messages = self.coalesced(turns, c, ctx)
         for pos in range(c + 1, n + 1):
             messages.extend(self._full.turn_pair(ctx, turns, pos))
         return messages
