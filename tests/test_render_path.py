@@ -336,3 +336,38 @@ def test_per_turn_values_are_made_once_per_turn_and_key_and_stay_bounded(monkeyp
     for i in range(10):
         ctx.per_turn(first, ("bound", i), make(i))
     assert len(ctx.run_cache.per_turn) <= 3
+
+
+@pytest.mark.parametrize("strategy", ["full-history", "observation-masking",
+                                      "progressive-batch", "single-user-coalesced"])
+def test_changing_a_rendered_prompt_changes_no_later_prompt_and_no_turn(strategy):
+    """Strategies reuse message dicts from one prompt to the next (and a transcript
+    turn's own messages): render() hands out copies, so a caller that marks the last
+    message for caching, or edits a content block, changes nothing else."""
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "ls", "arguments": "{}"}}
+    chat = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1",
+             "content": [{"type": "text", "text": "a.txt"}]},
+            {"role": "assistant", "content": "done"}, {"role": "user", "content": "ok"}]
+    from turnpress.plugins.readers.openai_chat import trace_from_messages
+
+    trace = trace_from_messages(chat)
+    before = json.dumps([t.messages for t in trace.turns])
+    args = trace.prompt_arguments(len(trace.turns) + 1)
+    first = render(**args, compression=strategy)
+    again = render(**args, compression=strategy)
+    for message in first:
+        message["cache_control"] = {"type": "ephemeral"}
+        if isinstance(message.get("content"), list):
+            message["content"][0]["text"] = "changed"
+        for c in message.get("tool_calls") or []:
+            c["function"]["name"] = "changed"
+    assert render(**args, compression=strategy) == again
+    assert json.dumps([t.messages for t in trace.turns]) == before
+    compressor = turnpress.Compressor(strategy)
+    compressor.extend(chat)
+    sent = compressor.messages()
+    sent[-1]["content"] = "changed"
+    assert compressor.messages() != sent

@@ -961,7 +961,26 @@ def render(
         turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
         turns_left=turns_left, compression=compression, template_dirs=template_dirs,
         preamble=preamble)
-    return check_messages(strategy.to_messages(turns, memory, ctx), strategy)
+    return _handed_out(check_messages(strategy.to_messages(turns, memory, ctx), strategy))
+
+
+def _handed_out(messages: list[Message]) -> list[Message]:
+    """Copies of the messages for the caller to keep or change. Strategies reuse a
+    message's dict (and a transcript turn's own messages) from one prompt to the next;
+    a caller that adds ``cache_control`` to the last message must not change them."""
+    return [_copy_json(m, 0) for m in messages]  # type: ignore[misc]
+
+
+def _copy_json(value: Any, depth: int) -> Any:
+    """A copy of the dicts and lists in a JSON-like value (strings and numbers are
+    immutable; parts nested past 64 levels, which no real message has, are shared)."""
+    if depth > 64:
+        return value
+    if type(value) is dict:
+        return {k: _copy_json(v, depth + 1) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy_json(v, depth + 1) for v in value]
+    return value
 
 
 def render_with_breakpoints(
@@ -988,7 +1007,7 @@ def render_with_breakpoints(
         turns_left=turns_left, compression=compression, template_dirs=template_dirs,
         preamble=preamble)
     messages = check_messages(strategy.to_messages(turns, memory, ctx), strategy)
-    return messages, list(strategy.cache_breakpoints(turns, memory, ctx))
+    return _handed_out(messages), list(strategy.cache_breakpoints(turns, memory, ctx))
 
 
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
