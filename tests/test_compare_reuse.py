@@ -11,7 +11,7 @@ from turnpress.compare.cache import OpenAICache
 from turnpress.compare.retention import Fact, FactIndex, RunFacts, history_facts, name_only
 from turnpress.compare.reuse import PromptTrack, roles
 from turnpress.core.model import Failure
-from turnpress.core.tokens import TokenCounter
+from turnpress.core.tokens import TokenCounter, message_body
 
 
 def _turns() -> list[Turn]:
@@ -158,3 +158,30 @@ def test_shared_prefix_by_sorted_neighbours_matches_brute_force():
         assert model.shared_prefix(prompt) == best
         assert model.account(prompt).cached == best
         seen.append(ids)
+
+
+def test_shows_searches_from_the_newest_text_and_stops_at_a_hit(monkeypatch):
+    index = FactIndex()
+    ids = index.ids([Fact("needed", "parser_utils.py"), Fact("needed", "absent_name")],
+                    lazy=True)
+    bodies = [f"old text {i} parser_utils.py" for i in range(50)] + ["new parser_utils.py"]
+    made = []
+    real = index._entry
+    monkeypatch.setattr(index, "_entry", lambda body: made.append(body) or real(body))
+    assert index.shows(bodies, ids[:1]) == {ids[0]}
+    assert made == ["new parser_utils.py"]
+    assert index.shows(bodies, ids) == {ids[0]}  # the absent one is searched everywhere
+    assert len(made) == 1 + len(bodies)
+
+
+def test_bodies_are_the_bodies_of_each_message():
+    calls = [{"id": "c1", "type": "function",
+              "function": {"name": "bash", "arguments": '{"command": "ls"}'}}]
+    messages = [{"role": "user", "content": "plain"},
+                {"role": "assistant", "content": None, "tool_calls": calls},
+                {"role": "assistant", "content": "thinking", "tool_calls": calls},
+                {"role": "user", "content": [{"type": "text", "text": "a"}, {"x": 1}]},
+                {"role": "assistant", "content": "no calls", "tool_calls": []}]
+    counter = TokenCounter("o200k_base")
+    for _ in range(2):  # the second time from the per-run memo
+        assert counter.bodies(messages) == [message_body(m) for m in messages]

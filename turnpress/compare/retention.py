@@ -458,22 +458,30 @@ class FactIndex:
         wanted = list(ids)
         if not wanted:
             return set()
-        entries = [self._entry(b) for b in reversed(bodies)]  # the newest text first
+        newest = reversed(bodies)  # the newest text first; entries made as needed
+        entries: list[tuple[str, set[int], list[int], dict[int, bool]]] = []
         out = set()
         for i in wanted:
             fact, (needle, other) = self.facts[i], self._probes[i]
-            for text, present, _upto, lazy in entries:
+            k = 0
+            while True:
+                if k == len(entries):
+                    body = next(newest, None)
+                    if body is None:
+                        break
+                    entries.append(self._entry(body))
+                text, present, _upto, lazy = entries[k]
+                k += 1
                 if i in present:
+                    out.add(i)
                     break
                 hit = lazy.get(i)
                 if hit is None:
                     hit = lazy[i] = ((needle in text or (other is not None and other in text))
                                      and fact_present(fact, text))
                 if hit:
+                    out.add(i)
                     break
-            else:
-                continue
-            out.add(i)
         return out
 
 
@@ -484,12 +492,15 @@ _NUMBER = re.compile(r"(?<![\w.])\d{3,}(?![\w])")
 _QUOTED = re.compile(r"\"([^\"\\\n]{3,100})\"|'([^'\\\n]{3,100})'")
 
 
+_CAMEL = re.compile(r"[a-z][A-Z]")
+
+
 def _is_name(word: str) -> bool:
     if len(word) < 4:
         return False
     core = word.rstrip("?!")
     return ("_" in core.strip("_") or "-" in core or "." in core
-            or re.search(r"[a-z][A-Z]", core) is not None)
+            or _CAMEL.search(core) is not None)
 
 
 def identifiers(text: str) -> list[str]:

@@ -366,9 +366,21 @@ class TokenCounter:
 
     def bodies(self, messages: Iterable[Mapping[str, Any]]) -> list[str]:
         """:meth:`body` of each message (plain text messages without a call)."""
-        body = self.body
-        return [c if type(c := m.get("content")) is str and not m.get("tool_calls") else body(m)
-                for m in messages]
+        body, memo = self.body, self._bodies
+        out: list[str] = []
+        append = out.append
+        for m in messages:
+            c = m.get("content")
+            calls = m.get("tool_calls")
+            if not calls:
+                append(c if type(c) is str else body(m))
+                continue
+            found = memo.get(id(calls))  # as body() finds it, without the call
+            if found is not None and found[0] is calls and found[2] is c:
+                append(found[1])
+            else:
+                append(body(m))
+        return out
 
     def _make(self, text: str) -> Segment:
         self.encoded += 1
