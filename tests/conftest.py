@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from syrupy.location import PyTestLocation
 
@@ -12,6 +14,17 @@ from turnpress.core.registry import Registry, reset_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT_DIR = ROOT / "snapshots"
+
+# Property tests check the same examples on every run ("fixed"), so a test run, and CI,
+# is reproducible; TURNPRESS_HYPOTHESIS=explore draws new examples each run (and
+# `python scripts/fuzz.py` searches much further). A failure prints the example.
+settings.register_profile("fixed", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+_PROFILE = os.environ.get("TURNPRESS_HYPOTHESIS", "fixed")
+if _PROFILE not in ("fixed", "explore"):
+    raise pytest.UsageError(f"TURNPRESS_HYPOTHESIS={_PROFILE!r}: use 'fixed' (the default, "
+                            f"the same examples every run) or 'explore' (new examples)")
+settings.load_profile(_PROFILE)
 
 
 class TextSnapshot(SingleFileSnapshotExtension):

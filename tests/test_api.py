@@ -207,3 +207,26 @@ def test_rendering_does_not_depend_on_the_hash_seed(tmp_path) -> None:
         outputs.add(out.stdout)
     assert len(outputs) == 1
     assert '#{\\"blue\\" \\"cyan\\" \\"green\\" ...}' in outputs.pop()
+
+
+def test_set_items_alike_in_their_first_60_characters_render_alike_under_every_seed():
+    """Sets are shown sorted by a short key; items whose keys tie (long vectors alike at
+    the start, sets of sets) kept their iteration order, which follows the hash seed,
+    so one value rendered differently in two processes (and missed the prompt cache)."""
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "from turnpress import to_clojure\n"
+        "items = [('p' * 20, 'q' * 20, 'r' * 20, 's' * 20, c) for c in 'abcdefgh']\n"
+        "nested = frozenset(frozenset({frozenset({c, 'x' * 70})}) for c in 'abcdefgh')\n"
+        "print(to_clojure(frozenset(items), 8, 10_000)[0])\n"
+        "print(to_clojure(nested, 8, 10_000)[0])\n")
+    outputs = {subprocess.run([sys.executable, "-c", program], capture_output=True,
+                              text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+               for seed in ("1", "2", "3", "4")}
+    assert len(outputs) == 1
+    text = outputs.pop()
+    assert all(f'"{c}"]' in text for c in "abcdefgh")

@@ -279,7 +279,7 @@ def _openai_entries(messages: Sequence[Any], start: int) -> list[Entry]:
     out = []
     for k, m in enumerate(messages):
         try:
-            [entry] = openai_chat._entries([m], WHERE)
+            [entry] = openai_chat.message_entries([m], WHERE)
         except TraceError as exc:
             raise _renumbered(exc, start + k) from None
         out.append(Entry(start + k, entry.message, entry.usage, entry.error))
@@ -289,7 +289,7 @@ def _openai_entries(messages: Sequence[Any], start: int) -> list[Entry]:
 def _anthropic_entries(system: Any, messages: Sequence[Any], start: int = 0) -> list[Entry]:
     """Entries of Anthropic messages (as OpenAI chat ones) numbered from ``start``."""
     try:
-        entries = anthropic_messages._convert(system, list(messages), WHERE)
+        entries = anthropic_messages.message_entries(system, list(messages), WHERE)
     except TraceError as exc:
         raise _renumbered(exc, start) if start else exc from None
     return [Entry(e.index if e.index < 0 else e.index + start, e.message, e.usage, e.error)

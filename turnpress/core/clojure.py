@@ -16,10 +16,12 @@ import math
 import numbers
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from itertools import islice
+from operator import itemgetter
 from typing import Any
 
+from turnpress.core.codec import value_digester
 from turnpress.core.model import Fn, Keyword
 
 __all__ = ["MAX_DEPTH", "TEXT_CAP_FACTOR", "set_sort_key", "to_clojure"]
@@ -67,12 +69,12 @@ def to_clojure(
     fmt = _Formatter(limit, cap)
     top = _sorted.memo is None
     if top:
-        _sorted.memo, _sorted.keys = {}, {}
+        _sorted.memo, _sorted.keys, _sorted.digest = {}, {}, None
     try:
         text = fmt.render(value, printable_limit, set())
     finally:
         if top:
-            _sorted.memo = _sorted.keys = None
+            _sorted.memo = _sorted.keys = _sorted.digest = None
     if fmt.outer_total is not None:
         text += f" ({fmt.outer_total} items, showing first {fmt.outer_shown})"
     return text, fmt.truncated
@@ -140,6 +142,31 @@ def set_sort_key(item: Any) -> tuple[int, Any]:
     return key
 
 
+def _sorted_set(items: Any) -> list[Any]:
+    """Set items in the order :func:`set_sort_key` gives. Collections whose short keys
+    tie (alike in their first ~60 characters, or sets nested past the key depth) are
+    ordered by a digest of their whole value: iteration order depends on the hash seed,
+    and the same value must render alike in every process (a prompt cache needs it)."""
+    keyed = sorted(((_set_sort_key(v), v) for v in items), key=itemgetter(0))
+    out: list[Any] = []
+    i, n = 0, len(keyed)
+    while i < n:
+        j = i + 1
+        while j < n and keyed[j][0] == keyed[i][0]:
+            j += 1
+        if j - i > 1 and keyed[i][0][0] == 5:
+            digest = _sorted.digest
+            if digest is None:
+                digest = value_digester()
+                if _sorted.memo is not None:  # within one to_clojure call: kept for it
+                    _sorted.digest = digest
+            out.extend(sorted((v for _, v in keyed[i:j]), key=digest))
+        else:
+            out.extend(v for _, v in keyed[i:j])
+        i = j
+    return out
+
+
 class _KeyDepth(threading.local):
     value = 0
 
@@ -152,6 +179,7 @@ class _SortedSets(threading.local):
 
     memo: dict[tuple[int, int], tuple[Any, list[Any]]] | None = None
     keys: dict[int, tuple[Any, tuple[int, str]]] | None = None  # id(item) -> its key
+    digest: Callable[[Any], bytes] | None = None  # ties between keys: value digests
 
 
 _sorted = _SortedSets()
@@ -255,7 +283,7 @@ class _Formatter:
                 at = (_key_depth.value, id(value))
                 order = memo.get(at) if memo is not None else None
                 if order is None or order[0] is not value:
-                    order = (value, sorted(value, key=_set_sort_key))
+                    order = (value, _sorted_set(value))
                     if memo is not None:  # a shared set is sorted once per to_clojure
                         memo[at] = order
                 items = order[1][:shown]

@@ -52,7 +52,7 @@ from turnpress.plugins.readers._transcript import (
     usage_from,
 )
 
-__all__ = ["FORMAT", "detect", "read", "to_openai_messages"]
+__all__ = ["FORMAT", "detect", "message_entries", "read", "to_openai_messages"]
 
 FORMAT = "anthropic-messages"
 ROLES = ("user", "assistant")
@@ -144,7 +144,10 @@ def _assistant(m: dict[str, Any], where: str, index: int) -> dict[str, Any]:
     return out
 
 
-def _convert(system: Any, messages: Any, where: str) -> list[Entry]:
+def message_entries(system: Any, messages: Any, where: str) -> list[Entry]:
+    """Anthropic ``system`` and ``messages`` as OpenAI-chat entries (each with its index
+    in ``messages``, -1 for the system prompt); a malformed message raises
+    :class:`TraceError` naming ``where`` and its index."""
     if not isinstance(messages, list):
         raise TraceError(f"{where}: \"messages\" must be a list of message objects, got "
                          f"{type(messages).__name__}")
@@ -196,12 +199,12 @@ def to_openai_messages(system: Any, messages: Sequence[Any]) -> list[dict[str, A
     """An Anthropic run (``system``, ``messages``) as OpenAI chat messages (the
     conversion in the module docstring). Raises :class:`TraceError` (a
     ``ValueError``) naming the message index and what is wrong."""
-    return [e.message for e in _convert(system, messages, "messages")]
+    return [e.message for e in message_entries(system, messages, "messages")]
 
 
 def read(data: Any, where: str) -> Trace:
     """Read one ``{"system", "messages", "tools"?}`` run."""
-    entries = _convert(data.get("system"), data.get("messages"), where)
+    entries = message_entries(data.get("system"), data.get("messages"), where)
     return build_trace(entries, where=where, source=FORMAT,
                        tools=tools_from(data.get("tools"), where))
 

@@ -29,7 +29,7 @@ from turnpress.plugins.readers._transcript import (
     usage_from,
 )
 
-__all__ = ["FORMAT", "detect", "read", "trace_from_messages"]
+__all__ = ["FORMAT", "detect", "message_entries", "read", "trace_from_messages"]
 
 FORMAT = "openai-chat"
 
@@ -43,7 +43,9 @@ def detect(data: Any, path: Path | None = None) -> bool:
             and "trajectory_format" not in data and not looks_anthropic(data))
 
 
-def _entries(messages: Sequence[Any], where: str) -> list[Entry]:
+def message_entries(messages: Sequence[Any], where: str) -> list[Entry]:
+    """OpenAI chat ``messages`` as entries, each with its index; an assistant message's
+    ``usage`` (billed, as some loggers store it) moves to the entry."""
     entries = []
     for i, m in enumerate(messages):
         if isinstance(m, dict) and "usage" in m and m.get("role") == "assistant":
@@ -67,7 +69,7 @@ def trace_from_messages(messages: Sequence[Mapping[str, Any]], *,
         raise TraceError(f"{where}: \"messages\" must be a list of message objects, got "
                          f"{type(messages).__name__}")
     tool_map = tools if isinstance(tools, Mapping) else tools_from(tools, where)
-    return build_trace(_entries(messages, where), where=where, source=FORMAT,
+    return build_trace(message_entries(messages, where), where=where, source=FORMAT,
                        tools=tool_map)
 
 
