@@ -19,10 +19,11 @@ Anthropic only). The rest is ordinary input.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import ClassVar
 
-from turnpress.core.tokens import Segment, TokenizedPrompt
+from turnpress.core.tokens import Segment, TokenizedPrompt, common_prefix_length
 
 __all__ = [
     "CACHE_MODELS",
@@ -82,6 +83,9 @@ class OpenAICache(CacheModel):
         # every whole-message prefix seen so far (its chain digest, b"" for the empty
         # prefix) -> the distinct messages that followed it, by digest
         self.after: dict[bytes, dict[bytes, Segment]] = {}
+        # the same prefix -> the token sequences (packed) of the messages that followed
+        # it, sorted; None once one of them has no tokens (a count-only tokenizer)
+        self.sorted: dict[bytes, list[bytes] | None] = {}
 
     def shared_prefix(self, prompt: TokenizedPrompt) -> int:
         """The longest token prefix ``prompt`` shares with an earlier prompt of the run.
@@ -107,11 +111,19 @@ class OpenAICache(CacheModel):
     def _shared(self, prompt: TokenizedPrompt) -> tuple[int, int]:
         """The shared prefix in tokens, and how many whole messages of it were seen."""
         lo = self._seen(prompt)
-        shared = sum([s.count for s in prompt.segments[:lo]])
+        shared = prompt.tokens_before(lo)
         if lo < len(prompt.segments):
             key = prompt.chain[lo - 1] if lo else b""
             segment = prompt.segments[lo]
             best = 0
+            ordered = self.sorted.get(key)
+            if ordered is not None and segment.tokens is not None:
+                # the sequence sharing the longest prefix with this one is next to it in
+                # sorted order: for a <= b <= c, prefix(a, c) = min(prefix(a, b), prefix(b, c))
+                at = bisect.bisect_left(ordered, segment.tokens)
+                for other in ordered[max(at - 1, 0):at + 1]:
+                    best = max(best, common_prefix_length(segment.tokens, other) // 4)
+                return shared + best, lo
             # newest first: the last message after this prefix usually shares the most,
             # and an older one is measured only if it beats that (one comparison)
             for other in reversed(list(self.after.get(key, {}).values())):
@@ -124,11 +136,19 @@ class OpenAICache(CacheModel):
     def _remember(self, prompt: TokenizedPrompt, start: int = 0) -> None:
         """Record the prompt's prefixes; the first ``start`` messages are a prefix seen
         before (so they and every shorter prefix are recorded already)."""
-        after, chain = self.after, prompt.chain
+        after, chain, ordered = self.after, prompt.chain, self.sorted
         key = chain[start - 1] if start else b""
         for i in range(start, len(chain)):
             segment = prompt.segments[i]
-            after.setdefault(key, {}).setdefault(segment.digest, segment)
+            followers = after.setdefault(key, {})
+            if segment.digest not in followers:
+                followers[segment.digest] = segment
+                tokens = ordered.setdefault(key, [])
+                if tokens is not None:
+                    if segment.tokens is None:
+                        ordered[key] = None
+                    else:
+                        bisect.insort(tokens, segment.tokens)
             key = chain[i]
         after.setdefault(key, {})
 

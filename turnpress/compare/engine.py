@@ -37,7 +37,8 @@ from turnpress.compare.failures import (
     tokenizer_origin,
 )
 from turnpress.compare.pricing import Price, cost_usd, get_price
-from turnpress.compare.retention import Fact, FactIndex, NeededFacts, history_facts, name_only
+from turnpress.compare.retention import Fact, FactIndex, NeededFacts, RunFacts
+from turnpress.compare.reuse import PromptTrack, roles
 from turnpress.core.compression import (
     BASELINE_STRATEGY,
     RenderContext,
@@ -581,9 +582,20 @@ class _Worker:
 
     def _tokenize(self, messages: Sequence[Message],
                   points: Iterable[tuple[int, int | None]] = (),
-                  bodies: Sequence[str] | None = None) -> TokenizedPrompt:
+                  bodies: list[str] | None = None,
+                  track: PromptTrack | None = None) -> TokenizedPrompt:
+        """The counted prompt; with a ``track``, the messages it shares with the track's
+        previous prompt are reused, and the track moves on to this prompt."""
         try:
-            return self.counter.tokenize(messages, points, bodies)
+            if track is None:
+                return self.counter.tokenize(messages, points, bodies)
+            if bodies is None:
+                bodies = self.counter.bodies(messages)
+            kinds = roles(messages)
+            prompt = self.counter.tokenize(messages, points, bodies,
+                                           track.prefix(kinds, bodies))
+            track.update(kinds, bodies, prompt)
+            return prompt
         except Exception as exc:
             name = self.settings.tokenizer.name
             raise CompareError(f"{tokenizer_origin(name)} failed: "
@@ -621,6 +633,9 @@ class _Worker:
         needed = NeededFacts(*_split_turns(whole, body))
         _, ctx1 = self._context(trace, 1)
         index_ = FactIndex((trace.system_prompt, *ctx1.namespaces({}, only=["tool/"])))
+        run_facts = RunFacts(index_, trace.mission)
+        base_track = PromptTrack()
+        tracks = [PromptTrack() for _ in strategies]
         base_tokens, base_cost = 0, 0.0
         for n in range(1, last + 1):
             turns, ctx = self._context(trace, n)
@@ -632,19 +647,18 @@ class _Worker:
                 raise CompareError(f"{BASELINE_STRATEGY}: cache_breakpoints() failed on "
                                    f"{where}, turn {n}: {describe_failure(exc)}") from None
             base_bodies = bodies(base)
-            base_prompt = self._tokenize(base, base_points, base_bodies)
+            base_prompt = self._tokenize(base, base_points, base_bodies, base_track)
             usage = base_cache.account(base_prompt)
             base_tokens += base_prompt.total
             base_cost += cost_usd(s.price, base_prompt.total, usage.cached, usage.written)
-            facts = history_facts(turns, trace.mission)
-            fact_ids = index_.ids(facts)
-            fallback_ids = index_.ids(name_only(f) or f for f in facts)
+            pairs = run_facts.pairs(turns)
             need_ids = index_.ids(needed.for_turn(n), lazy=True)
             base_shown = index_.shown(base_bodies)
             base_need = index_.shows(base_bodies, need_ids)
             counted = list(dict.fromkeys(
-                i if i in base_shown else j for i, j in zip(fact_ids, fallback_ids, strict=True)
+                i if i in base_shown else j for i, j in pairs
                 if i in base_shown or j in base_shown))
+            index_.track(counted)
             need = [i for i in need_ids if i in base_need]
             kept_messages, kept_tokens = [], []
             for i, strategy in enumerate(strategies):
@@ -680,8 +694,8 @@ class _Worker:
                     prompt, shown, need_shown = base_prompt, base_shown, base_need
                 else:
                     texts = bodies(messages)
-                    prompt = self._tokenize(messages, points, texts)
-                    shown = index_.shown(texts)
+                    prompt = self._tokenize(messages, points, texts, tracks[i])
+                    shown = index_.shown_tracked(texts)
                     need_shown = index_.shows(texts, need)
                 used = caches[i].account(prompt)
                 lost = [j for j in counted if j not in shown]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ __all__ = [
     "FactIndex",
     "NeededFacts",
     "Retention",
+    "RunFacts",
     "counted_facts",
     "fact_present",
     "history_facts",
@@ -135,6 +137,61 @@ def history_facts(turns: Sequence[Turn], mission: str) -> list[Fact]:
         if message:
             facts.append(Fact("last error", message))
     return facts
+
+
+class RunFacts:
+    """:func:`history_facts` of each prompt of one run, as ids of a :class:`FactIndex`,
+    built turn by turn: each turn's tool calls and printed lines are made into facts
+    once, not again for every later prompt.
+
+    :meth:`pairs` gives, for each fact of ``history_facts(turns, mission)`` in order,
+    ``(id of the fact, id of name_only(fact) or of the fact)``. Calls may come in any
+    order: when ``turns`` does not extend the turns seen so far, it starts again.
+    """
+
+    def __init__(self, index: FactIndex, mission: str) -> None:
+        self.index = index
+        self.mission = mission
+        self._head = [self._pair(f) for f in history_facts((), mission)]
+        self._reset()
+
+    def _reset(self) -> None:
+        self._turns: tuple[Turn, ...] = ()
+        self._calls: dict[Fact, tuple[int, int]] = {}
+        self._lines: dict[str, tuple[int, int]] = {}
+
+    def _pair(self, fact: Fact) -> tuple[int, int]:
+        ids = self.index.ids((fact, name_only(fact) or fact))
+        return ids[0], ids[1]
+
+    def pairs(self, turns: Sequence[Turn]) -> list[tuple[int, int]]:
+        """The ``(fact id, fallback id)`` of each fact of ``history_facts(turns, mission)``."""
+        turns = tuple(turns)
+        done = len(self._turns)
+        if len(turns) < done or not all(map(operator.is_, turns, self._turns)):
+            self._reset()
+            done = 0
+        calls, lines = self._calls, self._lines
+        for t in turns[done:]:
+            for c in t.tool_calls:
+                fact = _tool_call_fact(c.name, c.args)
+                if fact not in calls:
+                    calls[fact] = self._pair(fact)
+            for p in t.prints:
+                for ln in p.splitlines():
+                    ln = ln.strip()
+                    if ln and ln not in lines:
+                        lines[ln] = self._pair(Fact("printed line", ln))
+        self._turns = turns
+        out = [*self._head, *calls.values()]
+        if turns:
+            out.extend(self._pair(Fact("name", str(name))) for name in turns[-1].memory)
+        out.extend(lines.values())
+        if turns and not turns[-1].success:
+            message = error_message(turns[-1]).strip()
+            if message:
+                out.append(self._pair(Fact("last error", message)))
+        return out
 
 
 @lru_cache(maxsize=4096)
@@ -303,8 +360,10 @@ class FactIndex:
         self._eager: list[int] = []  # the ids :meth:`shown` searches for, in order
         self._lazy: set[int] = set()
         self._ids: dict[Fact, int] = {}
-        # text -> (text without the excluded parts, eager ids shown, [eager ids searched],
-        #          {lazy id: shown})
+        self._tracked: list[int] = []  # the ids :meth:`shown_tracked` searches for, in order
+        self._tracked_set: set[int] = set()
+        # text -> (text without the excluded parts, ids found shown, [eager ids searched,
+        #          tracked ids searched], {lazy id: shown})
         self._texts: dict[str, tuple[str, set[int], list[int], dict[int, bool]]] = {}
 
     def ids(self, facts: Iterable[Fact], *, lazy: bool = False) -> list[int]:
@@ -334,7 +393,7 @@ class FactIndex:
             for part in self.exclude:
                 if part in text:
                     text = text.replace(part, "\x00")
-            entry = self._texts[body] = (text, set(), [0], {})
+            entry = self._texts[body] = (text, set(), [0, 0], {})
         return entry
 
     def shown(self, bodies: Iterable[str]) -> set[int]:
@@ -360,28 +419,69 @@ class FactIndex:
                 found |= present
         return found
 
+    def track(self, ids: Iterable[int]) -> None:
+        """Add ``ids`` (eager facts) to those :meth:`shown_tracked` searches for."""
+        tracked, seen = self._tracked, self._tracked_set
+        for i in ids:
+            if i not in seen:
+                seen.add(i)
+                tracked.append(i)
+
+    def shown_tracked(self, bodies: Iterable[str]) -> set[int]:
+        """Like :meth:`shown`, searching only for the :meth:`track`-ed facts: every
+        tracked id that any of ``bodies`` shows is in the result (it may hold other
+        ids, found shown by earlier searches of the same texts). For the prompts of
+        a strategy, where only the facts the reference shows count."""
+        tracked = self._tracked
+        n = len(tracked)
+        facts, probes, texts = self.facts, self._probes, self._texts
+        found: set[int] = set()
+        for body in bodies:
+            entry = texts.get(body)
+            if entry is None:
+                entry = self._entry(body)
+            text, present, upto, _lazy = entry
+            start = upto[1]
+            if start < n:
+                candidates = [i for i in tracked[start:n]
+                              if i not in present and ((p := probes[i])[0] in text
+                                                       or (p[1] is not None and p[1] in text))]
+                present.update(i for i in candidates if fact_present(facts[i], text))
+                upto[1] = n
+            if present:
+                found |= present
+        return found
+
     def shows(self, bodies: Sequence[str], ids: Iterable[int]) -> set[int]:
         """The ids among ``ids`` (of any facts, lazy ones included) that any of the
         message texts ``bodies`` shows; each text is searched for a fact at most once."""
         wanted = list(ids)
         if not wanted:
             return set()
-        entries = [self._entry(b) for b in reversed(bodies)]  # the newest text first
+        newest = reversed(bodies)  # the newest text first; entries made as needed
+        entries: list[tuple[str, set[int], list[int], dict[int, bool]]] = []
         out = set()
         for i in wanted:
             fact, (needle, other) = self.facts[i], self._probes[i]
-            for text, present, _upto, lazy in entries:
+            k = 0
+            while True:
+                if k == len(entries):
+                    body = next(newest, None)
+                    if body is None:
+                        break
+                    entries.append(self._entry(body))
+                text, present, _upto, lazy = entries[k]
+                k += 1
                 if i in present:
+                    out.add(i)
                     break
                 hit = lazy.get(i)
                 if hit is None:
                     hit = lazy[i] = ((needle in text or (other is not None and other in text))
                                      and fact_present(fact, text))
                 if hit:
+                    out.add(i)
                     break
-            else:
-                continue
-            out.add(i)
         return out
 
 
@@ -392,12 +492,15 @@ _NUMBER = re.compile(r"(?<![\w.])\d{3,}(?![\w])")
 _QUOTED = re.compile(r"\"([^\"\\\n]{3,100})\"|'([^'\\\n]{3,100})'")
 
 
+_CAMEL = re.compile(r"[a-z][A-Z]")
+
+
 def _is_name(word: str) -> bool:
     if len(word) < 4:
         return False
     core = word.rstrip("?!")
     return ("_" in core.strip("_") or "-" in core or "." in core
-            or re.search(r"[a-z][A-Z]", core) is not None)
+            or _CAMEL.search(core) is not None)
 
 
 def identifiers(text: str) -> list[str]:

@@ -233,24 +233,38 @@ class CachePoint:
 class TokenizedPrompt:
     """A prompt as counted: its message segments, total and cache breakpoints."""
 
-    __slots__ = ("_count", "breakpoints", "chain", "segments", "total")
+    __slots__ = ("_count", "breakpoints", "chain", "cumulative", "segments", "total")
 
     def __init__(self, segments: Sequence[Segment], breakpoints: Sequence[CachePoint] = (),
                  count: Callable[[str], int] | None = None,
-                 chains: dict[tuple[bytes, bytes], bytes] | None = None) -> None:
+                 chains: dict[tuple[bytes, bytes], bytes] | None = None,
+                 prefix: tuple[TokenizedPrompt, int] | None = None) -> None:
         self.segments = tuple(segments)
-        self.total = sum([s.count for s in self.segments])
         self.breakpoints = tuple(breakpoints)
         self._count = count
+        # ``prefix``: (an earlier prompt, k) whose first k segments are this prompt's
+        # first k: their running totals and chain links are taken as they are
+        start, chain, cumulative = 0, [], [0]
+        if prefix is not None and prefix[1] > 0:
+            earlier, start = prefix
+            chain = list(earlier.chain[:start])
+            cumulative = list(earlier.cumulative[:start + 1])
+        # cumulative[i]: the tokens of the first i messages
+        running = cumulative[-1]
+        for s in self.segments[start:]:
+            running += s.count
+            cumulative.append(running)
+        self.cumulative = cumulative
+        self.total = running
         # chain[i] identifies the first i + 1 messages; ``chains`` remembers each link
         # (the prompts of a run share most of their prefixes)
-        chain, prev = [], b""
+        prev = chain[-1] if chain else b""
         if chains is None:
-            for s in self.segments:
+            for s in self.segments[start:]:
                 prev = _digest(prev + s.digest)
                 chain.append(prev)
         else:
-            for s in self.segments:
+            for s in self.segments[start:]:
                 link = (prev, s.digest)
                 found = chains.get(link)
                 if found is None:
@@ -297,6 +311,8 @@ class TokenizedPrompt:
 
     def tokens_before(self, index: int) -> int:
         """The tokens of the messages before message ``index``."""
+        if index >= 0:
+            return self.cumulative[min(index, len(self.segments))]
         return sum(s.count for s in self.segments[:index])
 
 
@@ -350,9 +366,21 @@ class TokenCounter:
 
     def bodies(self, messages: Iterable[Mapping[str, Any]]) -> list[str]:
         """:meth:`body` of each message (plain text messages without a call)."""
-        body = self.body
-        return [c if type(c := m.get("content")) is str and not m.get("tool_calls") else body(m)
-                for m in messages]
+        body, memo = self.body, self._bodies
+        out: list[str] = []
+        append = out.append
+        for m in messages:
+            c = m.get("content")
+            calls = m.get("tool_calls")
+            if not calls:
+                append(c if type(c) is str else body(m))
+                continue
+            found = memo.get(id(calls))  # as body() finds it, without the call
+            if found is not None and found[0] is calls and found[2] is c:
+                append(found[1])
+            else:
+                append(body(m))
+        return out
 
     def _make(self, text: str) -> Segment:
         self.encoded += 1
@@ -419,20 +447,29 @@ class TokenCounter:
 
     def tokenize(self, messages: Sequence[Mapping[str, Any]],
                  breakpoints: Iterable[tuple[int, int | None]] = (),
-                 bodies: Sequence[str] | None = None) -> TokenizedPrompt:
+                 bodies: Sequence[str] | None = None,
+                 prefix: tuple[TokenizedPrompt, int] | None = None) -> TokenizedPrompt:
         """A prompt's segments, plus the token position and key of each breakpoint.
 
         ``breakpoints`` are ``(message_index, offset | None)`` pairs, as
         ``Strategy.cache_breakpoints`` and :func:`turnpress.core.providers.anthropic_breakpoints`
         give them; they must be in range. ``bodies``: the messages' :meth:`body` texts,
-        when the caller already has them.
+        when the caller already has them. ``prefix``: ``(earlier, k)``, an earlier
+        prompt of this counter's run whose first ``k`` messages have the same roles
+        and bodies as this one's (their segments are reused, not looked up again).
         """
         if bodies is None:
             bodies = self.bodies(messages)
         run = self._run
-        segments = []
+        start = 0
+        if prefix is not None and prefix[1] > 0:
+            start = prefix[1]
+            segments = list(prefix[0].segments[:start])
+            self.lookups += start
+        else:
+            segments = []
         hits = 0
-        for m, b in zip(messages, bodies, strict=True):
+        for m, b in zip(messages[start:], bodies[start:], strict=True):
             seg = run.get((m["role"], b))
             if seg is None:
                 seg = self._lookup(m["role"], b)
@@ -440,7 +477,8 @@ class TokenCounter:
                 hits += 1
             segments.append(seg)
         self.lookups += hits
-        prompt = TokenizedPrompt(segments, count=self.tokenizer.count, chains=self._chains)
+        prompt = TokenizedPrompt(segments, count=self.tokenizer.count, chains=self._chains,
+                                 prefix=prefix)
         points = []
         for index, offset in breakpoints:
             if offset is None:

@@ -1,0 +1,187 @@
+"""What compare reuses from one prompt to the next (issue 9 item 9) gives exactly what
+a fresh computation gives: facts and their ids turn by turn, the tracked-fact search,
+a prompt counted from the prompt before, and the cache model's shared prefix."""
+
+from __future__ import annotations
+
+import random
+
+from turnpress import ToolCall, Turn
+from turnpress.compare.cache import OpenAICache
+from turnpress.compare.retention import Fact, FactIndex, RunFacts, history_facts, name_only
+from turnpress.compare.reuse import PromptTrack, roles
+from turnpress.core.model import Failure
+from turnpress.core.tokens import TokenCounter, message_body
+
+
+def _turns() -> list[Turn]:
+    out = []
+    for n in range(1, 9):
+        calls = [ToolCall("bash", ({"command": f"ls dir_{n % 3}"},), "ok"),
+                 ToolCall("grep", ({"pattern": "x", "path": f"f{n}.py"},), "hit")]
+        prints = [f"line {n % 4}\n  shared line\n"] if n % 2 else []
+        memory = {f"v{k}": k for k in range(n % 3)}
+        if n % 3 == 0:
+            out.append(Turn.failed(n, "", Failure("tool_error", f"Error {n}: bad"), memory=memory,
+                                   tool_calls=calls, prints=prints))
+        else:
+            out.append(Turn.succeeded(n, "", None, memory=memory, tool_calls=calls,
+                                      prints=prints))
+    return out
+
+
+def test_run_facts_are_history_facts_in_any_order_of_prompts():
+    turns = _turns()
+    index = FactIndex()
+    run = RunFacts(index, "Fix the parser.")
+    order = [*range(len(turns) + 1), *reversed(range(len(turns) + 1))]
+    random.Random(3).shuffle(order)
+    for n in [*range(len(turns) + 1), *order]:
+        facts = history_facts(turns[:n], "Fix the parser.")
+        expected = [(index.facts.index(f), index.facts.index(name_only(f) or f))
+                    for f in facts] if all(f in index.facts for f in facts) else None
+        got = run.pairs(turns[:n])
+        assert [(index.facts[i], index.facts[j]) for i, j in got] == \
+            [(f, name_only(f) or f) for f in facts]
+        if expected is not None:
+            assert got == expected
+    assert any(f.kind == "last error" for f in history_facts(turns[:3], "m"))
+
+
+def test_run_facts_make_each_turns_facts_once(monkeypatch):
+    import turnpress.compare.retention as retention
+
+    made = []
+    real = retention._tool_call_fact
+    monkeypatch.setattr(retention, "_tool_call_fact",
+                        lambda name, args: made.append(name) or real(name, args))
+    turns = _turns()
+    run = RunFacts(FactIndex(), "m")
+    for n in range(len(turns) + 1):
+        run.pairs(turns[:n])
+    assert len(made) == sum(len(t.tool_calls) for t in turns)  # not once per prompt
+
+
+def test_shown_tracked_finds_what_shown_finds_for_the_tracked_facts():
+    rng = random.Random(5)
+    words = ["ls src", "bash", "grep(x)", '"bash"', "tool/bash", "parser_utils.py", "42 ",
+             "nothing", "(bash ls src)", "SYSTEM"]
+    facts = [Fact("tool call", "bash", ("ls src",)), Fact("tool call", "bash"),
+             Fact("name", "parser_utils.py"), Fact("printed line", "42"),
+             Fact("tool call", "grep", ("x",))]
+    texts = ["".join(rng.choice(words) for _ in range(rng.randint(1, 6))) for _ in range(30)]
+    reference = FactIndex(exclude=["SYSTEM"])
+    ids = reference.ids(facts)
+    index = FactIndex(exclude=["SYSTEM"])
+    assert index.ids(facts) == ids
+    for step in range(len(facts)):
+        index.track([ids[step]])
+        tracked = set(ids[: step + 1])
+        for _ in range(10):
+            chosen = rng.sample(texts, rng.randint(1, 6))
+            assert index.shown_tracked(chosen) & tracked == reference.shown(chosen) & tracked
+            assert index.shown_tracked(chosen) <= reference.shown(chosen)
+
+
+def _messages(rng: random.Random, pool: list[str]) -> list[dict]:
+    return [{"role": rng.choice(["user", "assistant", "tool"]), "content": rng.choice(pool)}
+            for _ in range(rng.randint(0, 8))]
+
+
+def test_a_prompt_counted_from_the_one_before_is_counted_as_from_scratch():
+    rng = random.Random(11)
+    pool = [f"message {i}\n" + "word " * rng.randint(1, 300) for i in range(6)]
+    counter, fresh = TokenCounter("o200k_base"), TokenCounter("o200k_base")
+    track = PromptTrack()
+    messages = _messages(rng, pool)
+    reused = 0
+    for _ in range(60):
+        if rng.random() < 0.7:  # mostly: keep a prefix, change or add the rest
+            messages = messages[: rng.randint(0, len(messages))] + _messages(rng, pool)
+        else:
+            messages = _messages(rng, pool)
+        messages = [dict(m) for m in messages]  # equal messages, new dicts
+        bodies = counter.bodies(messages)
+        points = [(i, None) for i in range(0, len(messages), 3)]
+        prefix = track.prefix(roles(messages), bodies)
+        if prefix is not None:
+            assert [m["role"] for m in messages[: prefix[1]]] == track.roles[: prefix[1]]
+            assert bodies[: prefix[1]] == track.bodies[: prefix[1]]
+            reused += prefix[1]
+        prompt = counter.tokenize(messages, points, bodies, prefix)
+        track.update(roles(messages), bodies, prompt)
+        expected = fresh.tokenize(messages, points)
+        assert prompt.total == expected.total
+        assert prompt.chain == expected.chain
+        assert prompt.breakpoints == expected.breakpoints
+        assert [s.digest for s in prompt.segments] == [s.digest for s in expected.segments]
+        assert prompt.cumulative == expected.cumulative
+        for i in range(len(messages) + 2):
+            assert prompt.tokens_before(i) == sum(s.count for s in expected.segments[:i])
+    assert reused > 50
+
+
+def test_a_reused_prefix_is_not_looked_up_again(monkeypatch):
+    counter = TokenCounter("o200k_base")
+    messages = [{"role": "user", "content": f"text {i}"} for i in range(20)]
+    first = counter.tokenize(messages)
+    calls = []
+    real = counter._lookup
+    monkeypatch.setattr(counter, "_lookup", lambda role, body: calls.append(body)
+                        or real(role, body))
+    monkeypatch.setattr(counter, "_run", {})  # every lookup would miss the run cache
+    longer = [*messages, {"role": "assistant", "content": "new"}]
+    second = counter.tokenize(longer, (), counter.bodies(longer), (first, 20))
+    assert calls == ["new"]
+    assert second.segments[:20] == first.segments
+
+
+def test_shared_prefix_by_sorted_neighbours_matches_brute_force():
+    rng = random.Random(2)
+    pool = [" ".join(f"w{rng.randint(0, 3)}" for _ in range(rng.randint(50, 400)))
+            for _ in range(12)]
+    counter = TokenCounter("o200k_base")
+    model = OpenAICache(min_prompt=0, step=1, min_cached=1)
+    seen: list[bytes] = []
+    for _ in range(60):
+        parts = [rng.choice(pool[:2]), *(rng.choice(pool) for _ in range(rng.randint(0, 3)))]
+        if rng.random() < 0.5:
+            parts[-1] = parts[-1][: rng.randint(1, len(parts[-1]))]
+        prompt = counter.tokenize([{"role": "user", "content": p} for p in parts])
+        ids = b"".join(s.tokens for s in prompt.segments)
+        best = 0
+        for other in seen:
+            n = 0
+            while n < min(len(ids), len(other)) and ids[n] == other[n]:
+                n += 1
+            best = max(best, n // 4)
+        assert model.shared_prefix(prompt) == best
+        assert model.account(prompt).cached == best
+        seen.append(ids)
+
+
+def test_shows_searches_from_the_newest_text_and_stops_at_a_hit(monkeypatch):
+    index = FactIndex()
+    ids = index.ids([Fact("needed", "parser_utils.py"), Fact("needed", "absent_name")],
+                    lazy=True)
+    bodies = [f"old text {i} parser_utils.py" for i in range(50)] + ["new parser_utils.py"]
+    made = []
+    real = index._entry
+    monkeypatch.setattr(index, "_entry", lambda body: made.append(body) or real(body))
+    assert index.shows(bodies, ids[:1]) == {ids[0]}
+    assert made == ["new parser_utils.py"]
+    assert index.shows(bodies, ids) == {ids[0]}  # the absent one is searched everywhere
+    assert len(made) == 1 + len(bodies)
+
+
+def test_bodies_are_the_bodies_of_each_message():
+    calls = [{"id": "c1", "type": "function",
+              "function": {"name": "bash", "arguments": '{"command": "ls"}'}}]
+    messages = [{"role": "user", "content": "plain"},
+                {"role": "assistant", "content": None, "tool_calls": calls},
+                {"role": "assistant", "content": "thinking", "tool_calls": calls},
+                {"role": "user", "content": [{"type": "text", "text": "a"}, {"x": 1}]},
+                {"role": "assistant", "content": "no calls", "tool_calls": []}]
+    counter = TokenCounter("o200k_base")
+    for _ in range(2):  # the second time from the per-run memo
+        assert counter.bodies(messages) == [message_body(m) for m in messages]

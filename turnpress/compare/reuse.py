@@ -1,0 +1,57 @@
+"""What consecutive prompts of one strategy share, so each is counted from its changes.
+
+The prompts of one run under one strategy mostly start with the messages of the
+prompt before (the whole of it, for an append-only strategy). A :class:`PromptTrack`
+keeps a strategy's previous prompt as counted: its roles, message bodies and
+:class:`~turnpress.core.tokens.TokenizedPrompt`. The next prompt's leading
+messages with the same role and body are recognised by comparing the two lists
+(in C, strings by identity first), and their counted segments, running token
+totals and prefix digests are reused instead of looked up again.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from turnpress.core.tokens import TokenizedPrompt, common_prefix_length
+
+__all__ = ["PromptTrack", "roles"]
+
+_ROLE = operator.itemgetter("role")
+
+
+def roles(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The role of each message."""
+    return list(map(_ROLE, messages))
+
+
+class PromptTrack:
+    """One strategy's previous prompt in a run, as counted."""
+
+    __slots__ = ("bodies", "prompt", "roles")
+
+    def __init__(self) -> None:
+        self.roles: list[str] = []
+        self.bodies: list[str] = []
+        self.prompt: TokenizedPrompt | None = None
+
+    def shared(self, roles: Sequence[str], bodies: Sequence[str]) -> int:
+        """How many leading messages (given by their ``roles`` and ``bodies``) are the
+        previous prompt's, role and body."""
+        if self.prompt is None:
+            return 0
+        return min(common_prefix_length(bodies, self.bodies),
+                   common_prefix_length(roles, self.roles))
+
+    def prefix(self, roles: Sequence[str], bodies: Sequence[str]
+               ) -> tuple[TokenizedPrompt, int] | None:
+        """``(previous prompt, shared messages)`` for ``TokenCounter.tokenize``, or None
+        when nothing is shared."""
+        k = self.shared(roles, bodies)
+        return (self.prompt, k) if k and self.prompt is not None else None
+
+    def update(self, roles: list[str], bodies: list[str], prompt: TokenizedPrompt) -> None:
+        """Remember the prompt just counted."""
+        self.roles, self.bodies, self.prompt = roles, bodies, prompt
