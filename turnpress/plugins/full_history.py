@@ -9,7 +9,9 @@ turn's original messages (DESIGN §10).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, TypeVar
+from itertools import chain, islice
+from operator import is_
+from typing import Any, Generic, TypeVar
 
 from turnpress.core.compression import RenderContext, Strategy
 from turnpress.core.hookspecs import hookimpl
@@ -31,10 +33,57 @@ def per_turn_after(ctx: RenderContext, turns: Sequence[Turn], pos: int, key: Has
     return kept[1] if kept[0] is previous else make()
 
 
+class TurnWalk(Generic[_T]):
+    """The per-turn pieces of the last prompt a strategy rendered, reused by the next.
+
+    compare renders prompt 1, 2, 3... of a run: the turns of prompt n+1 are those of
+    prompt n (the same objects) and one more, so only the new turn's piece is made,
+    and an earlier prompt (its turns a prefix of the last walk's) takes a slice.
+    Anything else (another run, another key, turns that are not the same objects)
+    walks again from the first turn. ``make(pos, before)`` gets the 1-based position
+    and the pieces of the turns before it; the piece must depend only on
+    ``turns[:pos]``, ``key`` and the run (``ctx.run_cache``), never on the call order.
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        # (run cache, key, the turns walked, their pieces)
+        self._last: tuple[Any, Hashable, tuple[Turn, ...], tuple[_T, ...]] | None = None
+
+    def pieces(self, ctx: RenderContext, turns: Sequence[Turn], key: Hashable,
+               make: Callable[[int, list[_T]], _T], count: int | None = None
+               ) -> tuple[_T, ...]:
+        """``(piece of turn 1, ..., piece of turn count)`` (``count``: all of ``turns``)."""
+        count = len(turns) if count is None else count
+        last = self._last
+        pieces: list[_T] = []
+        if (last is not None and last[0] is ctx.run_cache and last[1] == key
+                and all(map(is_, islice(turns, count), last[2]))):
+            if count <= len(last[2]):
+                return last[3][:count]
+            pieces.extend(last[3])
+        for pos in range(len(pieces) + 1, count + 1):
+            pieces.append(make(pos, pieces))
+        made = tuple(pieces)
+        self._last = (ctx.run_cache, key, tuple(islice(turns, count)), made)
+        return made
+
+
+def flatten(pieces: Sequence[Sequence[Message]]) -> list[Message]:
+    """The messages of ``pieces`` (one sequence of messages per turn), in order."""
+    return list(chain.from_iterable(pieces))
+
+
 class FullHistory(Strategy):
     """Nothing is compressed: what an agent without turnpress would send."""
 
     name = "full-history"
+
+    def __init__(self) -> None:
+        self._pairs: TurnWalk[tuple[Message, ...]] = TurnWalk()
+        # (run cache, preamble, mission, system prompt, turns left, the head's messages)
+        self._head: tuple[Any, ...] | None = None
 
     def first_user(self, ctx: RenderContext, turns_left: int) -> str:
         """Mission, the stable namespaces (no ``user/``: nothing is defined yet) and
@@ -49,31 +98,51 @@ class FullHistory(Strategy):
     def turn_pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
         """The ASSISTANT/USER pair of the ``pos``-th turn (1-based); an imported turn's
         original messages, as sent."""
+        return list(self._pair(ctx, turns, pos))
+
+    def _pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int
+              ) -> tuple[Message, ...]:
         turn = turns[pos - 1]
         # made once per turn (and turns-left line) for the run: later prompts reuse the
         # same message objects
         if turn.messages:
-            return list(ctx.per_turn(turn, PAIR_KEY, lambda: tuple(
-                dict(m) for m in turn.messages)))  # type: ignore[misc]
+            return ctx.per_turn(turn, PAIR_KEY, lambda: tuple(
+                dict(m) for m in turn.messages))  # type: ignore[misc]
         left = ctx.turns_left_after(turns, pos)
-        return list(ctx.per_turn(turn, (*PAIR_KEY, left), lambda: (
+        return ctx.per_turn(turn, (*PAIR_KEY, left), lambda: (
             ctx.message("assistant", turn.raw_response),
-            ctx.message("user", ctx.feedback(turn, left)))))
+            ctx.message("user", ctx.feedback(turn, left))))
+
+    def pairs(self, ctx: RenderContext, turns: Sequence[Turn]) -> tuple[tuple[Message, ...], ...]:
+        """Every turn's :meth:`turn_pair` (as tuples), the earlier turns' taken from the
+        previous prompt's walk (:class:`TurnWalk`)."""
+        return self._pairs.pieces(ctx, turns, (*PAIR_KEY, ctx.turns_left + len(turns)),
+                                  lambda pos, _: self._pair(ctx, turns, pos))
 
     def head(self, turns: Sequence[Turn], ctx: RenderContext) -> list[Message]:
         """The messages before the first turn: ``[SYSTEM, USER(first_user)]``, or an
         imported transcript's preamble as sent."""
-        if ctx.is_transcript:
-            return [dict(m) for m in ctx.preamble]  # type: ignore[misc]
-        return [ctx.message("system", ctx.system_prompt),
-                ctx.message("user", self.first_user(ctx, ctx.turns_left_after(turns, 0)))]
+        left = ctx.turns_left_after(turns, 0)
+        kept = self._head
+        if not (kept is not None and kept[0] is ctx.run_cache and kept[1] is ctx.preamble
+                and kept[2] == ctx.mission and kept[3] == ctx.system_prompt
+                and kept[4] == left):
+            # made once per run (and turns-left line): later prompts reuse the messages
+            if ctx.is_transcript:
+                head: tuple[Message, ...] = tuple(
+                    dict(m) for m in ctx.preamble)  # type: ignore[misc]
+            else:
+                head = (ctx.message("system", ctx.system_prompt),
+                        ctx.message("user", self.first_user(ctx, left)))
+            kept = self._head = (ctx.run_cache, ctx.preamble, ctx.mission, ctx.system_prompt,
+                                 left, head)
+        return list(kept[5])
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """The whole conversation as it happened."""
         messages = self.head(turns, ctx)
-        for pos in range(1, len(turns) + 1):
-            messages.extend(self.turn_pair(ctx, turns, pos))
+        messages.extend(chain.from_iterable(self.pairs(ctx, turns)))
         return messages
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
