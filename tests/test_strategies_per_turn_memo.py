@@ -222,3 +222,77 @@ def test_rolling_window_coalesces_once_per_boundary(monkeypatch, make_trace) -> 
     boundaries = {strategy.coalesced_count(n) for n in range(len(trace.turns) + 1)} - {0}
     assert len(boundaries) > 2
     assert sorted(len(turns) for _self, turns, _memory, _ctx in calls) == sorted(boundaries)
+
+
+def test_turn_walk_makes_only_the_new_turns_pieces() -> None:
+    """TurnWalk: the next prompt (one more turn) makes one piece; an earlier prompt
+    makes none; another key, another run or another turn object walks again."""
+    from dataclasses import replace
+
+    from turnpress.plugins.full_history import TurnWalk
+
+    trace = _lisp()
+    args = trace.prompt_arguments(len(trace.turns) + 1)
+    turns = args["turns"]
+    ctx = RenderContext(mission="m", system_prompt="", tools=args["tools"],
+                        data=args["data"], turns_left=1)
+    walk: TurnWalk[tuple[int, str]] = TurnWalk()
+    made: list[int] = []
+
+    def pieces(upto: Any, key: Any = "k", context: RenderContext = ctx) -> Any:
+        def make(pos: int, before: list[Any]) -> tuple[int, str]:
+            made.append(pos)
+            assert len(before) == pos - 1
+            return (pos, upto[pos - 1].raw_response)
+
+        return walk.pieces(context, upto, key, make)
+
+    expected = [(pos, t.raw_response) for pos, t in enumerate(turns, 1)]
+    for n in range(len(turns) + 1):
+        assert list(pieces(turns[:n])) == expected[:n]
+    assert made == list(range(1, len(turns) + 1))
+    made.clear()
+    assert list(pieces(turns[:5])) == expected[:5] and made == []
+    assert list(pieces(turns[:5], key="other")) == expected[:5] and made == [1, 2, 3, 4, 5]
+    made.clear()
+    other_run = RenderContext(mission="m", system_prompt="", tools=dict(args["tools"]),
+                              data=dict(args["data"]), turns_left=1)
+    assert list(pieces(turns[:3], key="other", context=other_run)) == expected[:3]
+    assert made == [1, 2, 3]
+    made.clear()
+    changed = (*turns[:2], replace(turns[2], raw_response="changed"), *turns[3:6])
+    assert list(pieces(changed)) == [*expected[:2], (3, "changed"), *expected[3:6]]
+    assert made == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_one_strategy_switching_between_runs_and_turns_gives_fresh_prompts(spec) -> None:
+    """One strategy object rendering two runs in turn, and a run whose middle turn is
+    replaced (same tools and data: the same run cache), gives the fresh prompts: the
+    previous prompt's pieces are reused only for the same turn objects of the same run."""
+    from dataclasses import replace
+
+    lisp, transcript = _lisp(), _transcript()
+    strategy = get_strategy(spec)
+    for n in range(1, 12):
+        for trace in (lisp, transcript):
+            assert _prompt(trace, strategy, n) == _prompt(trace, get_strategy(spec), n,
+                                                          fresh=True), f"{spec}, prompt {n}"
+    args = lisp.prompt_arguments(len(lisp.turns) + 1)
+    turns = args["turns"]
+    changed = list(turns)
+    changed[-2] = replace(turns[-2], raw_response=turns[-2].raw_response + "\n;; changed",
+                          prints=(*turns[-2].prints, "changed output"))
+    memory = turns[-1].memory
+
+    def prompt(upto: Any, tools: Any, data: Any) -> str:
+        ctx = RenderContext(mission=args["mission"], system_prompt=args["system_prompt"],
+                            tools=tools, data=data, turns_left=args["turns_left"])
+        return json.dumps([strategy.to_messages(upto, memory, ctx),
+                           strategy.cache_breakpoints(upto, memory, ctx)])
+
+    prompt(tuple(turns), args["tools"], args["data"])
+    again = prompt(tuple(changed), args["tools"], args["data"])
+    assert again == prompt(tuple(changed), dict(args["tools"]), dict(args["data"]))
+    if "clear_tool_inputs" not in spec:  # else that turn's program and output are cleared
+        assert again != prompt(tuple(turns), args["tools"], args["data"])

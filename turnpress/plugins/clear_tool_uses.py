@@ -41,7 +41,7 @@ from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
 from turnpress.core.registry import get_registry
 from turnpress.plugins._transcript import content_text
-from turnpress.plugins.full_history import FullHistory
+from turnpress.plugins.full_history import FullHistory, TurnWalk
 
 CLEARED_ARGUMENTS = "{}"
 
@@ -97,6 +97,9 @@ class ClearToolUses(Strategy):
             raise ValueError(f"strategy 'clear-tool-uses': option 'tokenizer' must name a "
                              f"registered tokenizer ({valid}), got {tokenizer!r}")
         self._full = FullHistory()
+        self._counted: TurnWalk[str] = TurnWalk()
+        # per turn: (the index after its messages, its tool uses)
+        self._uses: TurnWalk[tuple[int, tuple[ToolUse, ...]]] = TurnWalk()
 
     @property
     def excluded(self) -> frozenset[str]:
@@ -117,26 +120,35 @@ class ClearToolUses(Strategy):
         count = ctx.registry.tokenizers()[self.tokenizer].value
         head = len(full) - sum(len(t.messages) or 2 for t in turns)
         parts = [_counted(m) for m in full[:head]]
-        for pos, turn in enumerate(turns, 1):
+
+        def counted(pos: int, _: list[str]) -> str:
+            turn = turns[pos - 1]
             left = None if turn.messages else ctx.turns_left_after(turns, pos)
-            parts.append(ctx.per_turn(turn, (self.name, "counted", left), lambda pos=pos: "".join(
-                _counted(m) for m in self._full.turn_pair(ctx, turns, pos))))
+            return ctx.per_turn(turn, (self.name, "counted", left), lambda: "".join(
+                _counted(m) for m in self._full.turn_pair(ctx, turns, pos)))
+
+        parts.extend(self._counted.pieces(
+            ctx, turns, (self.name, "counted", ctx.turns_left + len(turns)), counted))
         return count("".join(parts))
 
     # -- the edit --------------------------------------------------------------------
 
     def tool_uses(self, turns: Sequence[Turn], ctx: RenderContext) -> list[ToolUse]:
         """Every tool use of ``turns``, oldest first, located in the full-history prompt."""
-        uses: list[ToolUse] = []
-        index = len(ctx.preamble) if ctx.is_transcript else 2  # full history's head
-        for pos, turn in enumerate(turns, 1):
-            uses.extend(ctx.per_turn(turn, ("clear-tool-uses", "uses", pos, index),
-                                     lambda pos=pos, turn=turn, start=index: tuple(
-                                         ToolUse(pos, start + result, start + call, call_id,
-                                                 names)
-                                         for result, call, call_id, names in _uses(turn))))
-            index += len(turn.messages) or 2
-        return uses
+        head = len(ctx.preamble) if ctx.is_transcript else 2  # full history's head
+
+        def located(pos: int, before: list[tuple[int, tuple[ToolUse, ...]]]
+                    ) -> tuple[int, tuple[ToolUse, ...]]:
+            turn = turns[pos - 1]
+            start = before[-1][0] if before else head
+            return start + (len(turn.messages) or 2), ctx.per_turn(
+                turn, ("clear-tool-uses", "uses", pos, start), lambda: tuple(
+                    ToolUse(pos, start + result, start + call, call_id, names)
+                    for result, call, call_id, names in _uses(turn)))
+
+        # the earlier turns' uses come from the previous prompt (TurnWalk)
+        pieces = self._uses.pieces(ctx, turns, (self.name, "uses", head), located)
+        return [use for _, uses in pieces for use in uses]
 
     def cleared(self, turns: Sequence[Turn], ctx: RenderContext,
                 full: list[Message] | None = None) -> list[ToolUse]:

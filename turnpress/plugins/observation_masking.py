@@ -11,6 +11,7 @@ al., 2025): the agent's reasoning and actions stay, bulky old observations go.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from itertools import accumulate, chain
 from typing import Any
 
 from turnpress.core.compression import (
@@ -27,7 +28,7 @@ from turnpress.plugins._transcript import (
     content_text,
     with_content,
 )
-from turnpress.plugins.full_history import FullHistory
+from turnpress.plugins.full_history import FullHistory, TurnWalk
 
 
 def output_lines(turn: Turn) -> int:
@@ -60,6 +61,9 @@ class ObservationMasking(Strategy):
         self.window = self.check_int("window", window)
         self.step = self.check_int("step", step, minimum=1)
         self._full = FullHistory()
+        self._masked: TurnWalk[tuple[Message, ...]] = TurnWalk()
+        # per turn: the position of the latest failed turn up to it (None: none failed)
+        self._failed: TurnWalk[int | None] = TurnWalk()
 
     def boundary(self, n_turns: int) -> int:
         """How many of the oldest turns lie outside the window: the largest multiple of
@@ -87,10 +91,14 @@ class ObservationMasking(Strategy):
     def masked_pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
         """The ``pos``-th turn with its feedback masked (never larger than unmasked).
         Made once per turn for the run (later prompts reuse the same messages)."""
+        return list(self._masked_turn(ctx, turns, pos))
+
+    def _masked_turn(self, ctx: RenderContext, turns: Sequence[Turn], pos: int
+                     ) -> tuple[Message, ...]:
         turn = turns[pos - 1]
         left = None if turn.messages else ctx.turns_left_after(turns, pos)
-        return list(ctx.per_turn(turn, (self.name, "masked", left),
-                                 lambda: tuple(self._masked_pair(ctx, turns, pos))))
+        return ctx.per_turn(turn, (self.name, "masked", left),
+                            lambda: tuple(self._masked_pair(ctx, turns, pos)))
 
     def _masked_pair(self, ctx: RenderContext, turns: Sequence[Turn],
                      pos: int) -> list[Message]:
@@ -116,16 +124,27 @@ class ObservationMasking(Strategy):
 
     def _render(self, turns: Sequence[Turn], ctx: RenderContext
                 ) -> tuple[list[Message], list[int]]:
-        """The messages, and for each turn the index of its first message."""
-        masked = self.masked(turns)
+        """The messages, and for each turn the index of its first message (as
+        :meth:`masked` says; the turns' pieces come from the previous prompt, see
+        :class:`TurnWalk`)."""
+        n = len(turns)
+        m = self.boundary(n)
+        pieces = list(self._masked.pieces(
+            ctx, turns, (self.name, "masked", ctx.turns_left + n),
+            lambda pos, _: self._masked_turn(ctx, turns, pos), count=m))
+        full = self._full.pairs(ctx, turns)
+        if m:
+            # judged on the turns up to the last boundary move (see masked())
+            failed = self._failed.pieces(ctx, turns, (self.name, "failed"),
+                                         _latest_failed_of(turns),
+                                         count=min(n, m + self.window))
+            latest = failed[-1]
+            if latest is not None and latest <= m:
+                pieces[latest - 1] = full[latest - 1]
+        pieces.extend(full[m:])
         messages = self._full.head(turns, ctx)
-        starts = []
-        for pos in range(1, len(turns) + 1):
-            starts.append(len(messages))
-            if pos in masked:
-                messages.extend(self.masked_pair(ctx, turns, pos))
-            else:
-                messages.extend(self._full.turn_pair(ctx, turns, pos))
+        starts = list(accumulate(map(len, pieces[:-1]), initial=len(messages))) if n else []
+        messages.extend(chain.from_iterable(pieces))
         return messages, starts
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
@@ -148,6 +167,15 @@ class ObservationMasking(Strategy):
         turn = turns[first - 1]
         index = starts[first - 1] + (len(assistant_messages(turn)) if turn.messages else 1)
         return [(0, None), (index - 1, None), (len(messages) - 1, None)]
+
+
+def _latest_failed_of(turns: Sequence[Turn]) -> Callable[[int, list[int | None]], int | None]:
+    """For :class:`TurnWalk`: the position of the latest failed turn up to ``pos``."""
+    def latest(pos: int, before: list[int | None]) -> int | None:
+        if not turns[pos - 1].success:
+            return pos
+        return before[-1] if before else None
+    return latest
 
 
 @hookimpl

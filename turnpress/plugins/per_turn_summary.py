@@ -11,6 +11,7 @@ an exact prefix of the prompt for turn n+1 and every earlier token can be cached
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from turnpress.core.compression import (
@@ -24,7 +25,7 @@ from turnpress.core.compression import (
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Fn, Message, Turn
 from turnpress.plugins._transcript import cut_feedback
-from turnpress.plugins.full_history import FullHistory, per_turn_after
+from turnpress.plugins.full_history import FullHistory, TurnWalk, per_turn_after
 
 
 class PerTurnSummary(Strategy):
@@ -45,6 +46,7 @@ class PerTurnSummary(Strategy):
         self.println_limit = self.check_int("println_limit", println_limit)
         self.tool_call_limit = self.check_int("tool_call_limit", tool_call_limit)
         self._full = FullHistory()
+        self._pairs: TurnWalk[tuple[Message, ...]] = TurnWalk()
 
     def program(self, ctx: RenderContext, turn: Turn) -> str:
         """The ASSISTANT message of a turn: its program in a code fence, no prose."""
@@ -82,14 +84,18 @@ class PerTurnSummary(Strategy):
         when shorter than the raw response, the summary when shorter than the
         feedback, else the original. A transcript turn keeps its messages (every tool
         call answered) with each tool result or user message cut to head plus tail."""
+        return list(self._turn_pair(ctx, turns, pos))
+
+    def _turn_pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int
+                   ) -> tuple[Message, ...]:
         turn = turns[pos - 1]
         if turn.messages:
-            return list(ctx.per_turn(turn, (self.name, "cut"),
-                                     lambda: tuple(cut_feedback(turn, ctx))))
+            return ctx.per_turn(turn, (self.name, "cut"),
+                                lambda: tuple(cut_feedback(turn, ctx)))
         key = (self.name, "pair", ctx.turns_left_after(turns, pos), self.println_limit,
                self.tool_call_limit)
-        return list(per_turn_after(ctx, turns, pos, key,
-                                   lambda: tuple(self._pair(ctx, turns, pos))))
+        return per_turn_after(ctx, turns, pos, key,
+                              lambda: tuple(self._pair(ctx, turns, pos)))
 
     def _pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int) -> list[Message]:
         turn = turns[pos - 1]
@@ -105,8 +111,11 @@ class PerTurnSummary(Strategy):
                     ctx: RenderContext) -> list[Message]:
         """``[SYSTEM, USER]`` then one ASSISTANT/USER pair per turn."""
         messages = self._full.head(turns, ctx)
-        for pos in range(1, len(turns) + 1):
-            messages.extend(self.turn_pair(ctx, turns, pos))
+        # the earlier turns' pairs come from the previous prompt (TurnWalk)
+        key = (self.name, "pairs", ctx.turns_left + len(turns), self.println_limit,
+               self.tool_call_limit)
+        messages.extend(chain.from_iterable(self._pairs.pieces(
+            ctx, turns, key, lambda pos, _: self._turn_pair(ctx, turns, pos))))
         return messages
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],

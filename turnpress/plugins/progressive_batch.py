@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from turnpress.core.compression import (
@@ -36,7 +37,7 @@ from turnpress.core.compression import (
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
 from turnpress.plugins._transcript import content_text, feedback_messages, feedback_text
-from turnpress.plugins.full_history import FullHistory, per_turn_after
+from turnpress.plugins.full_history import FullHistory, TurnWalk, per_turn_after
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class ProgressiveBatch(Strategy):
         self.min_preserved = self.check_int("min_preserved", min_preserved)
         self.batch_size = self.check_int("batch_size", batch_size, minimum=1)
         self._full = FullHistory()
+        self._compacted: TurnWalk[tuple[Message, ...]] = TurnWalk()
 
     def compacted_count(self, n_turns: int) -> int:
         """How many of the oldest ``n_turns`` turns are compacted: whole blocks of
@@ -118,6 +120,10 @@ class ProgressiveBatch(Strategy):
         """What a compacted turn becomes: its recap line, or (never larger) the turn as
         full history shows it when the recap would be longer. Made once per turn for
         the run (later prompts reuse the same messages)."""
+        return list(self._compacted_turn(ctx, turns, pos))
+
+    def _compacted_turn(self, ctx: RenderContext, turns: Sequence[Turn], pos: int
+                        ) -> tuple[Message, ...]:
         turn = turns[pos - 1]
         left = None if turn.messages else ctx.turns_left_after(turns, pos)
 
@@ -128,7 +134,7 @@ class ProgressiveBatch(Strategy):
                 return tuple(full)
             return (ctx.message("assistant", recap),)
 
-        return list(per_turn_after(ctx, turns, pos, (self.name, "compacted", left), make))
+        return per_turn_after(ctx, turns, pos, (self.name, "compacted", left), make)
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
@@ -141,11 +147,12 @@ class ProgressiveBatch(Strategy):
         n = len(turns)
         c = self.compacted_count(n)
         messages = self._full.head(turns, ctx)
-        for pos in range(1, c + 1):
-            messages.extend(self.compacted(ctx, turns, pos))
+        # the earlier turns' pieces come from the previous prompt (TurnWalk)
+        messages.extend(chain.from_iterable(self._compacted.pieces(
+            ctx, turns, (self.name, "compacted", ctx.turns_left + n),
+            lambda pos, _: self._compacted_turn(ctx, turns, pos), count=c)))
         stable = len(messages)
-        for pos in range(c + 1, n + 1):
-            messages.extend(self._full.turn_pair(ctx, turns, pos))
+        messages.extend(chain.from_iterable(self._full.pairs(ctx, turns)[c:]))
         if c and c == n and messages[-1]["role"] == "assistant":
             # min_preserved=0 compacted every turn: end with USER, not a recap
             messages.append(ctx.message("user", ctx.turns_left_line(ctx.turns_left)))

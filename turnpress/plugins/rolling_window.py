@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from itertools import chain
+from operator import is_
 from typing import Any
 
 from turnpress.core.compression import Breakpoint, RenderContext, Strategy
@@ -74,8 +76,7 @@ class RollingWindow(Strategy):
                self.tool_call_limit, self.errors)
         kept = ctx.per_turn(older[-1], key, make)
         # the same turns before it, in the same run (mission and preamble too)
-        if not (len(kept[0]) == c and all(a is b for a, b in zip(kept[0], older, strict=True))
-                and kept[1] == stamp):
+        if not (len(kept[0]) == c and all(map(is_, kept[0], older)) and kept[1] == stamp):
             kept = make()
         return list(kept[2])
 
@@ -89,8 +90,7 @@ class RollingWindow(Strategy):
         if c == n:  # window=0: nothing in full, exactly single-user-coalesced
             return self._coalesced.to_messages(turns, memory, ctx)
         messages = self.coalesced(turns, c, ctx)
-        for pos in range(c + 1, n + 1):
-            messages.extend(self._full.turn_pair(ctx, turns, pos))
+        messages.extend(chain.from_iterable(self._full.pairs(ctx, turns)[c:]))
         return messages
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
