@@ -185,3 +185,95 @@ def test_bodies_are_the_bodies_of_each_message():
     counter = TokenCounter("o200k_base")
     for _ in range(2):  # the second time from the per-run memo
         assert counter.bodies(messages) == [message_body(m) for m in messages]
+
+
+def test_same_counts_the_leading_messages_equal_to_the_previous_prompts():
+    track = PromptTrack()
+    first = [{"role": "user", "content": f"m{i}"} for i in range(5)]
+    assert track.same(first) == 0  # no previous prompt yet
+    counter = TokenCounter("chars4")
+    track.update(roles(first), counter.bodies(first), counter.tokenize(first), first)
+    assert track.same([*first, {"role": "user", "content": "new"}]) == 5
+    assert track.same([first[0], dict(first[1]), {"role": "user", "content": "x"}]) == 2
+    assert track.same([{"role": "assistant", "content": "m0"}, *first[1:]]) == 0
+    assert track.same(first[:3]) == 3
+    assert track.same([]) == 0
+
+
+def _reusing_strategy(name: str, copy: bool, bad_at: int | None = None):
+    """A strategy keeping one message dict per turn for the run (as the built-in ones
+    do), or handing out fresh copies of every message each time (``copy``)."""
+    from turnpress import Strategy
+
+    class Reusing(Strategy):
+        def __init__(self):
+            self.made = {}
+
+        def to_messages(self, turns, memory, ctx):
+            out = [ctx.message("system", ctx.system_prompt or "sys"),
+                   ctx.message("user", ctx.mission)]
+            for t in turns:
+                key = (id(ctx.mission), t.number)
+                if key not in self.made:
+                    self.made[key] = {"role": "assistant",
+                                      "content": f"turn {t.number}: {t.program}\n" * 3}
+                out.append(self.made[key])
+            if bad_at is not None and len(turns) >= bad_at:
+                out.append({"role": "user", "content": 42})
+            return [dict(m) for m in out] if copy else out
+
+    Reusing.name = name
+    return Reusing
+
+
+def test_messages_shared_with_the_previous_prompt_count_as_fresh_copies(fresh_registry,
+                                                                        monkeypatch):
+    from turnpress import hookimpl
+    from turnpress.compare import compare_traces
+    from turnpress.core.registry import get_registry
+    from turnpress.examples import example_trace_paths
+
+    class Plugin:
+        @hookimpl
+        def register_strategies(self, register):
+            register(_reusing_strategy("reusing", copy=False))
+            register(_reusing_strategy("copying", copy=True))
+
+    get_registry().register(Plugin(), "reuse-plugin")
+    path = next(p for p in example_trace_paths() if p.stem == "phone-campaign")
+    results = {cache: compare_traces(path, ["reusing", "copying", "full-history"], cache=cache)
+               for cache in ("openai", "anthropic")}
+    for result in results.values():
+        reusing, copying = result.strategy("reusing"), result.strategy("copying")
+        assert list(reusing.per_turn()) == list(copying.per_turn())
+        assert reusing.input_tokens > 0 and reusing.prompts == copying.prompts > 2
+    # the dicts a strategy hands out again are not made into bodies again (equal copies
+    # are recognised too, by comparing them: fewer bodies, but not as few)
+    made: list[int] = []
+    real = TokenCounter.bodies
+    monkeypatch.setattr(TokenCounter, "bodies",
+                        lambda self, ms: made.append(len(ms)) or real(self, ms))
+    for name in ("reusing", "copying"):
+        made.clear()
+        kept = compare_traces(path, [name, "full-history"], keep_prompts=1).kept_prompts[0]
+        counted = sum(len(ms) for prompt in kept.prompts for ms in prompt)
+        assert 0 < sum(made) < counted / 2  # the new messages of each prompt, about
+
+
+def test_a_bad_message_after_a_reused_prefix_is_named_by_its_index(fresh_registry):
+    from turnpress import hookimpl
+    from turnpress.compare import compare_traces
+    from turnpress.core.registry import get_registry
+    from turnpress.examples import example_trace_paths
+
+    class Plugin:
+        @hookimpl
+        def register_strategies(self, register):
+            register(_reusing_strategy("late-bad", copy=False, bad_at=3))
+
+    get_registry().register(Plugin(), "bad-plugin")
+    path = next(p for p in example_trace_paths() if p.stem == "phone-campaign")
+    result = compare_traces(path, ["late-bad", "full-history"], tokenizer="chars4")
+    [(label, status, reason)] = result.not_compared
+    assert (label, status) == ("late-bad", "failed")
+    assert "turn 4" in reason and "bad message at index 5" in reason, reason

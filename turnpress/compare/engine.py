@@ -582,20 +582,28 @@ class _Worker:
 
     def _tokenize(self, messages: Sequence[Message],
                   points: Iterable[tuple[int, int | None]] = (),
-                  bodies: list[str] | None = None,
-                  track: PromptTrack | None = None) -> TokenizedPrompt:
-        """The counted prompt; with a ``track``, the messages it shares with the track's
-        previous prompt are reused, and the track moves on to this prompt."""
+                  track: PromptTrack | None = None, same: int = 0
+                  ) -> tuple[TokenizedPrompt, list[str]]:
+        """The counted prompt and its messages' bodies; with a ``track``, the messages
+        it shares with the track's previous prompt are reused (the first ``same`` are
+        equal to that prompt's: their bodies are taken as they are), and the track
+        moves on to this prompt."""
+        counter = self.counter
         try:
             if track is None:
-                return self.counter.tokenize(messages, points, bodies)
-            if bodies is None:
-                bodies = self.counter.bodies(messages)
-            kinds = roles(messages)
-            prompt = self.counter.tokenize(messages, points, bodies,
-                                           track.prefix(kinds, bodies))
-            track.update(kinds, bodies, prompt)
-            return prompt
+                bodies = counter.bodies(messages)
+                return counter.tokenize(messages, points, bodies), bodies
+            if same:
+                bodies = track.bodies[:same]
+                bodies.extend(counter.bodies(messages[same:]))
+                kinds = track.roles[:same]
+                kinds.extend(roles(messages[same:]))
+            else:
+                bodies = counter.bodies(messages)
+                kinds = roles(messages)
+            prompt = counter.tokenize(messages, points, bodies, track.prefix(kinds, bodies))
+            track.update(kinds, bodies, prompt, messages)
+            return prompt, bodies
         except Exception as exc:
             name = self.settings.tokenizer.name
             raise CompareError(f"{tokenizer_origin(name)} failed: "
@@ -615,7 +623,6 @@ class _Worker:
         s = self.settings
         strategies = s.strategies
         body = self.counter.body
-        bodies = self.counter.bodies
         self.counter.start_run()
         caches = [new_cache_model(s.cache) for _ in strategies]
         base_cache = new_cache_model(s.cache)
@@ -627,9 +634,9 @@ class _Worker:
         prompts = TracePrompts(trace.name, [], []) if keep else None
         last = len(trace.turns)
         all_turns, whole_ctx = self._context(trace, last + 1)
-        whole = self._render(self.baseline, all_turns,
-                             all_turns[-1].memory if all_turns else {},
-                             whole_ctx, where, last + 1)
+        whole, _ = self._render(self.baseline, all_turns,
+                                all_turns[-1].memory if all_turns else {},
+                                whole_ctx, where, last + 1)
         needed = NeededFacts(*_split_turns(whole, body))
         _, ctx1 = self._context(trace, 1)
         index_ = FactIndex((trace.system_prompt, *ctx1.namespaces({}, only=["tool/"])))
@@ -640,14 +647,13 @@ class _Worker:
         for n in range(1, last + 1):
             turns, ctx = self._context(trace, n)
             memory = turns[-1].memory if turns else {}
-            base = self._render(self.baseline, turns, memory, ctx, where, n)
+            base, same = self._render(self.baseline, turns, memory, ctx, where, n, base_track)
             try:
                 base_points = self._points(self.baseline, base, turns, memory, ctx)
             except Exception as exc:
                 raise CompareError(f"{BASELINE_STRATEGY}: cache_breakpoints() failed on "
                                    f"{where}, turn {n}: {describe_failure(exc)}") from None
-            base_bodies = bodies(base)
-            base_prompt = self._tokenize(base, base_points, base_bodies, base_track)
+            base_prompt, base_bodies = self._tokenize(base, base_points, base_track, same)
             usage = base_cache.account(base_prompt)
             base_tokens += base_prompt.total
             base_cost += cost_usd(s.price, base_prompt.total, usage.cached, usage.written)
@@ -670,7 +676,8 @@ class _Worker:
                     messages = base
                 else:
                     try:
-                        messages = self._render(strategy, turns, memory, ctx, where, n)
+                        messages, same = self._render(strategy, turns, memory, ctx, where,
+                                                      n, tracks[i])
                     except StrategyNotApplicable as exc:
                         status[i] = ("n/a", " ".join(str(exc).split()) or "not applicable")
                         kept_messages.append([])
@@ -693,8 +700,7 @@ class _Worker:
                 if messages is base:
                     prompt, shown, need_shown = base_prompt, base_shown, base_need
                 else:
-                    texts = bodies(messages)
-                    prompt = self._tokenize(messages, points, texts, tracks[i])
+                    prompt, texts = self._tokenize(messages, points, tracks[i], same)
                     shown = index_.shown_tracked(texts)
                     need_shown = index_.shows(texts, need)
                 used = caches[i].account(prompt)
@@ -714,12 +720,22 @@ class _Worker:
         return _Outcome(index, info, rows, dropped, status, prompts)
 
     def _render(self, strategy: Any, turns: Any, memory: Any, ctx: RenderContext, where: str,
-                n: int) -> list[Message]:
-        """The strategy's prompt; a failure of the baseline (or of a template) stops the
-        comparison (:class:`CompareError`), another strategy's raises
-        :class:`_StrategyFailed` (or ``StrategyNotApplicable``)."""
+                n: int, track: PromptTrack | None = None) -> tuple[list[Message], int]:
+        """The strategy's prompt, and how many of its leading messages equal the
+        ``track``'s previous prompt's (checked then, so not checked again); a failure of
+        the baseline (or of a template) stops the comparison (:class:`CompareError`),
+        another strategy's raises :class:`_StrategyFailed` (or ``StrategyNotApplicable``)."""
         try:
-            return check_messages(strategy.to_messages(turns, memory, ctx), strategy)
+            messages = strategy.to_messages(turns, memory, ctx)
+            same = track.same(messages) if track is not None and type(messages) is list else 0
+            if same:
+                try:
+                    check_messages(messages[same:], strategy)
+                except TypeError:
+                    check_messages(messages, strategy)  # the same error, with its index
+                    raise
+                return messages, same
+            return check_messages(messages, strategy), 0
         except StrategyNotApplicable:
             if strategy is self.baseline:
                 raise CompareError(f"{BASELINE_STRATEGY} cannot render {where}") from None

@@ -6,7 +6,10 @@ keeps a strategy's previous prompt as counted: its roles, message bodies and
 :class:`~turnpress.core.tokens.TokenizedPrompt`. The next prompt's leading
 messages with the same role and body are recognised by comparing the two lists
 (in C, strings by identity first), and their counted segments, running token
-totals and prefix digests are reused instead of looked up again.
+totals and prefix digests are reused instead of looked up again. The leading
+messages equal to the previous prompt's (strategies hand out the same message
+dicts again for what did not change, so mostly by identity) need neither their
+bodies made nor their shape checked again: :meth:`PromptTrack.same`.
 """
 
 from __future__ import annotations
@@ -30,12 +33,20 @@ def roles(messages: Sequence[Mapping[str, Any]]) -> list[str]:
 class PromptTrack:
     """One strategy's previous prompt in a run, as counted."""
 
-    __slots__ = ("bodies", "prompt", "roles")
+    __slots__ = ("bodies", "messages", "prompt", "roles")
 
     def __init__(self) -> None:
         self.roles: list[str] = []
         self.bodies: list[str] = []
+        self.messages: Sequence[Mapping[str, Any]] = []
         self.prompt: TokenizedPrompt | None = None
+
+    def same(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        """How many leading ``messages`` equal the previous prompt's messages (the same
+        dict objects, mostly: compared by identity first, in C)."""
+        if self.prompt is None or not messages:
+            return 0
+        return common_prefix_length(messages, self.messages)
 
     def shared(self, roles: Sequence[str], bodies: Sequence[str]) -> int:
         """How many leading messages (given by their ``roles`` and ``bodies``) are the
@@ -52,6 +63,7 @@ class PromptTrack:
         k = self.shared(roles, bodies)
         return (self.prompt, k) if k and self.prompt is not None else None
 
-    def update(self, roles: list[str], bodies: list[str], prompt: TokenizedPrompt) -> None:
-        """Remember the prompt just counted."""
-        self.roles, self.bodies, self.prompt = roles, bodies, prompt
+    def update(self, roles: list[str], bodies: list[str], prompt: TokenizedPrompt,
+               messages: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Remember the prompt just counted (and its ``messages``, for :meth:`same`)."""
+        self.roles, self.bodies, self.prompt, self.messages = roles, bodies, prompt, messages
