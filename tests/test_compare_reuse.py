@@ -277,3 +277,47 @@ def test_a_bad_message_after_a_reused_prefix_is_named_by_its_index(fresh_registr
     [(label, status, reason)] = result.not_compared
     assert (label, status) == ("late-bad", "failed")
     assert "turn 4" in reason and "bad message at index 5" in reason, reason
+
+
+def test_a_strategy_changing_a_message_it_handed_out_is_counted_as_changed(fresh_registry):
+    """The strategy contract says a returned message is not changed later, but a plugin
+    that rewrites its kept dicts in place must still be counted right: the track
+    compares with copies taken when each prompt was counted, not with the dicts."""
+    from turnpress import Strategy, hookimpl
+    from turnpress.compare import compare_traces
+    from turnpress.core.registry import get_registry
+    from turnpress.examples import example_trace_paths
+
+    def strategy(name, in_place):
+        class Rewriting(Strategy):
+            def __init__(self):
+                self.kept = {}
+
+            def to_messages(self, turns, memory, ctx):
+                out = [ctx.message("user", ctx.mission)]
+                for t in turns:
+                    text = f"turn {t.number}: {t.program}" + " again" * len(turns)
+                    if in_place:
+                        kept = self.kept.setdefault(t.number, {"role": "assistant"})
+                        kept["content"] = text  # the same dict, changed each prompt
+                        out.append(kept)
+                    else:
+                        out.append({"role": "assistant", "content": text})
+                return out
+
+        Rewriting.name = name
+        return Rewriting
+
+    class Plugin:
+        @hookimpl
+        def register_strategies(self, register):
+            register(strategy("in-place", True))
+            register(strategy("fresh", False))
+
+    get_registry().register(Plugin(), "rewrite-plugin")
+    path = next(p for p in example_trace_paths() if p.stem == "phone-campaign")
+    for cache in ("openai", "anthropic"):
+        result = compare_traces(path, ["in-place", "fresh", "full-history"], cache=cache)
+        in_place, fresh = result.strategy("in-place"), result.strategy("fresh")
+        assert list(in_place.per_turn()) == list(fresh.per_turn())
+        assert in_place.input_tokens == fresh.input_tokens > 0

@@ -602,7 +602,7 @@ class _Worker:
                 bodies = counter.bodies(messages)
                 kinds = roles(messages)
             prompt = counter.tokenize(messages, points, bodies, track.prefix(kinds, bodies))
-            track.update(kinds, bodies, prompt, messages)
+            track.update(kinds, bodies, prompt, messages, same)
             return prompt, bodies
         except Exception as exc:
             name = self.settings.tokenizer.name

@@ -8,8 +8,9 @@ messages with the same role and body are recognised by comparing the two lists
 (in C, strings by identity first), and their counted segments, running token
 totals and prefix digests are reused instead of looked up again. The leading
 messages equal to the previous prompt's (strategies hand out the same message
-dicts again for what did not change, so mostly by identity) need neither their
-bodies made nor their shape checked again: :meth:`PromptTrack.same`.
+dicts again for what did not change) need neither their bodies made nor their
+shape checked again: :meth:`PromptTrack.same`, which compares them with copies taken
+when they were counted.
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ class PromptTrack:
         self.prompt: TokenizedPrompt | None = None
 
     def same(self, messages: Sequence[Mapping[str, Any]]) -> int:
-        """How many leading ``messages`` equal the previous prompt's messages (the same
-        dict objects, mostly: compared by identity first, in C)."""
+        """How many leading ``messages`` equal the previous prompt's messages as they
+        were when counted (a copy of each is kept: a strategy that changes a dict it
+        handed out, against the contract, must not pass for unchanged). Compared in C;
+        unchanged values are the same string objects, so mostly by identity."""
         if self.prompt is None or not messages:
             return 0
         return common_prefix_length(messages, self.messages)
@@ -64,6 +67,10 @@ class PromptTrack:
         return (self.prompt, k) if k and self.prompt is not None else None
 
     def update(self, roles: list[str], bodies: list[str], prompt: TokenizedPrompt,
-               messages: Sequence[Mapping[str, Any]] = ()) -> None:
-        """Remember the prompt just counted (and its ``messages``, for :meth:`same`)."""
-        self.roles, self.bodies, self.prompt, self.messages = roles, bodies, prompt, messages
+               messages: Sequence[Mapping[str, Any]] = (), same: int = 0) -> None:
+        """Remember the prompt just counted (and a copy of its ``messages``, for
+        :meth:`same`; the first ``same`` equal the previous prompt's, whose copies are
+        kept)."""
+        kept = list(self.messages[:same])
+        kept.extend(map(dict, messages[same:]))
+        self.roles, self.bodies, self.prompt, self.messages = roles, bodies, prompt, kept
