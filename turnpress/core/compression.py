@@ -78,7 +78,9 @@ class Strategy:
     A strategy has a ``name``, takes its options as keyword-only constructor
     arguments with defaults, stores each under the same attribute name, and turns
     the history into messages in :meth:`to_messages`. It must be pure: the same
-    turns, memory and context always give the same messages.
+    turns, memory and context always give the same messages. It may hand out the
+    same message dicts again in later prompts (see :meth:`RenderContext.per_turn`),
+    but never changes a message after returning it.
     """
 
     name: ClassVar[str] = ""
