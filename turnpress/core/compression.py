@@ -209,7 +209,7 @@ class RunCache:
     """
 
     __slots__ = ("clojure", "data", "keep", "lock", "per_turn", "sections", "templates",
-                 "text_chars", "texts", "tools")
+                 "text_chars", "text_stats", "texts", "tools")
 
     def __init__(self, keep: tuple[Any, ...]) -> None:
         self.keep = keep  # strong references: the ids in the lookup key stay unique
@@ -227,6 +227,8 @@ class RunCache:
         self.per_turn: dict[tuple[int, Any], tuple[Any, Any]] = {}
         self.lock = threading.Lock()
         self.text_chars = 0
+        # template name -> [lookups, hits] of its texts (see RenderContext.template)
+        self.text_stats: dict[str, list[int]] = {}
 
     def text(self, key: tuple[Any, ...]) -> str | None:
         """The remembered text of a template call, or None (a hit becomes the newest)."""
@@ -260,6 +262,11 @@ _MAX_TEXTS = 8192
 _MAX_TEXT_CHARS = 1_000_000  # per run: what the text cache may hold (texts and keys)
 _MAX_PER_TURN = 100_000  # per run: values remembered by RenderContext.per_turn
 _CALL_ENTRIES = ("turnpress.tool_calls", ARG_LIMIT, ARG_PRINTABLE_LIMIT)  # its per_turn key
+# A template whose texts are looked up this many times in a run and found less than
+# once in _TEXT_HIT_RATIO times (a "last K" window shifting on every prompt) is no
+# longer remembered in that run: keying its variables costs more than rendering.
+_TEXT_PROBE = 64
+_TEXT_HIT_RATIO = 4
 
 
 def _items(mapping: Mapping[str, Any] | None) -> tuple[tuple[Any, Any], ...]:
@@ -446,14 +453,23 @@ class RenderContext:
 
         Templates are pure: when every variable is a plain string, number, boolean,
         None, or a list, tuple or dict of those, the text is remembered for the rest
-        of the run (the most recently used texts, within a size bound).
+        of the run (the most recently used texts, within a size bound). A template
+        whose texts are seldom asked for again in the run (a shifting "last K" window)
+        stops being remembered after a while; its text is the same either way.
         """
         cache: RunCache = self.run_cache  # type: ignore[assignment]
-        key = _text_key(name, variables)
-        if key is not None:
-            text = cache.text(key)
-            if text is not None:
-                return text
+        stats = cache.text_stats.get(name)
+        if stats is None:
+            stats = cache.text_stats[name] = [0, 0]
+        key = None
+        if stats[0] < _TEXT_PROBE or stats[1] * _TEXT_HIT_RATIO >= stats[0]:
+            key = _text_key(name, variables)
+            if key is not None:
+                stats[0] += 1  # racy under threads: only how often it is kept changes
+                text = cache.text(key)
+                if text is not None:
+                    stats[1] += 1
+                    return text
         env = get_environment(self.template_dirs)
         loaded = cache.templates.get(name)
         if loaded is None or loaded[0] is not env:
@@ -1041,6 +1057,15 @@ def check_messages(messages: Any, strategy: Any) -> list[Message]:
     if not isinstance(messages, list):
         raise TypeError(f"strategy {strategy.name!r} returned {type(messages).__name__}, "
                         f"not a list of messages")
+    roles = _ROLES
+    for m in messages:  # the common case, {"role": ..., "content": str}, inline
+        if type(m) is not dict or type(m.get("content")) is not str:
+            break
+        role = m.get("role")
+        if type(role) is not str or role not in roles:
+            break
+    else:
+        return messages
     for i, m in enumerate(messages):
         if not _valid_message(m):
             raise TypeError(f"strategy {strategy.name!r} returned a bad message at index {i}: "

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from copy import copy
 from dataclasses import replace
 from functools import lru_cache, partial
+from operator import is_
 from typing import Any
 
 from turnpress.core.compression import (
@@ -319,11 +320,22 @@ class CheckpointCoalesced(Strategy):
         turn's delta), each made once per run and reused by later prompts."""
         key = self._key(ctx, turns)
         last = self._last_walk
-        if last is not None and last[0] is turns and last[1] == key and last[2] is ctx.run_cache:
-            return last[3]  # messages, then breakpoints, of the same prompt
-        nodes = [_ROOT]
-        node = _ROOT
-        for pos, turn in enumerate(turns, 1):
+        start = 0
+        if last is not None and last[1] == key and last[2] is ctx.run_cache:
+            if last[0] is turns:
+                return last[3]  # messages, then breakpoints, of the same prompt
+            # the same turn objects as the last prompt's, as far as both go: reuse its
+            # nodes (compare asks for prompt n+1 after prompt n)
+            start = min(len(last[0]), len(turns))
+            if not all(map(is_, last[0][:start], turns[:start])):
+                start = 0
+        if start:
+            nodes = last[3][:start + 1]  # type: ignore[index]
+            node = nodes[-1]
+        else:
+            nodes = [_ROOT]
+            node = _ROOT
+        for pos, turn in enumerate(turns[start:], start + 1):
             before = node
             node = ctx.per_turn(turn, (key, id(before)),
                                 partial(self._step, before, turns, pos, ctx))
