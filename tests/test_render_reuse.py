@@ -124,3 +124,26 @@ def test_check_messages_takes_transcript_messages() -> None:
                 {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text",
                                                                       "text": "ok"}]}]
     assert check_messages(messages, get_strategy("full-history")) is messages
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_checkpoint_views_cut_each_turns_output_once(run: str, monkeypatch) -> None:
+    """Every checkpoint's view shows all earlier turns' outputs: a turn's key lines (for
+    its age tier) are found once per run, not again at each later checkpoint."""
+    from turnpress.plugins import checkpoint_coalesced
+
+    made: list[tuple] = []
+    key_lines = checkpoint_coalesced.key_lines
+
+    def counting(text, ctx, *, lines, keys, line_chars, seen=frozenset()):
+        made.append((text, lines, keys, line_chars, frozenset(seen)))
+        return key_lines(text, ctx, lines=lines, keys=keys, line_chars=line_chars, seen=seen)
+
+    monkeypatch.setattr(checkpoint_coalesced, "key_lines", counting)
+    trace = RUNS[run]()
+    strategy = get_strategy("checkpoint-coalesced:every=3,delta_chars=0")
+    turns = tuple(trace.turns)
+    for k in range(len(turns) + 1):
+        _prompt(strategy, trace, turns[:k], trace.max_turns - k)
+    assert made
+    assert len(made) == len(set(made))
