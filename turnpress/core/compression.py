@@ -262,6 +262,15 @@ _MAX_TEXTS = 8192
 _MAX_TEXT_CHARS = 1_000_000  # per run: what the text cache may hold (texts and keys)
 _MAX_PER_TURN = 100_000  # per run: values remembered by RenderContext.per_turn
 _CALL_ENTRIES = ("turnpress.tool_calls", ARG_LIMIT, ARG_PRINTABLE_LIMIT)  # its per_turn key
+# A template whose texts were looked up _TEXT_PROBE times and found less than once in
+# _TEXT_HIT_RATIO times (a "last K" window shifting on every prompt) is rendered
+# without the text cache (keying its variables costs more than rendering them) for
+# its next _TEXT_PAUSE calls, then probed again. Template name -> [lookups, hits,
+# calls left without the cache]; shared by all runs (how a template is used).
+_TEXT_PROBE = 64
+_TEXT_HIT_RATIO = 4
+_TEXT_PAUSE = 4096
+_TEXT_STATS: dict[str, list[int]] = {}
 
 
 def _items(mapping: Mapping[str, Any] | None) -> tuple[tuple[Any, Any], ...]:
@@ -448,14 +457,29 @@ class RenderContext:
 
         Templates are pure: when every variable is a plain string, number, boolean,
         None, or a list, tuple or dict of those, the text is remembered for the rest
-        of the run (the most recently used texts, within a size bound).
+        of the run (the most recently used texts, within a size bound). A template
+        whose texts are seldom asked for again (a shifting "last K" window) is
+        rendered without that cache for a while; its text is the same either way.
         """
         cache: RunCache = self.run_cache  # type: ignore[assignment]
-        key = _text_key(name, variables)
-        if key is not None:
-            text = cache.text(key)
-            if text is not None:
-                return text
+        key = None
+        stats = _TEXT_STATS.get(name)
+        if stats is None:
+            stats = _TEXT_STATS[name] = [0, 0, 0]
+        if stats[2] > 0:  # racy under threads: only how often texts are kept changes
+            stats[2] -= 1
+        else:
+            key = _text_key(name, variables)
+            if key is not None:
+                stats[0] += 1
+                text = cache.text(key)
+                if text is not None:
+                    stats[1] += 1
+                    return text
+                if stats[0] >= _TEXT_PROBE:
+                    if stats[1] * _TEXT_HIT_RATIO < stats[0]:
+                        stats[2] = _TEXT_PAUSE
+                    stats[0] = stats[1] = 0
         env = get_environment(self.template_dirs)
         loaded = cache.templates.get(name)
         if loaded is None or loaded[0] is not env:
@@ -1043,6 +1067,15 @@ def check_messages(messages: Any, strategy: Any) -> list[Message]:
     if not isinstance(messages, list):
         raise TypeError(f"strategy {strategy.name!r} returned {type(messages).__name__}, "
                         f"not a list of messages")
+    roles = _ROLES
+    for m in messages:  # the common case, {"role": ..., "content": str}, inline
+        if type(m) is not dict or type(m.get("content")) is not str:
+            break
+        role = m.get("role")
+        if type(role) is not str or role not in roles:
+            break
+    else:
+        return messages
     for i, m in enumerate(messages):
         if not _valid_message(m):
             raise TypeError(f"strategy {strategy.name!r} returned a bad message at index {i}: "

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from copy import copy
 from dataclasses import replace
 from functools import lru_cache, partial
+from operator import is_
 from typing import Any
 
 from turnpress.core.compression import (
@@ -181,6 +182,33 @@ class _CheckpointView(SingleUserCoalesced):
     line_chars: int = 160
     keys: int = 0
     recent_from: int = 0
+    #: ``names_before(turns)`` when the caller has it (the walk's nodes: the same
+    #: frozensets from one checkpoint to the next, so the memo below finds them at once)
+    seen: list[frozenset[str]] | None = None
+
+    def _names_before(self, turns: Sequence[Turn]) -> list[frozenset[str]]:
+        seen = self.seen
+        return seen if seen is not None and len(seen) == len(turns) + 1 else names_before(turns)
+
+    def _turn_text(self, turn: Turn, ctx: RenderContext, kind: str, lines: int | None,
+                   seen: frozenset[str]) -> str:
+        """A turn's entry in the Output section: its feedback (``kind="feedback"``) or
+        prints cut to head plus tail (``lines=None``), else its key lines; made once per
+        run, turn, settings and names seen before it."""
+        if lines is None:
+            key: tuple[Any, ...] = ("checkpoint-coalesced.cut", kind, self.output_lines)
+        else:
+            key = ("checkpoint-coalesced.keys", kind, lines, self.keys, self.line_chars, seen)
+        return ctx.per_turn(turn, key, partial(self._make_turn_text, turn, ctx, kind, lines,
+                                               seen))
+
+    def _make_turn_text(self, turn: Turn, ctx: RenderContext, kind: str, lines: int | None,
+                        seen: frozenset[str]) -> str:
+        text = feedback_text(turn) if kind == "feedback" else "\n".join(turn.prints)
+        if lines is None:
+            return cut_middle(text, ctx, **line_limits(self.output_lines))
+        return key_lines(text, ctx, lines=lines, keys=self.keys, line_chars=self.line_chars,
+                         seen=seen)
 
     def transcript_content(self, turns: Sequence[Turn], ctx: RenderContext) -> str:
         """Mission, the tool calls made, then the output turn by turn: the last
@@ -188,17 +216,12 @@ class _CheckpointView(SingleUserCoalesced):
         (``turn_lines=0``: ``single-user-coalesced``'s last outputs)."""
         if not self.turn_lines:
             return super().transcript_content(turns, ctx)
-        seen = names_before(turns)
+        seen = self._names_before(turns)
         outputs = []
+        recent = len(turns) - self.println_limit
         for k, t in enumerate(turns):
-            text = feedback_text(t)
-            if not text:
-                continue
-            if k >= len(turns) - self.println_limit:
-                text = cut_middle(text, ctx, **line_limits(self.output_lines))
-            else:
-                text = key_lines(text, ctx, lines=0, keys=self.keys,
-                                 line_chars=self.line_chars, seen=seen[k])
+            # an empty feedback gives "" either way
+            text = self._turn_text(t, ctx, "feedback", None if k >= recent else 0, seen[k])
             if text:
                 outputs.append({"number": t.number, "text": text})
         parts = [mission_text(ctx).rstrip("\n"),
@@ -212,18 +235,16 @@ class _CheckpointView(SingleUserCoalesced):
         calls."""
         if not self.turn_lines:
             return super().output_section(turns, ctx)
-        seen = names_before(turns)
+        seen = self._names_before(turns)
         outputs = []
         for k, t in enumerate(turns):
             if not (t.success and t.prints):
                 continue
-            text = "\n".join(t.prints)
             if k == len(turns) - 1:
-                text = cut_middle(text, ctx, **line_limits(self.output_lines))
+                lines = None
             else:
                 lines = self.turn_lines if k >= self.recent_from else 0
-                text = key_lines(text, ctx, lines=lines, keys=self.keys,
-                                 line_chars=self.line_chars, seen=seen[k])
+            text = self._turn_text(t, ctx, "prints", lines, seen[k])
             if text:
                 outputs.append({"number": t.number, "text": text})
         if not outputs:
@@ -314,21 +335,34 @@ class CheckpointCoalesced(Strategy):
                 view.tool_call_limit, view.errors, view.output_lines, view.turn_lines,
                 view.line_chars, view.keys, ctx.turns_left + len(turns))
 
-    def _prefixes(self, turns: Sequence[Turn], ctx: RenderContext) -> list[_Prefix]:
+    def _prefixes(self, turns: Sequence[Turn], ctx: RenderContext, *,
+                  remember: bool = True) -> list[_Prefix]:
         """``[k]``: the state after ``turns[:k]`` (names seen, checkpoints, the k-th
-        turn's delta), each made once per run and reused by later prompts."""
+        turn's delta), each made once per run and reused by later prompts
+        (``remember=False``: the walk is not kept for the next call)."""
         key = self._key(ctx, turns)
         last = self._last_walk
-        if last is not None and last[0] is turns and last[1] == key and last[2] is ctx.run_cache:
-            return last[3]  # messages, then breakpoints, of the same prompt
-        nodes = [_ROOT]
-        node = _ROOT
-        for pos, turn in enumerate(turns, 1):
+        start = 0
+        if last is not None and last[1] == key and last[2] is ctx.run_cache:
+            if last[0] is turns:
+                return last[3]  # messages, then breakpoints, of the same prompt
+            # the same turn objects as the last prompt's, as far as both go: reuse its
+            # nodes (compare asks for prompt n+1 after prompt n)
+            start = min(len(last[0]), len(turns))
+            if not all(map(is_, last[0][:start], turns[:start])):
+                start = 0
+        if start:
+            nodes = last[3][:start + 1]  # type: ignore[index]
+            node = nodes[-1]
+        else:
+            nodes = [_ROOT]
+            node = _ROOT
+        for pos, turn in enumerate(turns[start:], start + 1):
             before = node
             node = ctx.per_turn(turn, (key, id(before)),
                                 partial(self._step, before, turns, pos, ctx))
             nodes.append(node)
-        if type(turns) is tuple:  # a list could change before the next call
+        if remember and type(turns) is tuple:  # a list could change before the next call
             self._last_walk = (turns, key, ctx.run_cache, nodes)
         return nodes
 
@@ -378,6 +412,7 @@ class CheckpointCoalesced(Strategy):
         memory = turns[c - 1].memory if c else {}
         view = copy(self._coalesced)
         view.recent_from = previous
+        view.seen = [node.seen for node in self._prefixes(turns[:c], at, remember=False)]
         return view.to_messages(turns[:c], memory, at)
 
     def _view(self, turns: Sequence[Turn], nodes: list[_Prefix],
