@@ -399,25 +399,7 @@ class FactIndex:
     def shown(self, bodies: Iterable[str]) -> set[int]:
         """The ids of the facts (all but the lazy ones) that any of the message texts
         ``bodies`` shows."""
-        eager = self._eager
-        n = len(eager)
-        facts, probes, texts = self.facts, self._probes, self._texts
-        found: set[int] = set()
-        for body in bodies:
-            entry = texts.get(body)
-            if entry is None:
-                entry = self._entry(body)
-            text, present, upto, _lazy = entry
-            start = upto[0]
-            if start < n:
-                candidates = [i for i in eager[start:n]
-                              if (p := probes[i])[0] in text
-                              or (p[1] is not None and p[1] in text)]
-                present.update(i for i in candidates if fact_present(facts[i], text))
-                upto[0] = n
-            if present:
-                found |= present
-        return found
+        return self._search(bodies, self._eager, 0)
 
     def track(self, ids: Iterable[int]) -> None:
         """Add ``ids`` (eager facts) to those :meth:`shown_tracked` searches for."""
@@ -432,8 +414,13 @@ class FactIndex:
         tracked id that any of ``bodies`` shows is in the result (it may hold other
         ids, found shown by earlier searches of the same texts). For the prompts of
         a strategy, where only the facts the reference shows count."""
-        tracked = self._tracked
-        n = len(tracked)
+        return self._search(bodies, self._tracked, 1)
+
+    def _search(self, bodies: Iterable[str], ids: list[int], slot: int) -> set[int]:
+        """The facts each text shows, found once per (text, fact): each text's entry
+        remembers how far into ``ids`` it was searched (``upto[slot]``); the union of
+        what the texts show."""
+        n = len(ids)
         facts, probes, texts = self.facts, self._probes, self._texts
         found: set[int] = set()
         for body in bodies:
@@ -441,13 +428,13 @@ class FactIndex:
             if entry is None:
                 entry = self._entry(body)
             text, present, upto, _lazy = entry
-            start = upto[1]
+            start = upto[slot]
             if start < n:
-                candidates = [i for i in tracked[start:n]
+                candidates = [i for i in ids[start:n]
                               if i not in present and ((p := probes[i])[0] in text
                                                        or (p[1] is not None and p[1] in text))]
                 present.update(i for i in candidates if fact_present(facts[i], text))
-                upto[1] = n
+                upto[slot] = n
             if present:
                 found |= present
         return found
