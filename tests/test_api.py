@@ -230,3 +230,29 @@ def test_set_items_alike_in_their_first_60_characters_render_alike_under_every_s
     assert len(outputs) == 1
     text = outputs.pop()
     assert all(f'"{c}"]' in text for c in "abcdefgh")
+
+
+def test_tie_breaking_digests_stay_within_their_budget(monkeypatch):
+    """Digests that order tied set items visit at most _TIE_DIGEST_BUDGET items per
+    to_clojure call: past it, ties keep iteration order, so a sample of a huge value
+    (1,500 nested sets holding 1.1 million items) stays the work of the sample."""
+    from turnpress.core import clojure, codec
+
+    digest = codec.value_digester(budget=10)
+    assert digest([1, 2, 3]) == codec.value_digester()([1, 2, 3])
+    with pytest.raises(codec.DigestBudgetExceeded):
+        digest([list(range(5)), list(range(6))])
+    visited = []
+    real = codec.value_digester
+
+    def counting(budget=None):
+        assert budget == clojure._TIE_DIGEST_BUDGET
+        inner = real(budget)
+        return lambda v: visited.append(v) or inner(v)
+
+    monkeypatch.setattr(clojure, "value_digester", counting)
+    monkeypatch.setattr(clojure, "_TIE_DIGEST_BUDGET", 30)
+    items = frozenset(tuple(["p" * 20, "q" * 20, "r" * 20, "s" * 20, c]) for c in "abcdefgh")
+    text = turnpress.to_clojure(frozenset({items, frozenset({items})}), 8, 10_000)[0]
+    assert all(f'"{c}"]' in text for c in "abcdefgh")
+    assert 0 < len(visited) <= 8  # the budget ran out: no digest asked for after that

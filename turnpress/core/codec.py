@@ -28,6 +28,7 @@ from turnpress.core.model import Failure, Fn, HashableMap, Keyword
 __all__ = [
     "CHUNK_DEPTH",
     "MAX_INT_HEX_DIGITS",
+    "DigestBudgetExceeded",
     "HashableMap",
     "RegexValue",
     "ValueCodecError",
@@ -201,6 +202,7 @@ class _Encoder:
         self.index: dict[int, int] = {}  # id(node root) -> its $graph index
         self.nodes: list[Any] = []
         self.digests: dict[int, bytes] = {}  # id(container) -> digest of its value
+        self.budget: int | None = None  # items digest() may still visit (None: no bound)
 
     def children(self, v: Any) -> Iterable[Any]:
         """The values inside a container that are written in value positions."""
@@ -254,6 +256,10 @@ class _Encoder:
                 stack.extend((x, False) for x in kids
                              if _is_container(x) and id(x) not in memo)
                 continue
+            if self.budget is not None:
+                self.budget -= len(kids)
+                if self.budget < 0:
+                    raise DigestBudgetExceeded
             parts = [memo[id(x)] if _is_container(x) else _scalar_digest(x) for x in kids]
             if isinstance(v, Mapping):
                 pairs = sorted(parts[j] + parts[j + 1] for j in range(0, len(parts), 2))
@@ -409,11 +415,19 @@ def _split_surrogates(s: str) -> list[Any]:
     return out
 
 
-def value_digester() -> Callable[[Any], bytes]:
+class DigestBudgetExceeded(Exception):
+    """A :func:`value_digester` function ran out of its item budget."""
+
+
+def value_digester(budget: int | None = None) -> Callable[[Any], bytes]:
     """A function giving a value a digest that equal values share (maps and sets
     whatever their order; the same under every hash seed). It remembers each object's
-    digest for as long as the function lives, so shared parts are digested once."""
-    return _Encoder("").digest
+    digest for as long as the function lives, so shared parts are digested once.
+    With a ``budget``, it raises :class:`DigestBudgetExceeded` once it has visited
+    that many items in all."""
+    encoder = _Encoder("")
+    encoder.budget = budget
+    return encoder.digest
 
 
 def encode_text(text: str) -> Any:
