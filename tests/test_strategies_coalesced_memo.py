@@ -12,7 +12,7 @@ import pytest
 from test_strategies_transcripts import transcript
 
 from turnpress import Failure, ToolCall, Turn
-from turnpress.core.compression import RenderContext, get_strategy
+from turnpress.core.compression import RenderContext, get_strategy, strategy_names
 from turnpress.core.trace import Trace
 from turnpress.plugins.checkpoint_coalesced import CheckpointCoalesced
 
@@ -128,12 +128,15 @@ def test_checkpoint_deltas_and_views_are_made_once_per_run(monkeypatch) -> None:
     assert sorted(c for c in made["view"] if c) == checkpoints
 
 
-def test_a_used_strategy_still_copies_and_pickles() -> None:
+@pytest.mark.parametrize("spec", ["checkpoint-coalesced:every=3", *strategy_names()])
+def test_a_used_strategy_still_copies_and_pickles(spec) -> None:
     """compare sends strategies to worker processes: what an instance remembers of its
-    last prompt (the run's cache, with a lock) stays behind."""
+    last prompt (the run's cache, with a lock and the plugin registry) is copied as an
+    empty cache of no run (every strategy but checkpoint-coalesced failed to pickle
+    once it had rendered)."""
     import pickle
 
-    strategy = get_strategy("checkpoint-coalesced:every=3")
+    strategy = get_strategy(spec)
     trace = ptc_run(6)
     args = trace.prompt_arguments(7)
     ctx = RenderContext(mission=args["mission"], system_prompt="sys", tools=args["tools"],

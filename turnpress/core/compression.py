@@ -230,6 +230,12 @@ class RunCache:
         self.lock = threading.Lock()
         self.text_chars = 0
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copied or pickled (a strategy that remembers its last prompt holds its run's
+        cache), a cache is a new empty one, of no run: it is only ever a shortcut, found
+        again by :func:`run_cache_for`, and it holds a lock and the plugin registry."""
+        return (RunCache, ((),))
+
     def text(self, key: tuple[Any, ...]) -> str | None:
         """The remembered text of a template call, or None (a hit becomes the newest)."""
         with self.lock:
