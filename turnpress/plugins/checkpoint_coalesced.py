@@ -29,7 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from copy import copy
 from dataclasses import replace
 from functools import lru_cache, partial
-from operator import is_
 from typing import Any
 
 from turnpress.core.compression import (
@@ -51,6 +50,7 @@ from turnpress.plugins._transcript import (
     tool_calls,
     transcript_head_breakpoints,
 )
+from turnpress.plugins.full_history import TurnWalk
 from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoalesced
 
 _QUOTED = re.compile(r'"[^"\n]*"')
@@ -297,13 +297,7 @@ class CheckpointCoalesced(Strategy):
         self._coalesced.line_chars = self.line_chars
         self.key_lines = self.check_int("key_lines", key_lines)
         self._coalesced.keys = self.key_lines
-        # (turns, key, run cache, prefix states) of the last prompt walked
-        self._last_walk: tuple[Any, ...] | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        """The instance's attributes for copy and pickle, without the last walk (it holds
-        the run's cache, which has a lock)."""
-        return {**self.__dict__, "_last_walk": None}
+        self._walk: TurnWalk[_Prefix] = TurnWalk()  # the prefix states of the last prompt
 
     # -- where the checkpoints are ---------------------------------------------------
 
@@ -335,36 +329,17 @@ class CheckpointCoalesced(Strategy):
                 view.tool_call_limit, view.errors, view.output_lines, view.turn_lines,
                 view.line_chars, view.keys, ctx.turns_left + len(turns))
 
-    def _prefixes(self, turns: Sequence[Turn], ctx: RenderContext, *,
-                  remember: bool = True) -> list[_Prefix]:
+    def _prefixes(self, turns: Sequence[Turn], ctx: RenderContext) -> list[_Prefix]:
         """``[k]``: the state after ``turns[:k]`` (names seen, checkpoints, the k-th
-        turn's delta), each made once per run and reused by later prompts
-        (``remember=False``: the walk is not kept for the next call)."""
+        turn's delta), each made once per run and reused by later prompts."""
         key = self._key(ctx, turns)
-        last = self._last_walk
-        start = 0
-        if last is not None and last[1] == key and last[2] is ctx.run_cache:
-            if last[0] is turns:
-                return last[3]  # messages, then breakpoints, of the same prompt
-            # the same turn objects as the last prompt's, as far as both go: reuse its
-            # nodes (compare asks for prompt n+1 after prompt n)
-            start = min(len(last[0]), len(turns))
-            if not all(map(is_, last[0][:start], turns[:start])):
-                start = 0
-        if start:
-            nodes = last[3][:start + 1]  # type: ignore[index]
-            node = nodes[-1]
-        else:
-            nodes = [_ROOT]
-            node = _ROOT
-        for pos, turn in enumerate(turns[start:], start + 1):
-            before = node
-            node = ctx.per_turn(turn, (key, id(before)),
-                                partial(self._step, before, turns, pos, ctx))
-            nodes.append(node)
-        if remember and type(turns) is tuple:  # a list could change before the next call
-            self._last_walk = (turns, key, ctx.run_cache, nodes)
-        return nodes
+
+        def step(pos: int, before: list[_Prefix]) -> _Prefix:
+            node = before[-1] if before else _ROOT
+            return ctx.per_turn(turns[pos - 1], (key, id(node)),
+                                partial(self._step, node, turns, pos, ctx))
+
+        return [_ROOT, *self._walk.pieces(ctx, turns, key, step)]
 
     def _step(self, before: _Prefix, turns: Sequence[Turn], pos: int,
               ctx: RenderContext) -> _Prefix:
@@ -412,7 +387,7 @@ class CheckpointCoalesced(Strategy):
         memory = turns[c - 1].memory if c else {}
         view = copy(self._coalesced)
         view.recent_from = previous
-        view.seen = [node.seen for node in self._prefixes(turns[:c], at, remember=False)]
+        view.seen = [node.seen for node in self._prefixes(turns[:c], at)]
         return view.to_messages(turns[:c], memory, at)
 
     def _view(self, turns: Sequence[Turn], nodes: list[_Prefix],
