@@ -583,6 +583,33 @@ def test_the_table_fits_80_columns_and_numbers_are_whole(bundled):
     for s in result.compared:
         assert f"${s.cost_usd:.4f}" in text or f"${s.cost_usd:.2f}" in text
         assert f"{s.cost_ratio:.2f}x" in text
+        # the name whole on its row (it was folded: "single-user-coalesce" / "d")
+        mark = " *" if s is result.recommended else ""
+        assert any(ln.startswith(f"{s.label}{mark} ") for ln in lines), s.label
+
+
+def test_the_legend_names_the_columns_of_each_layout(bundled):
+    """The plain lines head their columns cost_ratio/retention/dropped_facts, and the
+    legend under them explains those names (it explained the table's xfull/kept/drop)."""
+    from turnpress.compare.table import notes, plain_lines
+
+    plain = plain_lines(bundled)
+    header = plain[1].split()
+    for name in ("cost_ratio", "retention", "dropped_facts", "written"):
+        assert name in header
+        assert any(ln.startswith(f"{name}: ") or f"; {name}: " in ln for ln in plain[2:]), name
+    assert not any(ln.startswith(("xfull:", "kept:", "wrote:")) for ln in plain)
+    table_notes = notes(bundled)
+    assert any(ln.startswith("xfull: ") for ln in table_notes)
+    assert any(ln.startswith("wrote: ") for ln in table_notes)
+
+
+def test_dropped_summary_without_examples_gives_the_counts(bundled):
+    from turnpress.compare.table import dropped_summary
+
+    lines = dropped_summary(bundled, examples=0)
+    dropping = [s for s in bundled.compared if s.dropped_facts]
+    assert lines == [f"{s.label} dropped {s.dropped_facts} distinct facts" for s in dropping]
 
 
 def test_full_history_transcript_is_cached_under_anthropic():

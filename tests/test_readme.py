@@ -94,3 +94,39 @@ def test_compress_example_runs_against_a_fake_server() -> None:
     full = turnpress.compress(messages[:-1], strategy="full-history")
     assert count_tokens(sent) < 0.7 * count_tokens(full)  # ...but masks old outputs
     assert sum("omitted" in str(m["content"]) for m in sent if m["role"] == "tool") >= 10
+
+
+SHELL_BLOCKS = re.findall(r"^```\n\$ (turnpress compare[^\n]*)\n(.*?)^```$", README,
+                          flags=re.S | re.M)
+
+
+def test_readme_shows_what_compare_prints() -> None:
+    """The README's `turnpress compare` outputs are what the command prints today on the
+    bundled runs: the 80-column table (whole strategy names) and the plain lines."""
+    import shlex
+
+    from click.testing import CliRunner
+    from rich.console import Console
+
+    from turnpress.cli import main
+    from turnpress.compare import compare_traces
+    from turnpress.compare.table import print_comparison
+
+    assert len(SHELL_BLOCKS) == 2
+    for command, shown in SHELL_BLOCKS:
+        words = shlex.split(command.split("#")[0])
+        expected = [line.rstrip() for line in shown.splitlines()]
+        if "|" in words:  # piped: plain lines
+            head = int(words[words.index("head") + 1].lstrip("-"))
+            out = CliRunner().invoke(main, words[1:words.index("|")])
+            assert out.exit_code == 0, out.output
+            assert out.output.splitlines()[:head] == expected
+        else:
+            options = dict(zip(words[2::2], words[3::2], strict=True))
+            result = compare_traces(cache=options.get("--cache", "openai"),
+                                    price=options.get("--price"))
+            console = Console(width=80, force_terminal=True, color_system=None, record=True,
+                              file=io.StringIO())
+            print_comparison(result, console, plain=False)
+            lines = [line.rstrip() for line in console.export_text().splitlines()]
+            assert lines[:len(expected)] == expected

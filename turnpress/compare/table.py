@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from rich import box
 from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -72,16 +73,20 @@ def _title(result: ComparisonResult) -> str:
             f"{'s' * (prompts != 1)} per strategy")
 
 
-def notes(result: ComparisonResult) -> list[str]:
-    """The lines under the table: settings, what each column means, what was left out."""
+def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
+    """The lines under the table: settings, what each column means, what was left out
+    (``plain``: naming the columns as :func:`plain_lines` heads them)."""
+    ratio, kept, drop = (("cost_ratio", "retention", "dropped_facts") if plain
+                         else ("xfull", "kept", "drop"))
     lines = [f"tokenizer {result.tokenizer} · cache {result.cache} · price {result.price} "
              f"USD per million tokens",
              "cached: share of input tokens read from the prompt cache"]
     if result.cache == "anthropic":
-        lines.append("wrote: tokens written to the cache (billed at the write price)")
-    lines += ["xfull: cost as a multiple of full-history's",
-              "kept: mean share of the history's facts shown (retention); drop: how many "
-              "distinct facts a prompt lacked",
+        lines.append(f"{'written' if plain else 'wrote'}: tokens written to the cache "
+                     f"(billed at the write price)")
+    lines += [f"{ratio}: cost as a multiple of full-history's",
+              f"{kept}: mean share of the history's facts shown (retention); {drop}: how "
+              f"many distinct facts some prompt lacked",
               "recall: share of the facts the agent went on to use that the prompt still shows"]
     best = result.recommended
     if best is not None:
@@ -95,14 +100,14 @@ def notes(result: ComparisonResult) -> list[str]:
     return lines
 
 
-def comparison_table(result: ComparisonResult) -> Table:
+def comparison_table(result: ComparisonResult, *, gap: int = 2) -> Table:
     """The summary table: one row per strategy, totals over every prompt of every trace;
     an "as run" row when traces carry billed usage; ``n/a``/``failed`` rows for the
     strategies left out (reasons in :func:`notes`)."""
     anthropic = result.cache == "anthropic"
     table = Table(title=_title(result), caption="\n".join(notes(result)),
                   caption_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
-                  pad_edge=False, collapse_padding=True)
+                  pad_edge=False, collapse_padding=True, padding=(0, max(gap, 1) - 1))
     table.add_column("strategy", overflow="fold", min_width=12)
     for header in ("tokens", "cached", *(("wrote",) if anthropic else ()), "cost",
                    "xfull", "kept", "recall", "drop"):
@@ -171,7 +176,7 @@ def plain_lines(result: ComparisonResult) -> list[str]:
     for r in rows:
         cells = [c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)]
         lines.append("  ".join(cells).rstrip())
-    return lines + notes(result)
+    return lines + notes(result, plain=True)
 
 
 def dropped_summary(result: ComparisonResult, examples: int = 3) -> list[str]:
@@ -179,6 +184,10 @@ def dropped_summary(result: ComparisonResult, examples: int = 3) -> list[str]:
     lines = []
     for s in result.compared:
         if not s.dropped_examples:
+            continue
+        if examples <= 0:
+            lines.append(f"{s.label} dropped {s.dropped_facts} distinct "
+                         f"fact{'s' * (s.dropped_facts != 1)}")
             continue
         shown = "; ".join(f"{d.fact} ({d.trace}, turn {d.turn})"
                           for d in s.dropped_examples[:examples])
@@ -198,6 +207,10 @@ def print_comparison(result: ComparisonResult, console: Console | None = None,
         for line in [*plain_lines(result), *dropped_summary(result, examples)]:
             console.file.write(line + "\n")
         return
-    parts: list[RenderableType] = [comparison_table(result)]
+    table = comparison_table(result)
+    if Measurement.get(console, console.options.update_width(1_000), table).maximum \
+            > console.width:
+        table = comparison_table(result, gap=1)  # whole strategy names before wide gaps
+    parts: list[RenderableType] = [table]
     parts.extend(Text(line) for line in dropped_summary(result, examples))
     console.print(Group(*parts))
