@@ -311,6 +311,21 @@ def test_same_value_pairs_set_items_without_recursion() -> None:
     assert same_value(frozenset({(1, 2), "a"}), frozenset({"a", (1, 2)}))
 
 
+def test_same_value_compares_map_keys_nested_too_deep_for_python() -> None:
+    """fuzz programs seed 27 case 3856: a map keyed by a list nested 1,500 deep
+    (``(loop [x "s" i 0] (if (< i 1500) (recur (list x) (inc i)) x))``): looking the key
+    up in the other map raised RecursionError from Python's ``==``."""
+    def deep(leaf: str, n: int = 1500) -> tuple:
+        x: object = leaf
+        for _ in range(n):
+            x = (x,)
+        return x  # type: ignore[return-value]
+
+    assert same_value({deep("s"): 1}, {deep("s"): 1})
+    assert not same_value({deep("s"): 1}, {deep("t"): 1})
+    assert not same_value({deep("s"): 1}, {deep("s"): 2})
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_names_that_look_like_tags_round_trip(tmp_path, version: int) -> None:
     """Found by scripts/fuzz.py: `(def $kw ...)` is a legal name, and was written as

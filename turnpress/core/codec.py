@@ -717,7 +717,7 @@ def same_value(a: Any, b: Any) -> bool:
             for k, v in x.items():
                 try:
                     found.append((v, y[k]))
-                except (KeyError, TypeError):
+                except (KeyError, TypeError, RecursionError):  # deep keys: compared by value
                     break
             else:
                 stack.extend(found)
