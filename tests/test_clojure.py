@@ -177,3 +177,27 @@ def test_output_cap_cuts_and_says_so() -> None:
     text, truncated = to_clojure(value, 2, 0)
     assert truncated and text.endswith('"" ...}')
     assert to_clojure(value) == (text[: -len("...}")] + "nil}", False)
+
+
+def test_tick_is_called_while_rendering_and_can_stop_it() -> None:
+    """``tick`` runs after every 4,096 values rendered; what it raises ends the rendering
+    (the sandbox checks its clock there), and the next rendering starts afresh."""
+    value = [frozenset([i, (i, str(i))]) for i in range(3000)]
+    calls = []
+    text = to_clojure(value, tick=lambda: calls.append(1))[0]
+    assert text == to_clojure(value)[0]
+    assert len(calls) >= 3
+
+    class Stop(Exception):
+        pass
+
+    def stop() -> None:
+        raise Stop
+
+    try:
+        to_clojure(value, tick=stop)
+    except Stop:
+        pass
+    else:
+        raise AssertionError("tick's exception did not stop the rendering")
+    assert to_clojure(value)[0] == text

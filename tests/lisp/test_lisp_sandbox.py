@@ -94,6 +94,20 @@ def test_exponentially_shared_values_cannot_stall_a_run():
     assert time.monotonic() - start < 5
 
 
+def test_printing_nested_sets_keeps_to_the_clock():
+    """fuzz programs seed 27 case 2606: `str` of 40 nested ordinal sets (each the set of
+    all before it) rendered its full 1,000,000-character budget without looking at the
+    clock (2 s of a 2 s timeout and more). The sets are not pruned like lists, so the
+    rendering itself now checks the clock: the run ends with ``timeout``, not with
+    ``size_limit`` after the time is long gone."""
+    ordinals = "(loop [x #{} i 0] (if (< i 40) (recur (conj x x) (inc i)) x))"
+    assert reason(f"(str {ordinals})", limits=Limits(timeout_s=0.05)) == "timeout"
+    assert reason(f"(apply (juxt str count) {ordinals})",
+                  limits=Limits(timeout_s=0.05)) == "timeout"
+    printed = run_program(f"(println {ordinals})", limits=Limits(timeout_s=0.5))
+    assert printed.failure is None  # println stops at the output limit, in time
+
+
 def test_output_limit():
     assert reason("(dotimes [i 2000] (println i))") == "output_limit"
 

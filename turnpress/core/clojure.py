@@ -43,7 +43,7 @@ _SORTED_SET_MAX = 1024
 
 def to_clojure(
     value: Any, limit: int | None = None, printable_limit: int | None = None,
-    max_chars: int | None = None,
+    max_chars: int | None = None, *, tick: Callable[[], None] | None = None,
 ) -> tuple[str, bool]:
     """Render ``value`` in Clojure syntax; return ``(text, truncated)``.
 
@@ -54,7 +54,9 @@ def to_clojure(
     ``truncated`` is true exactly when something was left out. ``max_chars`` stops
     the text growing past about that many characters (the rest shows as ``...``)
     without a ``limit``: a value sharing structure is then printed in time
-    proportional to ``max_chars``, not to its expanded tree.
+    proportional to ``max_chars``, not to its expanded tree. ``tick`` is called after
+    every 4,096 values rendered, so a caller can stop a long rendering by raising
+    (the sandbox checks its clock there).
     """
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
@@ -67,6 +69,7 @@ def to_clojure(
     if max_chars is not None:
         cap = max_chars if cap is None else min(cap, max_chars)
     fmt = _Formatter(limit, cap)
+    fmt.tick = tick
     top = _sorted.memo is None
     if top:
         _sorted.memo, _sorted.keys, _sorted.digest = {}, {}, None
@@ -217,6 +220,8 @@ class _Formatter:
         self.depth = 0
         self.outer_total: int | None = None
         self.outer_shown = 0
+        self.tick: Callable[[], None] | None = None
+        self.rendered = 0
 
     def _shown(self, total: int) -> int:
         if self.limit is None or total <= self.limit:
@@ -233,6 +238,10 @@ class _Formatter:
         return max(_MIN_BUDGET, budget // n)
 
     def render(self, value: Any, budget: int | None, active: set[int]) -> str:
+        if self.tick is not None:
+            self.rendered += 1
+            if not self.rendered & 4095:
+                self.tick()
         if self.cap is not None and self.length > self.cap:
             self.truncated = True
             return "..."

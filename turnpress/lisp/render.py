@@ -82,7 +82,8 @@ def render_prefix(value: Any, ctx: Any, budget: int) -> str:
     """The rendering of ``value`` (``to_clojure`` syntax), cut to at most ``budget`` chars."""
     pruned = _Pruner(ctx, budget).prune(value)
     try:
-        text = to_clojure(pruned, max_chars=budget)[0]
+        text = to_clojure(pruned, max_chars=budget,
+                          tick=ctx.check if ctx is not None else None)[0]
     except RecursionError:
         raise LispError("depth_limit", "value nested too deeply to print") from None
     return text[:budget]
