@@ -164,10 +164,10 @@ def speed(paths: list[Path], traces: list[Trace]) -> None:
           f"{rendering:.2f} s CPU = {rendering / floor:.0f}x the floor")
     for label, status, reason in result.not_compared:
         print(f"       {label}: {status}: {reason}")
-    budget(paths, traces, floor)
+    budget(paths, traces, floor, took)
 
 
-def budget(paths: list[Path], traces: list[Trace], floor: float) -> None:
+def budget(paths: list[Path], traces: list[Trace], floor: float, took: float) -> None:
     """What the 3x target leaves for the comparison's own work, from parts measured here
     that no exact comparison of these prompts can skip: reading the runs, and counting
     every distinct message of every compared prompt once, each distinct line encoded
@@ -216,6 +216,8 @@ def budget(paths: list[Path], traces: list[Trace], floor: float) -> None:
           f"prompt adds {jinja:.2f} s")
     print(f"       left for rendering, retention, recall and the cache model: "
           f"{max(left, 0.0):.2f} s CPU = {max(left, 0.0) / prompts * 1e6:.0f} us per prompt")
+    print(f"       compare --jobs 2 took {took / (fixed / 2):.1f}x those parts on 2 processes "
+          f"({fixed / 2:.2f} s)")
 
 
 def main(directory: str | None = None) -> None:
