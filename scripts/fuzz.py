@@ -668,8 +668,9 @@ def mutate(doc: Any, rnd: random.Random, native: bool
         elif op == 9 and native and isinstance(doc, dict) and isinstance(
                 doc.get("data"), dict):
             key = rnd.choice(["x", *doc["data"]])
-            doc["data"][key] = _copy(rnd.choice(MALFORMED_TAGS))
-            placed.append((key, doc["data"][key]))
+            tag = rnd.choice(MALFORMED_TAGS)
+            doc["data"][key] = _copy(tag)
+            placed.append((key, tag))  # not the placed object: a later edit may change it
         elif op == 10 and native and isinstance(doc, dict):
             doc[rnd.choice(UNKNOWN_FIELDS)] = 1
         elif isinstance(doc, dict):

@@ -160,3 +160,36 @@ def test_command_line_prints_counts_by_outcome(fuzz, tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         fuzz.main(["--kinds", "nope"])
     assert "unknown kind 'nope'" in capsys.readouterr().err
+
+
+def test_a_malformed_tag_a_later_edit_empties_is_not_called_malformed(fuzz) -> None:
+    """fuzz traces seed 27 case 4554: a malformed tag was placed in the data, a later edit
+    of the same document deleted its key, and the fuzzer still expected the now valid
+    empty map ``{}`` to be refused (it compared the data with the placed object itself)."""
+    import random
+
+    class Scripted(random.Random):
+        """Places {"$kw": 5} at data["x"] (edit 9), then deletes its "$kw" key (edit 0)."""
+
+        def __init__(self) -> None:
+            super().__init__(0)
+            self.edits = iter([9, 0])
+
+        def randint(self, a: int, b: int) -> int:
+            return 2  # two edits
+
+        def randrange(self, *args: int) -> int:
+            return next(self.edits)
+
+        def choice(self, seq):  # type: ignore[override]
+            seq = list(seq)
+            if seq and isinstance(seq[0], tuple):  # the slot to edit: the placed tag's key
+                return next(s for s in seq if isinstance(s[0], dict) and "$kw" in s[0])
+            if {"$kw": 5} in seq:
+                return {"$kw": 5}
+            return "x" if "x" in seq else seq[0]
+
+    doc = {"version": 2, "data": {"products": [1]}, "turns": []}
+    doc, _edits, _bad, placed = fuzz.mutate(doc, Scripted(), native=True)
+    assert placed == [("x", {"$kw": 5})] and doc["data"]["x"] == {}
+    assert fuzz.must_reject(doc, "{}", [], placed, native=True) == []
