@@ -586,8 +586,13 @@ def trace_formats() -> list[str]:
 
 def read_any(obj: Any, path: Path, where: str, name: str) -> Trace:
     """One run from one parsed JSON value: turnpress's own format, or the first
-    registered transcript reader whose ``detect`` accepts it."""
-    if is_native_trace(obj):
+    registered transcript reader whose ``detect`` accepts it.
+
+    A value with a top-level ``"version"`` or ``"turns"`` is read as turnpress's own
+    format; one with only ``"mission"`` or ``"max_turns"`` of those keys goes to the
+    readers first (a third-party format may well have a mission), and is read as a
+    (broken) turnpress trace only when no reader accepts it."""
+    if isinstance(obj, dict) and ("version" in obj or "turns" in obj):
         return trace_from_dict(obj, where, name)
     from turnpress.core.registry import get_registry
 
@@ -604,7 +609,9 @@ def read_any(obj: Any, path: Path, where: str, name: str) -> Trace:
         except TraceError:
             raise
         except ValueError as exc:
-            raise TraceError(f"{where}: {exc}") from None
+            message = str(exc)  # a reader that names ``where`` itself, as documented
+            raise TraceError(message if message.startswith(f"{where}:")
+                             else f"{where}: {message}") from None
         if not isinstance(trace, Trace):
             raise TraceError(f"{where}: trace reader {reg.name!r} of {reg.plugin.source} "
                              f"returned {type(trace).__name__}, not a Trace")
@@ -612,6 +619,8 @@ def read_any(obj: Any, path: Path, where: str, name: str) -> Trace:
         if not trace.name:
             trace = _renamed(trace, name)
         return trace
+    if is_native_trace(obj):
+        return trace_from_dict(obj, where, name)
     raise TraceError(f"{where}: not a format turnpress reads; it reads: "
                      f"{', '.join(trace_formats())} (a turnpress trace needs \"version\", "
                      f"\"mission\", \"max_turns\" and \"turns\")")
