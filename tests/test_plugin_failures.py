@@ -285,6 +285,19 @@ def test_a_broken_tokenizer_is_a_plugin_error_naming_it(site) -> None:
     with pytest.raises(ValueError, match=r"tokenizer 'float' returned 2.5"):
         get_tokenizer("float", registry=registry).count("text")
     assert tokenizers["chars4"].value("abcdefgh") == 2
+    # compare says it once (ux-b item 12: "... failed: PluginError: tokenizer ... failed: ...")
+    from turnpress.compare import CompareError, compare_traces
+    from turnpress.core.registry import reset_registry
+
+    previous = reset_registry(registry)
+    try:
+        with pytest.raises(CompareError) as caught:
+            compare_traces([PRODUCT], ["full-history"], tokenizer="boom")
+    finally:
+        reset_registry(previous)
+    message = str(caught.value)
+    assert message.count("failed") == 1 and "PluginError" not in message, message
+    assert "tokenizer 'boom' of plugin 'tok'" in message and "ZeroDivisionError" in message
 
 
 # -- wrong answers ---------------------------------------------------------------------

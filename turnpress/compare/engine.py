@@ -606,8 +606,10 @@ class _Worker:
             return prompt, bodies
         except Exception as exc:
             name = self.settings.tokenizer.name
-            raise CompareError(f"{tokenizer_origin(name)} failed: "
-                               f"{describe_failure(exc)}") from None
+            origin = tokenizer_origin(name)
+            if str(exc).startswith(f"{origin} failed: "):  # the registry's guard named it
+                raise CompareError(" ".join(str(exc).split())) from None
+            raise CompareError(f"{origin} failed: {describe_failure(exc)}") from None
 
     def _points(self, strategy: Any, messages: list[Message], turns: Any, memory: Any,
                 ctx: RenderContext) -> list[tuple[int, int | None]]:
