@@ -293,17 +293,18 @@ def plugins(as_json: bool) -> None:
         return
     table = []
     for row in rows:
-        registers = "; ".join(f"{kind}: {', '.join(names)}"
-                              for kind, names in row["registers"].items())
-        if not registers:
-            registers = ", ".join(row["hooks"]) or "-"
+        parts = [f"{kind}: {', '.join(names)}" for kind, names in row["registers"].items()]
+        # hooks that register no named thing (type_label) are listed by name
+        parts += [h for h in row["hooks"] if h == "type_label"]
+        registers = "; ".join(parts) or ", ".join(row["hooks"]) or "-"
         if row["error"]:
             registers = "NOT LOADED (see below)"
         elif row["problems"]:
             registers += " (problems: see below)"
-        table.append([row["name"], registers, row["distribution"]
-                      + (" (built-in)" if row["builtin"] else ""), row["version"]])
-    print_table(["plugin", "registers", "distribution", "version"], table,
+        table.append([row["name"], row["distribution"]
+                      + (" (built-in)" if row["builtin"] else ""), row["version"], registers])
+    # the long column last: piped, one plugin that registers much pads no other column
+    print_table(["plugin", "distribution", "version", "registers"], table,
                 title="turnpress plugins")
     for name, path in registry.template_layout().overrides:
         click.echo(f"template {name}: overridden by {registry.template_layout().owner(path)}"
