@@ -545,3 +545,20 @@ def test_plugins_table_lists_every_hook_a_plugin_implements(site) -> None:
     assert "tokenizer: tok-with-a-long-name-0" in line and line.endswith("; type_label")
     builtin = next(ln for ln in result.stdout.splitlines() if ln.startswith("namespaces "))
     assert builtin.endswith("namespace: tool/, data/, user/")
+
+
+def test_plugins_output_says_error_for_a_plugin_left_out_and_warning_for_a_part(site) -> None:
+    """ux-b item 13: docs/plugins.md calls a problem with part of a plugin a warning (the
+    rest of it is used), but `turnpress plugins` printed every problem as `error:`."""
+    make_plugin(site, "broken", "raise ImportError('no such thing')\n")
+    make_plugin(site, "partly", """
+        from turnpress import hookimpl
+
+        @hookimpl
+        def template_dirs():
+            return ['/no/such/dir/xyz']
+    """)
+    out = cli("plugins").stdout.splitlines()
+    [broken] = [ln for ln in out if "'broken'" in ln and "no such thing" in ln]
+    [partly] = [ln for ln in out if "/no/such/dir/xyz" in ln]
+    assert broken.startswith("error: ") and partly.startswith("warning: ")

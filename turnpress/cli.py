@@ -309,8 +309,9 @@ def plugins(as_json: bool) -> None:
     for name, path in registry.template_layout().overrides:
         click.echo(f"template {name}: overridden by {registry.template_layout().owner(path)}"
                    f" ({path})")
-    for error in errors:
-        click.echo(f"error: {error}")
+    failed = {info.error for info in registry.plugins.values() if info.error}
+    for error in errors:  # a plugin left out is an error; a part of one left out, a warning
+        click.echo(f"{'error' if error in failed else 'warning'}: {error}")
 
 
 @main.group()
