@@ -166,13 +166,15 @@ def resolve_trace_path(arg: str) -> str:
     import os
     from pathlib import Path
 
+    from turnpress.core.trace import trace_file
     from turnpress.examples import EXAMPLES_DIR, example_trace_paths
 
-    if Path(arg).exists() or os.sep in arg or "/" in arg or arg.endswith((".json", ".jsonl")):
+    found = trace_file(arg)
+    if found != Path(arg):  # a bundled trace's name
+        return str(found)
+    if found.exists() or os.sep in arg or "/" in arg or arg.endswith((".json", ".jsonl")):
         return arg
     bundled = {p.name.split(".")[0]: p for p in example_trace_paths()}
-    if arg in bundled:
-        return str(bundled[arg])
     raise CLIError(f"no trace file {arg!r} and no bundled trace of that name; bundled traces "
                    f"(in {EXAMPLES_DIR}): {', '.join(sorted(bundled)) or '(none)'}")
 

@@ -55,6 +55,7 @@ __all__ = [
     "read_any",
     "save_trace",
     "save_traces",
+    "trace_file",
     "trace_formats",
     "trace_from_dict",
     "trace_to_dict",
@@ -707,9 +708,26 @@ def _decode_utf8(data: bytes, where: str, first_line: int | None = None) -> str:
                          f"column {exc.start + 1})") from None
 
 
-def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
-    """Yield every run in a JSON or JSONL trace file, reading JSONL line by line."""
+def trace_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as given, or, when no such file exists and it is a bare name (no
+    directory, no ``.json``/``.jsonl`` ending), the bundled example trace of that name
+    (``product-research``), as the command line accepts it."""
     p = Path(path)
+    name = os.fspath(path)
+    if p.exists() or os.sep in name or "/" in name or name.endswith((".json", ".jsonl")):
+        return p
+    from turnpress.examples import example_trace_paths
+
+    for candidate in example_trace_paths():
+        if candidate.name.split(".")[0] == name:
+            return candidate
+    return p
+
+
+def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
+    """Yield every run in a JSON or JSONL trace file, reading JSONL line by line (a
+    bundled trace's name is read as its file: :func:`trace_file`)."""
+    p = trace_file(path)
     try:
         handle = p.open("rb")
     except OSError as exc:
@@ -746,7 +764,8 @@ def _stem(path: Path) -> str:
 
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
-    """Load the one run in a trace file (use :func:`iter_traces` for many runs)."""
+    """Load the one run in a trace file, or the bundled trace of that name (use
+    :func:`iter_traces` for many runs)."""
     traces = iter_traces(path)
     first = next(traces)
     extra = next(traces, None)
