@@ -9,6 +9,7 @@ from fake_openai import FakeLLMServer
 from turnpress import load_trace
 from turnpress.agent.tasks import bundled_task_names, load_task
 from turnpress.cli import main
+from turnpress.core.model import Usage
 
 
 def invoke(*args: str):
@@ -209,3 +210,40 @@ def test_compression_is_a_deprecated_alias_of_strategy():
     short = invoke("product-research", "-s", "aggressive")
     assert "strategy: aggressive" in short.stdout and "deprecated" not in short.stderr
     assert "--compression" not in invoke("--help").output
+
+
+def test_save_trace_keeps_each_turns_billed_usage(tmp_path, monkeypatch):
+    """ux-a item 1: a run saved with --save-trace keeps what the provider billed per turn
+    (Turn.usage), so `turnpress compare` on it shows the as-run row."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    task = load_task("product-research")
+    path = tmp_path / "live.jsonl"
+    with FakeLLMServer([r if isinstance(r, str) else r.text for r in task.replies],
+                       prompt_tokens=1500, cached_tokens=1024) as server:
+        result = invoke("product-research", "--llm", "openai:m",
+                        "--base-url", server.base_url + "/v1", "--save-trace", str(path))
+    assert result.exit_code == 0, result.output
+    trace = load_trace(path)
+    assert [t.usage for t in trace.turns] == [Usage(1500, 1024)] * len(task.replies)
+    compared = CliRunner().invoke(main, ["compare", str(path), "-s", "full-history"])
+    assert compared.exit_code == 0, compared.output
+    assert "as-run" in compared.stdout
+
+
+def test_task_file_usage_is_saved_and_checked(tmp_path):
+    """ux-a item 1: TASK.toml `usage =` reaches the saved trace; counts that cannot be
+    billed usage (cached > input) are refused when the task is loaded."""
+    task = tmp_path / "t.toml"
+    task.write_text('mission = "m"\n[[replies]]\ntext = "```clojure\\n(return 1)\\n```"\n'
+                    'usage = { input_tokens = 300, cached_input_tokens = 200, '
+                    'cache_write_input_tokens = 50, output_tokens = 7 }\n')
+    path = tmp_path / "run.json"
+    assert invoke(str(task), "--save-trace", str(path)).exit_code == 0
+    assert load_trace(path).turns[0].usage == Usage(300, 200, 50)
+    task.write_text(task.read_text().replace("300", "100"))
+    result = invoke(str(task))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"Error: {task}: replies[0].usage: usage cached_input_tokens=200 + "
+        f"cache_write_input_tokens=50 > input_tokens=100; input_tokens counts the whole "
+        f"prompt, cached tokens included")

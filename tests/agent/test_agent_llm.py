@@ -19,6 +19,7 @@ from turnpress.agent import (
     llm_from_spec,
 )
 from turnpress.agent.llm import LLMError, call_llm
+from turnpress.core.model import Usage
 from turnpress.core.trace import Trace
 
 MESSAGES = [{"role": "system", "content": "You write PTC-Lisp."},
@@ -112,6 +113,8 @@ def test_openai_adapter_needs_a_key_for_the_real_endpoint(monkeypatch):
 
 
 def test_anthropic_adapter_against_fake_server():
+    """ux-a item 1: Anthropic's input_tokens leaves the cache out; the reply's input_tokens
+    is the whole prompt (6 uncached + 5 read from the cache), as billed usage counts it."""
     with FakeLLMServer(["(return 1)"], prompt_tokens=6, completion_tokens=2,
                        cached_tokens=5) as server:
         llm = Anthropic("fake-claude", base_url=server.base_url, api_key="k", max_retries=0,
@@ -119,8 +122,9 @@ def test_anthropic_adapter_against_fake_server():
         reply = llm(MESSAGES)
         (request,) = server.requests
     assert reply.text == "(return 1)"
-    assert reply.usage == {"input_tokens": 6, "output_tokens": 2, "cached_input_tokens": 5,
+    assert reply.usage == {"input_tokens": 11, "output_tokens": 2, "cached_input_tokens": 5,
                            "cache_write_input_tokens": 0}
+    assert reply.billed() == Usage(11, 5, 0)
     assert request.path == "/v1/messages"
     assert request.body["system"] == [{"type": "text", "text": "You write PTC-Lisp.",
                                        "cache_control": {"type": "ephemeral"}}]

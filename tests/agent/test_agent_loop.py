@@ -19,6 +19,7 @@ from turnpress.agent import (
 )
 from turnpress.cli import main
 from turnpress.core.compression import strategy_names
+from turnpress.core.model import Usage
 
 MISSION = "Find the products cheaper than {{limit}} and return their names"
 DATA = {"limit": 100, "products": [
@@ -209,6 +210,34 @@ def test_usage_is_summed_when_reported():
     assert step.usage == {"input_tokens": 250, "output_tokens": 13, "cached_input_tokens": 90}
     assert step.turn_usage[0] == {"input_tokens": 100, "output_tokens": 9}
     assert make_agent().run().usage is None
+
+
+def test_each_turn_and_the_trace_keep_the_billed_usage(tmp_path):
+    """ux-a item 1: Step.to_trace keeps each turn's billed input usage (Turn.usage)."""
+    llm = ScriptedLLM([LLMReply(fence("(def x 1)"), {"input_tokens": 100, "output_tokens": 9}),
+                       fence("(def y 2)"),
+                       LLMReply(fence("(return x)"), {"input_tokens": 150, "output_tokens": 4,
+                                                      "cached_input_tokens": 90,
+                                                      "cache_write_input_tokens": 10})])
+    step = Agent("Sum", llm=llm).run()
+    usages = [Usage(100), None, Usage(150, 90, 10)]
+    assert [t.usage for t in step.turns] == usages
+    path = tmp_path / "run.json"
+    save_trace(step.to_trace(), path)
+    assert [t.usage for t in load_trace(path).turns] == usages
+
+
+def test_usage_that_is_not_token_counts_fails_the_run_clearly():
+    """ux-a item 1: usage that cannot be billed usage ends the run with llm_error."""
+    llm = ScriptedLLM([LLMReply(fence("(return 1)"), {"input_tokens": 10,
+                                                      "cached_input_tokens": 20})])
+    step = Agent("Bad usage", llm=llm).run()
+    assert step.failure.reason == "llm_error"
+    assert "cached_input_tokens=20 + cache_write_input_tokens=0 > input_tokens=10" in \
+        step.failure.message
+    step = Agent("Bad usage", llm=ScriptedLLM([LLMReply("x", {"input_tokens": -1})])).run()
+    assert "usage input_tokens=-1; token counts must be non-negative integers" in \
+        step.failure.message
 
 
 # -- configuration errors before any LLM call --------------------------------------------

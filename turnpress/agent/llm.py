@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from turnpress.core.model import Message
+from turnpress.core.model import Message, Usage
 from turnpress.core.trace import Trace, load_trace
 
 __all__ = [
@@ -43,12 +43,43 @@ __all__ = [
 class LLMReply:
     """A reply and, when the provider reports it, its token usage.
 
-    ``usage`` uses the keys ``input_tokens``, ``output_tokens`` and, when known,
-    ``cached_input_tokens`` and ``cache_write_input_tokens``.
+    ``usage`` uses the keys ``input_tokens`` (the whole prompt, the cached and
+    cache-written tokens included, as OpenAI counts it), ``output_tokens`` and, when
+    known, ``cached_input_tokens`` (read from the prompt cache) and
+    ``cache_write_input_tokens`` (written to it). Other keys are kept as given.
     """
 
     text: str
     usage: Mapping[str, int] | None = None
+
+    def billed(self) -> Usage | None:
+        """The input side of ``usage`` as a :class:`~turnpress.core.model.Usage` (what a
+        turn records), or ``None`` when ``input_tokens`` was not reported.
+
+        Raises ``ValueError`` naming the key when a count is not a non-negative
+        integer or the cached and written tokens exceed ``input_tokens``.
+        """
+        usage = self.usage or {}
+        for key in _USAGE_KEYS:
+            value = usage.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 0):
+                raise ValueError(f"the LLM reported usage {key}={value!r}; token counts "
+                                 f"must be non-negative integers")
+        if usage.get("input_tokens") is None:
+            return None
+        prompt = usage["input_tokens"]
+        cached = usage.get("cached_input_tokens") or 0
+        written = usage.get("cache_write_input_tokens") or 0
+        if cached + written > prompt:
+            raise ValueError(f"the LLM reported usage cached_input_tokens={cached} + "
+                             f"cache_write_input_tokens={written} > input_tokens={prompt}; "
+                             f"input_tokens counts the whole prompt, cached tokens included")
+        return Usage(prompt, cached, written)
+
+
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens",
+               "cache_write_input_tokens")
 
 
 LLM = Callable[[list[Message]], str | LLMReply]
@@ -72,7 +103,8 @@ def call_llm(llm: LLM, messages: Sequence[Message]) -> LLMReply:
 
     The LLM gets its own copies of the message dicts, so it cannot change what the
     agent recorded. A reply that is neither a ``str`` nor an ``LLMReply`` raises
-    ``TypeError``.
+    ``TypeError``; a reply whose usage is not a set of token counts (see
+    :meth:`LLMReply.billed`) raises ``ValueError``.
     """
     reply = llm([dict(m) for m in messages])  # type: ignore[misc]
     if isinstance(reply, str):
@@ -80,6 +112,10 @@ def call_llm(llm: LLM, messages: Sequence[Message]) -> LLMReply:
     if isinstance(reply, LLMReply):
         if not isinstance(reply.text, str):
             raise TypeError(f"LLMReply.text must be a string, got {type(reply.text).__name__}")
+        if reply.usage is not None and not isinstance(reply.usage, Mapping):
+            raise TypeError(f"LLMReply.usage must be a mapping of token counts, got "
+                            f"{type(reply.usage).__name__}")
+        reply.billed()  # a bad count fails here, naming it
         return reply
     raise TypeError(f"the LLM returned a {type(reply).__name__}; it must return a str "
                     f"or an LLMReply")
@@ -246,13 +282,22 @@ class Anthropic:
         return kwargs
 
     def __call__(self, messages: list[Message]) -> LLMReply:
-        """Send ``messages`` and return the text blocks of the reply and the usage."""
+        """Send ``messages`` and return the text blocks of the reply and the usage.
+
+        Anthropic's ``input_tokens`` leaves out the tokens read from and written to
+        the cache; the reply's ``input_tokens`` adds them back (the whole prompt, as
+        :class:`LLMReply` counts it).
+        """
         response = self.client.messages.create(**self.request(messages))
         text = "".join(getattr(b, "text", "") for b in response.content
                        if getattr(b, "type", None) == "text")
         usage = response.usage
+        uncached = _tokens(usage, "input_tokens")
+        whole = None if uncached is None else uncached + sum(
+            _tokens(usage, name) or 0
+            for name in ("cache_read_input_tokens", "cache_creation_input_tokens"))
         return LLMReply(text, _usage(
-            input_tokens=_tokens(usage, "input_tokens"),
+            input_tokens=whole,
             output_tokens=_tokens(usage, "output_tokens"),
             cached_input_tokens=_tokens(usage, "cache_read_input_tokens"),
             cache_write_input_tokens=_tokens(usage, "cache_creation_input_tokens"),

@@ -56,7 +56,10 @@ def run_loop(
 
     ``mission`` is already expanded and ``tools`` already coerced to :class:`Tool`.
     ``max_turns=1`` never compresses (SS-001): the single prompt is the uncompressed
-    one. An exception from the LLM ends the run with ``Failure("llm_error", ...)``.
+    one. An exception from the LLM (or a reply whose usage is not a set of token
+counts) ends the run with ``Failure("llm_error", ...)``. Each turn keeps its
+call's billed input usage (``Turn.usage``, from :meth:`LLMReply.billed`), so a
+saved run carries what the provider billed.
     ``on_turn`` (if given) sees each turn as soon as it is appended.
     """
     from turnpress.lisp import run_program
@@ -94,7 +97,8 @@ def run_loop(
         outcome = run_program(program, tools=tools, data=data, memory=memory, limits=limits)
         number = len(turns) + 1
         common = {"memory": outcome.memory, "prints": outcome.prints,
-                  "tool_calls": outcome.tool_calls, "raw_response": reply.text}
+                  "tool_calls": outcome.tool_calls, "raw_response": reply.text,
+                  "usage": reply.billed()}
         if outcome.failure is None:
             turn = Turn.succeeded(number, program, outcome.value, **common)
         else:

@@ -55,7 +55,11 @@ class Step:
             raise ValueError("an unsuccessful Step needs a Failure saying why")
 
     def to_trace(self, name: str = "") -> Trace:
-        """The run as a :class:`~turnpress.Trace` (save it with ``turnpress.save_trace``)."""
+        """The run as a :class:`~turnpress.Trace` (save it with ``turnpress.save_trace``).
+
+        Each turn keeps the billed input usage of its LLM call (``Turn.usage``), so
+        ``turnpress compare`` on the saved run shows the as-run row.
+        """
         return Trace(mission=self.mission, turns=self.turns, system_prompt=self.system_prompt,
                      max_turns=self.max_turns, tools=self.tools, data=self.data, name=name)
 

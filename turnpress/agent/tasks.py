@@ -255,7 +255,15 @@ class _Parser:
             if usage is not None and not all(
                     isinstance(v, int) and not isinstance(v, bool) for v in usage.values()):
                 raise self.error(at + "usage", "token counts must be integers")
-            return text if usage is None else LLMReply(text, usage)
+            if usage is None:
+                return text
+            reply = LLMReply(text, usage)
+            try:
+                reply.billed()
+            except ValueError as exc:
+                raise self.error(at + "usage", str(exc).replace("the LLM reported ", "")) \
+                    from None
+            return reply
         raise self.error(f"replies[{i}]", f"expected a string or a table with text, "
                                           f"got {value!r:.60}")
 
