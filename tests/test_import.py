@@ -235,3 +235,43 @@ def test_readme_transcript_example():
     with contextlib.redirect_stdout(out):
         exec(compile(block, "README.md", "exec"), {"__name__": "readme_example"})
     assert out.getvalue() == "({'command': 'ls | wc -l'},)\nTrue\n"
+
+
+def test_import_appends_to_an_existing_output_and_force_replaces_it(tmp_path):
+    """ux-a item 6: `import -o` never silently replaces an existing file: it appends the
+    runs, as `run --save-trace x.jsonl` does; --force replaces the file."""
+    out = tmp_path / "imp.jsonl"
+    first = run("import", str(data("mini/fix-typo.traj.json")),
+                str(data("openai/runs.jsonl")), "-o", str(out))
+    assert first.exit_code == 0, first.output
+    before = [t.name for t in iter_traces(out)]
+    out.write_text(out.read_text().rstrip("\n"))  # a last line without its newline
+    second = run("import", str(data("openai/request.json")), "-o", str(out))
+    assert second.exit_code == 0, second.output
+    assert second.output == (f"appended 1 run(s) from 1 file(s) to {out} "
+                             f"(openai-chat x1)\n")
+    assert [t.name for t in iter_traces(out)] == [*before, "request"]
+    # a bad input leaves the existing file as it was, and no temporary file behind
+    kept = out.read_bytes()
+    bad = run("import", str(data("bad/unknown_role.json")), "-o", str(out))
+    assert bad.exit_code == 2 and out.read_bytes() == kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["imp.jsonl"]
+    forced = run("import", str(data("openai/request.json")), "-o", str(out), "--force")
+    assert forced.exit_code == 0 and forced.output.startswith("imported 1 run(s)")
+    assert [t.name for t in iter_traces(out)] == ["request"]
+
+
+def test_import_does_not_append_to_a_file_that_is_no_trace_file(tmp_path):
+    """ux-a item 6: an existing -o file that is not a turnpress trace file (a raw log,
+    say) is neither appended to nor replaced without --force."""
+    out = tmp_path / "log.jsonl"
+    shutil.copy(data("openai/runs.jsonl"), out)
+    kept = out.read_bytes()
+    result = run("import", str(data("openai/request.json")), "-o", str(out))
+    assert result.exit_code == 2 and out.read_bytes() == kept
+    assert result.output == (f"Error: {out}: the file exists and is not a turnpress trace "
+                             f"file, so the runs were not appended to it; choose another -o, "
+                             f"or add --force to replace it\n")
+    assert run("import", str(data("openai/request.json")), "-o", str(out),
+               "--force").exit_code == 0
+    assert [t.source for t in iter_traces(out)] == ["openai-chat"]
