@@ -103,3 +103,45 @@ def test_cli_templates_list_and_export(tmp_path) -> None:
     assert out.exit_code == 0 and "exported" in out.output
     again = runner.invoke(main, ["templates", "export", str(tmp_path / "t")])
     assert again.exit_code == 2 and "--force" in again.output
+
+
+def test_a_misspelled_override_file_warns_with_did_you_mean(tmp_path, monkeypatch) -> None:
+    """ux-a item 12: a --templates / TURNPRESS_TEMPLATES file whose name is no template
+    gets the "did you mean" warning a misspelled plugin override gets."""
+    from turnpress.core.templates import TemplateWarning
+
+    (tmp_path / "histroy").mkdir()
+    typo = tmp_path / "histroy" / "turns_left.j2"
+    typo.write_text("never used")
+    sc = exploration()
+    expected = (rf"template override '{typo}': histroy/turns_left.j2 is the name of no "
+                rf"template \(did you mean history/turns_left.j2\?\); it changes nothing")
+    with pytest.warns(TemplateWarning, match=expected):
+        content = render(sc.turns, template_dirs=[tmp_path], **sc.render_kwargs())
+    assert content == render(sc.turns, **sc.render_kwargs())
+    result = CliRunner().invoke(main, ["templates", "list", "--templates", str(tmp_path)])
+    assert result.exit_code == 0
+    assert ("histroy/turns_left.j2", f"{tmp_path} (replaces no template; did you mean "
+            "history/turns_left.j2?)") in [tuple(line.split(None, 1)) for line in
+                                            result.stdout.splitlines()]
+    assert result.stderr.startswith(f"Warning: template override '{typo}': ")
+    env_dir = tmp_path / "env"  # a new directory: each set of directories warns once
+    (env_dir / "histroy").mkdir(parents=True)
+    (env_dir / "histroy" / "turns_left.j2").write_text("never used")
+    monkeypatch.setenv("TURNPRESS_TEMPLATES", str(env_dir))
+    rendered = CliRunner().invoke(main, ["render", "product-research", "-t", "1"])
+    assert rendered.exit_code == 0
+    assert rendered.stderr.count("Warning: ") == 1
+    assert "(did you mean history/turns_left.j2?)" in rendered.stderr
+
+
+def test_an_included_helper_file_does_not_warn(tmp_path, recwarn) -> None:
+    """ux-a item 12: a file of macros an override includes by name is used, not a typo."""
+    (tmp_path / "history").mkdir()
+    (tmp_path / "macros.j2").write_text("{% macro left(n) %}{{ n }} to go{% endmacro %}")
+    (tmp_path / "history" / "turns_left.j2").write_text(
+        '{% from "macros.j2" import left %}{{ left(turns_left) }}')
+    sc = exploration()
+    content = render(sc.turns, template_dirs=[tmp_path], **sc.render_kwargs())[1]["content"]
+    assert content.endswith("\n\n4 to go")
+    assert not [w for w in recwarn if "name of no template" in str(w.message)]

@@ -18,12 +18,21 @@ Templates are looked up in this order, first match wins:
 A broken template (a syntax error, an undefined variable, a missing parent or
 include, a name nobody ships) raises :class:`TemplateProblem`, a ``ValueError``
 whose one-line message names the template file, the line and the problem.
+
+A file in a ``--templates`` / ``TURNPRESS_TEMPLATES`` directory whose name is no
+template's (``histroy/turns_left.j2``) replaces nothing: it gets a
+:class:`TemplateWarning` with a "did you mean" hint, as a misspelled file under a
+plugin's ``overrides/`` does, unless another template there uses it by name (a
+file of macros an override includes).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 import shutil
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,6 +51,7 @@ __all__ = [
     "BUILTIN_TEMPLATE_DIR",
     "TemplateInfo",
     "TemplateProblem",
+    "TemplateWarning",
     "builtin_template_names",
     "export_templates",
     "get_environment",
@@ -69,6 +79,10 @@ class TemplateProblem(ValueError):
         if filename:
             where = f"template {filename}" + (f", line {lineno}" if lineno else "") + ": "
         super().__init__(where + problem)
+
+
+class TemplateWarning(UserWarning):
+    """A file in a template override directory that replaces no template."""
 
 
 def builtin_template_names() -> frozenset[str]:
@@ -209,8 +223,46 @@ def get_environment(dirs: tuple[Path, ...] = ()) -> jinja2.Environment:
     return _environment(tuple(dirs), get_registry().template_layout())
 
 
+def unused_template_files(dirs: Iterable[Path], layout: TemplateLayout | None = None
+                          ) -> list[tuple[Path, str, str | None]]:
+    """Files in the override ``dirs`` that replace no template: ``(file, its name,
+    the closest template name or None)``.
+
+    A name is a template's when a built-in template or a plugin's template has it.
+    A file that a template in ``dirs`` names in quotes (``{% include "macros.j2" %}``)
+    is used, so it is not listed.
+    """
+    from turnpress.core.registry import get_registry
+
+    layout = layout or get_registry().template_layout()
+    known = sorted(builtin_template_names() | {name for name, _ in layout.own})
+    files = [(path, path.relative_to(d).as_posix()) for d in dirs
+             for path in sorted(d.rglob("*.j2"))]
+    strange = [(path, name) for path, name in files if name not in known]
+    if not strange:
+        return []
+    quoted = set()
+    for path, _name in files:
+        try:
+            quoted.update(re.findall(r"""["']([^"'\n]+)["']""",
+                                     path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return [(path, name, next(iter(difflib.get_close_matches(name, known, n=1)), None))
+            for path, name in strange if name not in quoted]
+
+
+def _warn_unused(dirs: tuple[Path, ...], layout: TemplateLayout) -> None:
+    for path, name, near in unused_template_files(dirs, layout):
+        hint = f" (did you mean {near}?)" if near else ""
+        warnings.warn(f"template override {str(path)!r}: {name} is the name of no "
+                      f"template{hint}; it changes nothing. `turnpress templates list` "
+                      f"shows the names", TemplateWarning, stacklevel=2)
+
+
 @lru_cache(maxsize=32)
 def _environment(dirs: tuple[Path, ...], layout: TemplateLayout) -> jinja2.Environment:
+    _warn_unused(dirs, layout)  # once per set of directories, as the environment is cached
     builtin = jinja2.FileSystemLoader(str(BUILTIN_TEMPLATE_DIR))
     loaders: list[jinja2.BaseLoader] = [jinja2.PrefixLoader({"default": builtin},
                                                             delimiter=":")]
@@ -245,11 +297,17 @@ class TemplateInfo:
 
 
 def list_templates(template_dirs: Iterable[str | os.PathLike[str]] = ()) -> list[TemplateInfo]:
-    """Every template name with the file that wins the lookup for it."""
+    """Every template name with the file that wins the lookup for it.
+
+    A file of ``template_dirs`` that replaces no template is listed too (its origin
+    says so) and gets a :class:`TemplateWarning`.
+    """
     from turnpress.core.registry import get_registry
 
     dirs = resolve_template_dirs(template_dirs)
     layout = get_registry().template_layout()
+    unused = {path: near for path, _name, near in unused_template_files(dirs, layout)}
+    _warn_unused(dirs, layout)
     found: dict[str, TemplateInfo] = {}
     for name, path in layout.own:
         found[name] = TemplateInfo(name, path, f"plugin {layout.owner(path)}")
@@ -261,7 +319,12 @@ def list_templates(template_dirs: Iterable[str | os.PathLike[str]] = ()) -> list
     for d in reversed(dirs):
         for path in sorted(d.rglob("*.j2")):
             name = path.relative_to(d).as_posix()
-            found[name] = TemplateInfo(name, path, str(d))
+            origin = str(d)
+            if path in unused:
+                near = unused[path]
+                origin += (" (replaces no template" + (f"; did you mean {near}?)" if near
+                                                       else ")"))
+            found[name] = TemplateInfo(name, path, origin)
     return [found[name] for name in sorted(found)]
 
 
