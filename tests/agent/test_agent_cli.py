@@ -247,3 +247,26 @@ def test_task_file_usage_is_saved_and_checked(tmp_path):
         f"Error: {task}: replies[0].usage: usage cached_input_tokens=200 + "
         f"cache_write_input_tokens=50 > input_tokens=100; input_tokens counts the whole "
         f"prompt, cached tokens included")
+
+
+@pytest.mark.parametrize(("replies", "max_turns", "reason"), [
+    (['```clojure\n(def a 1)\n```'], 3, "llm_error"),  # the scripted replies run out
+    (['```clojure\n(fail "no data")\n```'], 3, "fail"),
+    (['```clojure\n(def a 1)\n```'], 1, "max_turns"),
+])
+def test_a_failed_run_exits_1_whatever_the_reason(tmp_path, replies, max_turns, reason):
+    """ux-a item 16: every run that ends failed exits 1 (llm_error included), the trace is
+    still saved, and --help documents the exit codes."""
+    import json
+
+    task = tmp_path / "t.toml"
+    task.write_text(f"mission = \"m\"\nmax_turns = {max_turns}\n"
+                    f"replies = {json.dumps(replies)}\n")
+    path = tmp_path / "runs.jsonl"
+    result = invoke(str(task), "--save-trace", str(path))
+    assert result.exit_code == 1, result.output
+    assert f"did not succeed after 1 turn: {reason}" in result.stdout
+    assert len(load_trace(path).turns) == 1
+    help_text = invoke("--help").stdout
+    assert "Exit status:" in help_text
+    assert "1  the run ended failed, whatever the reason" in help_text

@@ -3,7 +3,8 @@
 Without ``--llm`` the task's scripted replies are used, so the bundled tasks run
 offline; every step of the command is a library call (``load_task``,
 ``Task.build_agent``, ``Agent.run``, ``Step.to_trace``, ``save_trace``).
-Exit codes: 0 the agent returned, 1 it did not, 2 bad input (one ``Error:`` line).
+Exit codes: 0 the agent returned, 1 the run ended failed (any failure reason:
+``fail``, ``max_turns``, ``llm_error``), 2 bad input (one ``Error:`` line).
 """
 
 from __future__ import annotations
@@ -157,6 +158,17 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
 
     TASK is a bundled example (see --list; product-research when omitted) or a
     TASK.toml file. With the default --llm scripted it runs offline.
+
+    -s takes a strategy (`turnpress plugins` lists them) or none, the same as
+    full-history (the uncompressed history), as in every command that takes -s.
+
+    \b
+    Exit status:
+      0  the agent returned (return ...)
+      1  the run ended failed, whatever the reason: the program's (fail ...),
+         max_turns, or llm_error (the LLM call failed, the scripted replies
+         ran out); the trace is still saved with --save-trace
+      2  bad input (one Error: line); nothing was run
     """
     from turnpress.agent.display import RunView
     from turnpress.agent.mission import expand_mission
