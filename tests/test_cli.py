@@ -38,13 +38,32 @@ def test_render_json_and_openai() -> None:
     assert openai == {"messages": trace.prompt(4)}
 
 
-def test_render_without_a_trace_renders_every_bundled_example() -> None:
+def test_render_without_a_trace_renders_the_default_example() -> None:
+    """ux-a item 18: `render` takes one TRACE; without one it renders product-research (the
+    example `run` runs), not every bundled trace's prompt one after another."""
     result = run("render", "--strategy", "full-history")
     assert result.exit_code == 0
-    for path in example_trace_paths():
-        assert f"# trace {path.stem}, turn " in result.output
-    lines = run("render", "-f", "json").output.strip().split("\n")
-    assert len(lines) == len(example_trace_paths())
+    assert result.output == run("render", PRODUCT, "--strategy", "full-history").output
+    assert result.output.count("# trace ") == 1
+    assert result.output.startswith("# trace product-research, turn 4 of 4, ")
+    doc = json.loads(run("render", "-f", "json").output)
+    assert doc["trace"] == "product-research"
+    help_text = " ".join(run("render", "--help").output.split())
+    assert "several traces" not in help_text and "default: product-research" in help_text
+
+
+def test_none_is_the_full_history_in_every_command_that_takes_s() -> None:
+    """ux-a item 13: `-s none` means full-history in render and trace show, as in run, and
+    --help says what -t is in each command."""
+    for args in (["render", PRODUCT, "-t", "3"], ["render", PRODUCT, "-f", "json"],
+                 ["trace", "show", PRODUCT, "--view", "compressed"]):
+        none = run(*args, "-s", "none")
+        assert none.exit_code == 0, none.output
+        assert none.output == run(*args, "-s", "full-history").output
+    assert run("render", PRODUCT, "-s", "NONE").exit_code == 0
+    render_help = " ".join(run("render", "--help").output.split())
+    assert "-t, --turn" in render_help and "(In compare, -t is --tokenizer.)" in render_help
+    assert "none: the full history" in " ".join(run("trace", "show", "--help").output.split())
 
 
 @pytest.mark.parametrize(("args", "message"), [

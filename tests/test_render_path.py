@@ -20,6 +20,7 @@ from turnpress.cli import main
 from turnpress.core import compression
 from turnpress.core.compression import RunState, get_strategy, prompt_arguments
 from turnpress.core.registry import get_registry
+from turnpress.core.trace import save_traces
 from turnpress.examples import EXAMPLES_DIR, example_trace_paths
 
 PRODUCT = str(next(p for p in example_trace_paths() if p.stem == "product-research"))
@@ -112,16 +113,19 @@ def test_render_bad_turn_is_one_line_naming_trace_and_range(turn):
                      f"from 1 to 5 (5 is the next prompt), got {turn}"]
 
 
-def test_render_over_every_bundled_trace_checks_the_turn_before_printing():
+def test_render_over_every_run_of_a_jsonl_file_checks_the_turn_before_printing(tmp_path):
     traces = [turnpress.load_trace(p) for p in example_trace_paths()]
+    path = tmp_path / "all.jsonl"
+    save_traces(traces, path)
     shortest = min(traces, key=lambda t: len(t.turns))
     turn = len(shortest.turns) + 2
-    result = invoke("render", "--turn", str(turn))
+    result = invoke("render", str(path), "--turn", str(turn))
     assert result.exit_code == 2
     assert result.stdout == ""  # nothing rendered before the error
     assert f"trace {shortest.name} has {len(shortest.turns)}" in result.stderr
-    assert "nothing was rendered: give one TRACE" in result.stderr
-    ok = invoke("render", "--turn", "1")
+    assert (f"nothing was rendered: --turn must suit each of the file's {len(traces)} runs"
+            in result.stderr)
+    ok = invoke("render", str(path), "--turn", "1")
     assert ok.exit_code == 0 and ok.output.count("# trace ") == len(traces)
 
 

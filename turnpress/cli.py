@@ -121,11 +121,28 @@ def fail_cleanly(exc: Exception) -> CLIError:
     return CLIError(str(exc))
 
 
+NO_STRATEGY = ("none", "off", "false")
+"""``-s`` values that mean "no compression": the ``full-history`` strategy, the same
+in every command (``turnpress run -s none`` runs uncompressed)."""
+
+
+def strategy_spec(spec: str) -> str:
+    """``spec``, with ``none`` (``off``, ``false``) read as ``full-history`` unless a
+    plugin registers a strategy of that name."""
+    from turnpress.core.registry import get_registry
+
+    if spec.strip().lower() in NO_STRATEGY and spec.strip() not in get_registry().strategies():
+        return "full-history"
+    return spec
+
+
 def choose_strategy(spec: str) -> Any:
-    """The strategy instance for ``NAME[:k=v,...]``, or a one-line :class:`CLIError`."""
+    """The strategy instance for ``NAME[:k=v,...]`` (or ``none``: ``full-history``), or a
+    one-line :class:`CLIError`."""
     from turnpress.core.compression import get_strategy
     from turnpress.core.registry import PluginError, get_registry
 
+    spec = strategy_spec(spec)
     try:
         return get_strategy(spec)
     except (ValueError, PluginError) as exc:
@@ -195,6 +212,9 @@ def load_traces_or_examples(paths: tuple[str, ...]) -> list[Any]:
     return traces
 
 
+DEFAULT_TRACE = "product-research"
+"""The bundled trace ``render`` shows without a TRACE (the task ``run`` runs by default)."""
+
 templates_option = click.option(
     "--templates", "template_dirs", multiple=True, type=click.Path(file_okay=False),
     help="Directory of template overrides (repeatable; searched first).")
@@ -203,28 +223,32 @@ templates_option = click.option(
 @main.command()
 @click.argument("trace", required=False)
 @click.option("--strategy", "-s", default="single-user-coalesced", show_default=True,
-              metavar="NAME[:k=v,...]", help="Strategy and options, e.g. rolling-window:window=3.")
+              metavar="NAME[:k=v,...]|none",
+              help="Strategy and options, e.g. rolling-window:window=3; none: the full "
+                   "history (full-history).")
 @click.option("--turn", "-t", "turn", type=int, default=None,
               help="Render the prompt sent for this turn: 1 to the number of turns + 1 "
-                   "(+1: the next prompt a live agent sends). Default: the last turn.")
+                   "(+1: the next prompt a live agent sends). Default: the last turn. "
+                   "(In compare, -t is --tokenizer.)")
 @click.option("--format", "-f", "fmt",
               type=click.Choice(["text", "json", "openai", "anthropic"]),
               default="text", show_default=True)
 @templates_option
 def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
            template_dirs: tuple[str, ...]) -> None:
-    """Render the prompt of one turn of TRACE (a file or a bundled trace's name;
-    default: every bundled example).
+    """Render the prompt of one turn of TRACE: a trace file, or a bundled trace's name
+    (default: product-research, the bundled example `turnpress run` runs).
 
-    With several traces, --turn must be valid for each of them: it is checked
-    before anything is printed.
+    A JSONL file of several runs renders that turn of each run (text: one after
+    the other; json/openai/anthropic: one JSON document a line); --turn must be
+    valid for each run, which is checked before anything is printed.
     """
     import json
 
     from turnpress.core.providers import format_text, to_openai
 
     chosen = choose_strategy(strategy)
-    traces = load_traces_or_examples((trace,) if trace else ())
+    traces = load_traces_or_examples((trace or DEFAULT_TRACE,))
     # every trace's turn is checked before anything is printed
     chosen_turns = []
     for tr in traces:
@@ -232,7 +256,8 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
         try:
             tr.prompt_arguments(n)
         except ValueError as exc:
-            hint = "" if len(traces) == 1 else "; nothing was rendered: give one TRACE"
+            hint = "" if len(traces) == 1 else (f"; nothing was rendered: --turn must suit "
+                                                f"each of the file's {len(traces)} runs")
             raise fail_cleanly(ValueError(f"--turn {n}: {exc}{hint}")) from None
         chosen_turns.append(n)
     documents = []
@@ -328,7 +353,8 @@ def trace() -> None:
               "each turn was given, then its reply.")
 @click.option("--raw", is_flag=True, help="Show raw LLM responses and the system prompt.")
 @click.option("--strategy", "-s", default="single-user-coalesced", show_default=True,
-              metavar="NAME[:k=v,...]", help="Strategy for --view compressed.")
+              metavar="NAME[:k=v,...]|none",
+              help="Strategy for --view compressed; none: the full history (full-history).")
 @templates_option
 def trace_show(path: str, view: str, raw: bool, strategy: str,
                template_dirs: tuple[str, ...]) -> None:

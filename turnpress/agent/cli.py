@@ -42,10 +42,11 @@ def _list_tasks(console: Console) -> None:
 
 def _compression(spec: str | None) -> Any:
     from turnpress.agent.agent import INHERIT
+    from turnpress.cli import strategy_spec
 
     if spec is None:
         return INHERIT
-    if spec.lower() in ("none", "off", "false"):
+    if strategy_spec(spec) != spec:  # none, off, false: the uncompressed full history
         return False
     return spec
 
