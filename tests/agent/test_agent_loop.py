@@ -378,3 +378,34 @@ def test_limits_reach_the_interpreter():
     step = Agent("Sum", llm=ScriptedLLM(replies), limits=Limits(max_steps=1000)).run()
     assert step.turns[0].result.reason == "step_limit"
     assert step.success and step.result == 1
+
+
+def test_a_reply_without_a_code_block_says_so_in_its_error():
+    """ux-a item 19: a reply with no ```clojure block runs as a whole (a bare program still
+    works), but when it fails the error the agent sees says the block was missing; a
+    reply with no program at all is a failed turn (no_program), not a silent nil."""
+    llm = ScriptedLLM(["no code here", "```python\nx = 1\n```", "```clojure\n```", "",
+                       "(return 7)"])
+    step = Agent("Reply badly, then well", llm=llm, max_turns=5).run()
+    assert step.success and step.result == 7
+    failures = [t.result for t in step.turns[:4]]
+    assert failures[0] == Failure("undefined_symbol", (
+        "the reply has no ```clojure code block, so the whole reply ran as the program: "
+        "undefined symbol 'no'. Reply with exactly one ```clojure block"))
+    assert failures[1].message.startswith(
+        "the reply has no ```clojure code block (only ```python), so the whole reply ran")
+    assert failures[2] == Failure("no_program", "the reply's ```clojure block is empty: "
+                                                "write the program inside it")
+    assert failures[3] == Failure("no_program", "the reply is empty: reply with exactly one "
+                                                "```clojure block holding the program")
+    # the agent sees it: the next prompt carries the error
+    assert "the reply has no ```clojure code block" in llm.calls[1][-1]["content"]
+
+
+def test_a_fenced_programs_error_and_fail_are_unchanged():
+    """ux-a item 19: a fenced program's error, and a bare (fail ...), keep their words."""
+    step = Agent("x", llm=ScriptedLLM([fence("(undefined-thing)"), '(fail "stop")']),
+                 max_turns=3).run()
+    assert step.turns[0].result == Failure("undefined_symbol",
+                                           "undefined symbol 'undefined-thing'")
+    assert step.failure == Failure("fail", "stop")

@@ -6,7 +6,10 @@ len(turns)``, never counted from messages: ARC-006) with the strategy resolved o
 per run,
 calls the LLM, extracts the program from its reply, runs it in the PTC-Lisp
 sandbox with the memory of the last turn (REPL semantics), and appends an
-immutable :class:`Turn` to a new tuple (ARC-002). ``(return x)`` ends the run
+immutable :class:`Turn` to a new tuple (ARC-002). A reply without a fenced block
+runs as a whole (a bare program works); if it fails, its error says first that the
+reply had no ```clojure block. A reply with no program at all (empty, or an empty
+block) is a failed turn, reason ``no_program``. ``(return x)`` ends the run
 with success; ``(fail reason)`` ends it with that failure; any other error is a
 failed turn the agent sees and may recover from on its next turn.
 """
@@ -19,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from turnpress.agent.llm import LLM, LLMReply, call_llm
-from turnpress.agent.program import extract_program
+from turnpress.agent.program import NO_PROGRAM, find_program
 from turnpress.agent.step import Step, sum_usage
 from turnpress.core.compression import (
     Compression,
@@ -92,17 +95,29 @@ saved run carries what the provider billed.
                 "llm_error", f"the LLM call for turn {len(turns) + 1} failed: "
                              f"{type(exc).__name__}: {exc}"))
         usages.append(reply.usage)
-        program = extract_program(reply.text)
+        found = find_program(reply.text)
+        program = found.program
         memory = turns[-1].memory if turns else {}
-        outcome = run_program(program, tools=tools, data=data, memory=memory, limits=limits)
         number = len(turns) + 1
+        if not program:
+            failure = Failure(NO_PROGRAM, _no_program(reply.text, found.fenced))
+            turn = Turn.failed(number, program, failure, memory=memory,
+                               raw_response=reply.text, usage=reply.billed())
+            turns = (*turns, turn)
+            if on_turn is not None:
+                on_turn(turn, messages)
+            continue
+        outcome = run_program(program, tools=tools, data=data, memory=memory, limits=limits)
         common = {"memory": outcome.memory, "prints": outcome.prints,
                   "tool_calls": outcome.tool_calls, "raw_response": reply.text,
                   "usage": reply.billed()}
         if outcome.failure is None:
             turn = Turn.succeeded(number, program, outcome.value, **common)
         else:
-            turn = Turn.failed(number, program, outcome.failure, **common)
+            failure = outcome.failure
+            if failure.reason != FAIL_REASON:  # (fail ...) is the program's own words
+                failure = Failure(failure.reason, found.explain(failure.message))
+            turn = Turn.failed(number, program, failure, **common)
         turns = (*turns, turn)
         if on_turn is not None:
             on_turn(turn, messages)
@@ -112,3 +127,11 @@ saved run carries what the provider billed.
             return finish(True, result=outcome.value)
     return finish(False, failure=Failure(
         "max_turns", f"no (return ...) after {max_turns} turn{'s' if max_turns != 1 else ''}"))
+
+
+def _no_program(reply: str, fenced: bool) -> str:
+    if fenced:
+        return "the reply's ```clojure block is empty: write the program inside it"
+    if not reply.strip():
+        return "the reply is empty: reply with exactly one ```clojure block holding the program"
+    return "the reply holds no program: reply with exactly one ```clojure block"

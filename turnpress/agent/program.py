@@ -3,12 +3,58 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-__all__ = ["extract_program"]
+__all__ = ["NO_PROGRAM", "ReplyProgram", "extract_program", "find_program"]
 
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+\-]*)[^\n]*\n(.*?)(?:^[ \t]*```[ \t]*$|\Z)",
                     re.DOTALL | re.MULTILINE)
 _LISP_TAGS = frozenset({"clojure", "clj", "lisp", "ptc-lisp", "ptc_lisp", "edn"})
+
+NO_PROGRAM = "no_program"
+"""``Failure.reason`` of a turn whose reply holds no program (empty, or an empty block)."""
+
+
+@dataclass(frozen=True)
+class ReplyProgram:
+    """The program of a reply and where it came from.
+
+    ``fenced``: it is the body of a fenced block (``clojure``-tagged or untagged);
+    when false the whole reply is the program. ``other_tags``: the languages of
+    the fenced blocks that were not taken (``python``...).
+    """
+
+    program: str
+    fenced: bool
+    other_tags: tuple[str, ...] = ()
+
+    def explain(self, message: str) -> str:
+        """``message`` (a failure of the program), saying first, when the reply had no
+        block, that the whole reply ran as the program."""
+        if self.fenced:
+            return message
+        others = ", ".join(f"```{tag}" for tag in self.other_tags)
+        found = f" (only {others})" if others else ""
+        return (f"the reply has no ```clojure code block{found}, so the whole reply ran as "
+                f"the program: {message}. Reply with exactly one ```clojure block")
+
+
+def find_program(reply: str) -> ReplyProgram:
+    """The program in ``reply``, as :func:`extract_program` finds it, and whether it
+    came from a fenced block."""
+    untagged: str | None = None
+    others: list[str] = []
+    for match in _FENCE.finditer(reply):
+        tag, body = match.group(1).lower(), match.group(2)
+        if tag in _LISP_TAGS:
+            return ReplyProgram(body.strip(), True)
+        if not tag and untagged is None:
+            untagged = body
+        elif tag and tag not in others:
+            others.append(tag)
+    if untagged is not None:
+        return ReplyProgram(untagged.strip(), True)
+    return ReplyProgram(reply.strip(), False, tuple(others))
 
 
 def extract_program(reply: str) -> str:
@@ -19,13 +65,4 @@ def extract_program(reply: str) -> str:
     closing fence is missing (a cut-off reply) runs to the end of the reply.
     Blocks tagged with another language are never taken. The result is stripped.
     """
-    untagged: str | None = None
-    for match in _FENCE.finditer(reply):
-        tag, body = match.group(1).lower(), match.group(2)
-        if tag in _LISP_TAGS:
-            return body.strip()
-        if not tag and untagged is None:
-            untagged = body
-    if untagged is not None:
-        return untagged.strip()
-    return reply.strip()
+    return find_program(reply).program
