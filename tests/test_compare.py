@@ -17,7 +17,7 @@ from turnpress.compare.pricing import PRICE_PRESETS, cost_usd
 from turnpress.core.compression import get_strategy, strategy_names
 from turnpress.core.registry import get_registry
 from turnpress.core.tokens import TokenCounter
-from turnpress.core.trace import TraceError, save_traces
+from turnpress.core.trace import TraceError, iter_traces, save_traces, trace_to_dict
 from turnpress.examples import example_trace_paths, short_example_trace_paths
 
 PHONE = next(p for p in example_trace_paths() if p.stem == "phone-campaign")
@@ -666,3 +666,23 @@ def test_bundled_names_and_errors_from_python_as_from_the_cli(jobs, tmp_path):
     with pytest.raises(TraceError, match=r"bad\.json") as caught:
         compare_traces([str(bad), "product-research"], ["full-history"], jobs=jobs)
     assert caught.value.__cause__ is None
+
+
+def test_a_bad_jsonl_line_gets_the_error_load_trace_gives(tmp_path):
+    """ux-a item 17: compare parsed JSONL lines with its own json.loads: a control
+    character gave "... invalid JSON at column 9: Invalid control character at" (cut), and
+    a NaN or a 5,000-digit number was read where load_trace refuses it."""
+    good = load_trace(PHONE)
+    lines = [json.dumps(trace_to_dict(good)), '{"mission": "a\tb"}']
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceError) as from_load:
+        list(iter_traces(path))
+    with pytest.raises(TraceError) as from_compare:
+        compare_traces([path], ["full-history"])
+    assert str(from_compare.value) == str(from_load.value)
+    assert str(from_load.value).endswith("column 15: Invalid control character")
+    with_nan = lines[0].replace('"max_turns": ', '"max_turns": NaN, "x": ', 1)
+    path.write_text(lines[0] + "\n" + with_nan + "\n")
+    with pytest.raises(TraceError, match="line 2"):
+        compare_traces([path], ["full-history"])
