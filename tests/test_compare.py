@@ -686,3 +686,17 @@ def test_a_bad_jsonl_line_gets_the_error_load_trace_gives(tmp_path):
     path.write_text(lines[0] + "\n" + with_nan + "\n")
     with pytest.raises(TraceError, match="line 2"):
         compare_traces([path], ["full-history"])
+
+
+def test_the_footer_says_what_a_cache_write_costs():
+    """ux-a item 14: `--price in=3,cached=0.3` under the anthropic cache billed writes at
+    1.25x input without saying so anywhere."""
+    from turnpress.compare.table import notes
+
+    implicit = compare_traces([PHONE], ["full-history"], cache="anthropic",
+                              price="in=3,cached=0.3")
+    assert any("billed at write=3.75: 1.25x input, as no write= was given" in line
+               for line in notes(implicit))
+    given = compare_traces([PHONE], ["full-history"], cache="anthropic",
+                           price="in=3,cached=0.3,write=4")
+    assert any(line.endswith("(billed at write=4)") for line in notes(given, plain=True))
