@@ -700,3 +700,28 @@ def test_the_footer_says_what_a_cache_write_costs():
     given = compare_traces([PHONE], ["full-history"], cache="anthropic",
                            price="in=3,cached=0.3,write=4")
     assert any(line.endswith("(billed at write=4)") for line in notes(given, plain=True))
+
+
+def test_the_as_run_cost_ratio_compares_the_same_prompts():
+    """ux-a item 5: with usage on some turns only, the as-run ratio divided the billed
+    cost of those prompts by full-history's cost over every prompt."""
+    import dataclasses
+
+    from turnpress.compare.table import plain_lines
+
+    full = transcript()
+    part = dataclasses.replace(full, turns=tuple(
+        t if t.number == 2 else dataclasses.replace(t, usage=None) for t in full.turns))
+    result = _compare([part], ["full-history"], price="openai-gpt-4.1")
+    run = result.as_run
+    assert run is not None and run.prompts == 1
+    from turnpress.compare.pricing import PRICE_PRESETS, cost_usd
+
+    [turn_2] = [r for r in result.strategies[0].per_turn() if r.turn == 2]
+    cost_2 = cost_usd(PRICE_PRESETS["openai-gpt-4.1"], turn_2.input_tokens,
+                      turn_2.cached_tokens, turn_2.written_tokens)
+    assert run.baseline_cost_usd == pytest.approx(cost_2)
+    assert run.cost_ratio == pytest.approx(run.cost_usd / cost_2)
+    assert run.baseline_cost_usd < result.baseline_cost_usd
+    [row] = [ln for ln in plain_lines(result) if ln.startswith("as-run")]
+    assert row.split()[-1] == f"{run.cost_ratio:.3f}"
