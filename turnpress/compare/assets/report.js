@@ -105,8 +105,8 @@
     }
     var every = Math.max(1, Math.ceil(turns / 20));
     for (var t = 1; t <= turns; t++) {
+      // every `every` turns, and the last turn (a regular label too close to it is left out)
       if (t !== turns && ((t - 1) % every !== 0 || turns - t < every * 0.6)) continue;
-      // (a regular label too close to the last turn's would overlap it)
       chart.appendChild(svg("text", { x: x(t), y: H - m.b + 18, "text-anchor": "middle" }, t));
     }
     chart.appendChild(svg("text", { x: m.l + pw / 2, y: H - 6, "text-anchor": "middle",
