@@ -6,17 +6,11 @@ line) and every run is written as one line of a JSONL trace file (version 1
 plus the transcript fields ``source``, ``preamble``, ``skipped`` and each turn's
 ``messages`` and ``usage``). ``load_trace`` / ``iter_traces`` read it back
 losslessly, so ``compare`` on the output gives the same figures as on the input.
-
-An existing output file is never silently replaced: the runs are appended to it,
-as ``turnpress run --save-trace runs.jsonl`` appends a run; ``--force``
-(``replace=True``) replaces it instead.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -24,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from turnpress.core.trace import Trace, TraceError, is_native_trace, iter_traces, save_traces
+from turnpress.core.trace import Trace, TraceError, iter_traces, save_traces
 
 __all__ = ["ImportResult", "import_command", "import_transcripts"]
 
@@ -38,8 +32,6 @@ class ImportResult:
     output: Path
     runs: dict[str, int] = field(default_factory=dict)
     formats: Counter[str] = field(default_factory=Counter)
-    #: whether the runs were appended to an output file that already existed
-    appended: bool = False
 
     @property
     def total(self) -> int:
@@ -48,15 +40,13 @@ class ImportResult:
 
 
 def import_transcripts(paths: Iterable[str | os.PathLike[str]],
-                       output: str | os.PathLike[str], *,
-                       replace: bool = False) -> ImportResult:
+                       output: str | os.PathLike[str]) -> ImportResult:
     """Read every run of ``paths`` and write them, in order, to the JSONL file ``output``.
 
-    When ``output`` exists, the runs are appended after its own (it must be a
-    turnpress trace file); ``replace=True`` replaces it instead. Runs are streamed
-    one at a time; the output is written to a temporary file and moved into place
-    only when every input was read, so a bad input (a :class:`TraceError` naming the
-    file, the message index and the problem) leaves the output as it was.
+    Runs are streamed one at a time; the output is written to a temporary file and
+    moved into place only when every input was read, so a bad input (a
+    :class:`TraceError` naming the file, the message index and the problem)
+    leaves no half-written output behind.
     """
     out = Path(output)
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
@@ -68,10 +58,7 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
     for f in files:
         if f.resolve() == out.resolve():
             raise TraceError(f"{out}: the output file is also an input; choose another -o")
-    append = out.exists() and not replace
-    if append:
-        _check_appendable(out)
-    result = ImportResult(out, appended=append)
+    result = ImportResult(out)
 
     def runs() -> Iterator[Trace]:
         for f in files:
@@ -82,74 +69,30 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
                 yield trace
 
     partial = out.with_name(out.name + ".partial")
-    fresh = out.with_name(out.name + ".new.partial")
     try:
-        if not append:
-            save_traces(runs(), partial)
-        else:
-            save_traces(runs(), fresh)
-            shutil.copy(out, partial)  # its content and permissions
-            with partial.open("rb+") as handle, fresh.open("rb") as new_runs:
-                handle.seek(0, os.SEEK_END)
-                if handle.tell() > 0:
-                    handle.seek(-1, os.SEEK_END)
-                    if handle.read(1) != b"\n":  # a last line without its newline
-                        handle.write(b"\n")
-                shutil.copyfileobj(new_runs, handle)
+        save_traces(runs(), partial)
         os.replace(partial, out)
     except OSError as exc:
         raise TraceError(f"{out}: cannot write: {exc.strerror or exc}") from None
     finally:
-        for leftover in (partial, fresh):
-            if leftover.exists():
-                leftover.unlink()
+        if partial.exists():
+            partial.unlink()
     return result
-
-
-def _check_appendable(out: Path) -> None:
-    """Refuse to append to a file whose first line is not a turnpress trace."""
-    if out.is_dir():
-        raise TraceError(f"{out}: is a directory; give a file name for -o (e.g. runs.jsonl)")
-    try:
-        with out.open("rb") as handle:
-            first = next((line for line in handle if line.strip()), b"")
-    except OSError as exc:
-        raise TraceError(f"{out}: cannot read: {exc.strerror or exc}") from None
-    if not first:
-        return
-    try:
-        native = is_native_trace(json.loads(first))
-    except ValueError:
-        native = False
-    if not native:
-        raise TraceError(f"{out}: the file exists and is not a turnpress trace file, so the "
-                         f"runs were not appended to it; choose another -o, or add --force "
-                         f"to replace it")
 
 
 @click.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
-              help="The JSONL trace file to write (one run a line). If it exists, the "
-                   "runs are appended to it.")
-@click.option("--force", is_flag=True,
-              help="Replace an existing -o file instead of appending to it.")
-def import_command(files: tuple[str, ...], output: str, force: bool) -> None:
+              help="The JSONL trace file to write (one run a line).")
+def import_command(files: tuple[str, ...], output: str) -> None:
     """Import agent transcripts (OpenAI chat, mini-swe-agent, Anthropic Messages or any
-    format a plugin reads) as a turnpress JSONL trace file.
-
-    Each FILE holds one run (.json: the final message list of a run, a
-    mini-swe-agent .traj.json...) or one run a line (.jsonl). An existing -o file
-    keeps its runs and gets the new ones appended, as `run --save-trace x.jsonl`
-    does; --force replaces it. Nothing is written if any input is bad.
-    """
+    format a plugin reads) as a turnpress JSONL trace file."""
     from turnpress.cli import fail_cleanly
 
     try:
-        result = import_transcripts(files, output, replace=force)
+        result = import_transcripts(files, output)
     except TraceError as exc:
         raise fail_cleanly(exc) from None
     formats = ", ".join(f"{name} x{count}" for name, count in sorted(result.formats.items()))
-    verb = "appended" if result.appended else "imported"
-    click.echo(f"{verb} {result.total} run(s) from {len(result.runs)} file(s) to "
+    click.echo(f"imported {result.total} run(s) from {len(result.runs)} file(s) to "
                f"{result.output} ({formats})")
