@@ -83,10 +83,17 @@ def test_unknown_option(spec: str, message: str) -> None:
     ("full-history", "===== [3] assistant ====="),
 ])
 def test_cli_render_with_options(spec: str, expected: str) -> None:
-    """``turnpress render --strategy NAME:k=v`` works for every strategy."""
-    result = CliRunner().invoke(main, ["render", "--strategy", spec])
-    assert result.exit_code == 0, result.output
-    assert f"strategy {spec.partition(':')[0]}" in result.output and expected in result.output
+    """``turnpress render --strategy NAME:k=v`` works for every strategy (over every
+    bundled trace: ``render`` without a TRACE shows product-research only, ux-a item 18)."""
+    from turnpress.examples import example_trace_paths
+
+    output = ""
+    for path in example_trace_paths():
+        result = CliRunner().invoke(main, ["render", str(path), "--strategy", spec])
+        assert result.exit_code == 0, result.output
+        assert f"strategy {spec.partition(':')[0]}" in result.output
+        output += result.output
+    assert expected in output
 
 
 @pytest.mark.parametrize(("spec", "message"), [
