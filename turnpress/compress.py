@@ -185,9 +185,9 @@ class Compressor:
 
     def _take(self, entry: Entry) -> None:
         role = entry.message.get("role") if isinstance(entry.message, dict) else None
-        if role in ("system", "user"):
+        if role in ("system", "developer", "user"):
             text = _text(entry.message.get("content"))
-            if role == "system" and self._system_prompt is None:
+            if role != "user" and self._system_prompt is None:
                 self._system_prompt = text
             if role == "user" and self._mission is None:
                 self._mission = text

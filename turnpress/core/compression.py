@@ -19,6 +19,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
+from turnpress.core.breakpoints import check_breakpoints
 from turnpress.core.clojure import to_clojure
 from turnpress.core.model import Fn, Memory, Message, Tool, Turn, coerce_tools
 from turnpress.core.registry import PluginError, Registry, get_registry
@@ -1031,18 +1032,22 @@ def render_with_breakpoints(
     """``render(...)``'s messages and the strategy's cache breakpoints for them.
 
     Takes exactly :func:`render`'s arguments; the breakpoints come from
-    ``strategy.cache_breakpoints`` called with the same turns, memory and context.
-    Feed both to :func:`turnpress.core.providers.to_anthropic`.
+    ``strategy.cache_breakpoints`` called with the same turns, memory and context
+    (a bad result raises :class:`~turnpress.core.breakpoints.BreakpointError`, a
+    ``ValueError`` naming the strategy and its plugin). Feed both to
+    :func:`turnpress.core.providers.to_anthropic`.
     """
     strategy, turns, memory, ctx = _prepare(
         turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
         turns_left=turns_left, compression=compression, template_dirs=template_dirs,
         preamble=preamble)
     messages = check_messages(strategy.to_messages(turns, memory, ctx), strategy)
-    return _handed_out(messages), list(strategy.cache_breakpoints(turns, memory, ctx))
+    points = check_breakpoints(strategy.cache_breakpoints(turns, memory, ctx), len(messages),
+                               strategy)
+    return _handed_out(messages), points
 
 
-_ROLES = frozenset(("system", "user", "assistant", "tool"))
+_ROLES = frozenset(("system", "developer", "user", "assistant", "tool"))
 
 
 def _valid_message(m: Any) -> bool:
@@ -1052,8 +1057,7 @@ def _valid_message(m: Any) -> bool:
             content = m.get("content")
             if type(content) is str or type(content) is list:
                 return True
-    if not isinstance(m, Mapping) or m.get("role") not in ("system", "user", "assistant",
-                                                           "tool"):
+    if not isinstance(m, Mapping) or m.get("role") not in _ROLES:
         return False
     content = m.get("content")
     if isinstance(content, str):
@@ -1068,7 +1072,8 @@ def check_messages(messages: Any, strategy: Any) -> list[Message]:
     ``TypeError`` naming the strategy and the first bad message.
 
     ``content`` is a string; messages replayed from an imported transcript may also
-    carry ``role: "tool"``, list-of-parts content, or ``None`` beside ``tool_calls``.
+    carry ``role: "tool"`` or ``"developer"``, list-of-parts content, or ``None``
+    beside ``tool_calls``.
     """
     if not isinstance(messages, list):
         raise TypeError(f"strategy {strategy.name!r} returned {type(messages).__name__}, "

@@ -56,6 +56,8 @@ __all__ = ["FORMAT", "detect", "message_entries", "read", "to_openai_messages"]
 
 FORMAT = "anthropic-messages"
 ROLES = ("user", "assistant")
+#: assistant blocks of extended thinking, kept verbatim (signature and all)
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
 
 
 def detect(data: Any, path: Path | None = None) -> bool:
@@ -120,11 +122,18 @@ def _assistant(m: dict[str, Any], where: str, index: int) -> dict[str, Any]:
     content = m["content"]
     if isinstance(content, str):
         return {"role": "assistant", "content": content}
-    texts, calls = [], []
+    texts, calls, thinking = [], [], []
     for block in content:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
+        elif kind in THINKING_BLOCKS:
+            if kind == "thinking" and not isinstance(block.get("thinking"), str):
+                raise fail(where, index, "thinking block needs a string \"thinking\" "
+                                         "(and the \"signature\" the API returned with it)")
+            if kind == "redacted_thinking" and not isinstance(block.get("data"), str):
+                raise fail(where, index, "redacted_thinking block needs a string \"data\"")
+            thinking.append(dict(block))
         elif kind == "tool_use":
             if not isinstance(block.get("name"), str) or not isinstance(
                     block.get("input", {}), dict):
@@ -135,12 +144,15 @@ def _assistant(m: dict[str, Any], where: str, index: int) -> dict[str, Any]:
                               block.get("input", {}), ensure_ascii=False)}})
         else:
             raise fail(where, index, f"content block type {kind!r} is not supported in an "
-                                     f"assistant message (text, tool_use)")
+                                     f"assistant message (text, tool_use, thinking, "
+                                     f"redacted_thinking)")
     out: dict[str, Any] = {"role": "assistant",
                            "content": _text_content(texts) if texts else (None if calls
                                                                           else "")}
     if calls:
         out["tool_calls"] = calls
+    if thinking:
+        out["thinking_blocks"] = thinking
     return out
 
 
