@@ -15,7 +15,7 @@ from plugin_helpers import make_plugin
 from turnpress import Compressor, compress
 from turnpress.cli import main
 from turnpress.core.breakpoints import BreakpointError
-from turnpress.core.providers import prompt_with_breakpoints, to_anthropic
+from turnpress.core.providers import prompt_with_breakpoints, to_anthropic, to_openai
 from turnpress.core.registry import reset_registry
 from turnpress.core.trace import TraceError
 from turnpress.plugins.readers import anthropic_messages, openai_chat
@@ -247,3 +247,77 @@ def test_to_anthropic_refuses_malformed_breakpoints_with_a_value_error(points):
         to_anthropic([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
                      points)
     assert "\n" not in str(info.value)
+
+
+# -- items 8 / 9: full-history keeps what the provider needs ------------------------------
+
+
+def test_anthropic_tool_results_keep_list_content_and_is_error_as_given():
+    """ux-b item 8: through compress(format="anthropic") and full-history, a tool_result
+    keeps its block-list content and its ``is_error`` (false too); the OpenAI shape of
+    the same run does not carry the kept fields."""
+    messages = [
+        {"role": "user", "content": "Read notes.txt and ls /var."},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "notes.txt"}},
+            {"type": "tool_use", "id": "t2", "name": "ls", "input": {"path": "/var"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "is_error": False,
+             "content": [{"type": "text", "text": "line1\nline2"}]},
+            {"type": "tool_result", "tool_use_id": "t2", "content": "denied", "is_error": True},
+            {"type": "text", "text": "Also check /tmp."}]},
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": "Thanks."},
+    ]
+    body = {"system": "S", "messages": copy.deepcopy(messages)}
+    _, out = compress(body, strategy="full-history", format="anthropic")
+    assert out[:4] == messages[:4]
+    assert body["messages"] == messages
+    trace = anthropic_messages.read(copy.deepcopy(body), "run.json")
+    sent = trace.prompt(3, "full-history")
+    assert [m for m in to_openai(sent) if "_anthropic" in m] == []
+    assert {"role": "tool", "tool_call_id": "t1", "content": "line1\nline2"} in to_openai(sent)
+
+
+def test_a_shortened_tool_result_is_not_given_its_old_content_back():
+    """ux-b item 8: the kept block-list content is used only while a strategy left the
+    result's text as it was; ``is_error`` is kept either way."""
+    tool = {"role": "tool", "tool_call_id": "t1", "content": "masked",
+            "_anthropic": {"content": [{"type": "text", "text": "long output"}],
+                           "is_error": False}}
+    _, out = to_anthropic([{"role": "user", "content": "U"},
+                           {"role": "assistant", "content": None, "tool_calls": [
+                               {"id": "t1", "type": "function",
+                                "function": {"name": "ls", "arguments": "{}"}}]}, tool])
+    assert out[2]["content"] == [{"type": "tool_result", "tool_use_id": "t1",
+                                  "content": "masked", "is_error": False}]
+
+
+def test_langchain_full_history_keeps_status_ids_and_metadata():
+    """ux-b item 8: compress_messages under full-history gives back messages equal to
+    the input (ToolMessage status, ids, response_metadata); a compressing strategy
+    keeps a shortened ToolMessage's ``status="error"``."""
+    messages_mod = pytest.importorskip("langchain_core.messages")
+    from turnpress.integrations.langchain import LangChainCompressor, compress_messages
+
+    messages = [
+        messages_mod.SystemMessage("S", id="s1"),
+        messages_mod.HumanMessage("List /var.", id="h1", name="bob"),
+        messages_mod.AIMessage("", id="a1", response_metadata={"model_name": "m"},
+                               tool_calls=[{"id": "c1", "name": "ls", "args": {}}]),
+        messages_mod.ToolMessage("permission denied\n" * 50, tool_call_id="c1",
+                                 status="error", id="t1"),
+        messages_mod.AIMessage("I cannot read /var.", id="a2"),
+        messages_mod.HumanMessage("Try /tmp.", id="h2"),
+    ]
+    before = [m.model_copy(deep=True) for m in messages]
+    out = compress_messages(messages, strategy="full-history")
+    assert out == messages and out[3].status == "error" and out[2].id == "a1"
+    assert all(a is not b for a, b in zip(out, messages, strict=True))
+    assert messages == before
+    compressor = LangChainCompressor("full-history")
+    compressor.extend(messages)
+    assert compressor.messages() == messages
+    masked = compress_messages(messages, strategy="observation-masking:window=0,step=1")
+    tools = [m for m in masked if m.type == "tool"]
+    assert tools and all(m.status == "error" for m in tools)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -68,8 +69,11 @@ def format_text(messages: Sequence[Message]) -> str:
 def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The ``messages`` list of an OpenAI chat-completions request: each message a
     copy with every key it has (a replayed transcript's ``tool_calls``,
-    ``tool_call_id``... stay exactly as they were sent)."""
-    return [dict(m) for m in messages]
+    ``tool_call_id``, ``thinking_blocks``... stay exactly as they were sent), except
+    the ``_anthropic`` key an Anthropic run's tool messages carry for
+    :func:`to_anthropic`."""
+    return [{k: v for k, v in m.items() if k != ANTHROPIC_KEPT} if ANTHROPIC_KEPT in m
+            else dict(m) for m in messages]
 
 
 # -- Anthropic ------------------------------------------------------------------------------
@@ -78,6 +82,10 @@ MAX_ANTHROPIC_BREAKPOINTS = 4
 """The API accepts at most four ``cache_control`` markers per request."""
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+#: a tool message's key for its Anthropic tool_result's block-list content and
+#: ``is_error`` (set by the anthropic-messages reader, dropped by :func:`to_openai`)
+ANTHROPIC_KEPT = "_anthropic"
 
 #: roles that become Anthropic's ``system`` (OpenAI's ``developer`` is a newer name)
 INSTRUCTION_ROLES = ("system", "developer")
@@ -155,7 +163,9 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
     Anthropic blocks back: an assistant message's ``thinking_blocks`` (extended
     thinking, kept verbatim by the reader) come first, then its text, then its
     ``tool_calls`` as ``tool_use`` blocks; each ``tool`` message becomes a
-    ``tool_result`` block, and content parts become text / image blocks.
+    ``tool_result`` block (with the block-list content and ``is_error`` the
+    anthropic-messages reader kept under ``_anthropic``; the content only while a
+    strategy left its text as it was), and content parts become text / image blocks.
 
     The API wants user and assistant messages to alternate, so consecutive
     messages of one role (tool results and the user text after them, or two
@@ -191,6 +201,13 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
                      "tool_use_id": m.get("tool_call_id", ""),  # type: ignore[attr-defined]
                      "content": _anthropic_blocks(content, i) if isinstance(content, list)
                      else (content or "")}
+            kept = m.get(ANTHROPIC_KEPT)  # type: ignore[attr-defined]
+            if isinstance(kept, Mapping):
+                original = kept.get("content")
+                if isinstance(original, list) and _content_text(original) == _content_text(content):
+                    block["content"] = copy.deepcopy(original)  # unchanged by the strategy
+                if isinstance(kept.get("is_error"), bool):
+                    block["is_error"] = kept["is_error"]
             if i in cuts:
                 block["cache_control"] = dict(EPHEMERAL)
             out.append({"role": "user", "content": [block]})

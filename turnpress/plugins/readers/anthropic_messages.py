@@ -58,6 +58,9 @@ FORMAT = "anthropic-messages"
 ROLES = ("user", "assistant")
 #: assistant blocks of extended thinking, kept verbatim (signature and all)
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
+#: the key of a tool message holding what its tool_result block had that the OpenAI
+#: shape cannot hold (``content`` as a block list, ``is_error``); ``to_openai`` drops it
+KEPT = "_anthropic"
 
 
 def detect(data: Any, path: Path | None = None) -> bool:
@@ -95,6 +98,14 @@ def _parts_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
 
 def _tool_result(block: dict[str, Any], where: str, index: int) -> Entry:
     content = block.get("content", "")
+    kept: dict[str, Any] = {}  # what the OpenAI shape has no place for (see KEPT)
+    if isinstance(content, list) and (len(content) == 1 or any(
+            isinstance(b, dict) and set(b) - {"type", "text", "cache_control"}
+            for b in content)):
+        kept["content"] = [{k: v for k, v in b.items() if k != "cache_control"}
+                           if isinstance(b, dict) else b for b in content]
+    if isinstance(block.get("is_error"), bool):
+        kept["is_error"] = block["is_error"]
     if isinstance(content, list):
         texts = []
         for b in content:
@@ -111,6 +122,8 @@ def _tool_result(block: dict[str, Any], where: str, index: int) -> Entry:
     if not isinstance(block.get("tool_use_id"), str):
         raise fail(where, index, "tool_result block needs a \"tool_use_id\"")
     message = {"role": "tool", "tool_call_id": block["tool_use_id"], "content": content}
+    if kept:
+        message[KEPT] = kept
     error = None
     if block.get("is_error"):
         text = text_of(content).strip()
@@ -210,8 +223,10 @@ def message_entries(system: Any, messages: Any, where: str) -> list[Entry]:
 def to_openai_messages(system: Any, messages: Sequence[Any]) -> list[dict[str, Any]]:
     """An Anthropic run (``system``, ``messages``) as OpenAI chat messages (the
     conversion in the module docstring). Raises :class:`TraceError` (a
-    ``ValueError``) naming the message index and what is wrong."""
-    return [e.message for e in message_entries(system, messages, "messages")]
+    ``ValueError``) naming the message index and what is wrong. The messages are
+    plain OpenAI ones: without the ``_anthropic`` key the reader's turns keep."""
+    return [{k: v for k, v in e.message.items() if k != KEPT}
+            for e in message_entries(system, messages, "messages")]
 
 
 def read(data: Any, where: str) -> Trace:
