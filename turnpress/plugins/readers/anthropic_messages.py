@@ -1,29 +1,33 @@
 """Built-in trace reader ``anthropic-messages``: Anthropic Messages runs (DESIGN §10).
 
 A run is a request body ``{"system", "messages", "tools"?}`` whose messages hold
-``text``, ``image``, ``tool_use`` and ``tool_result`` blocks. turnpress keeps
+``text``, ``image``, ``tool_use``, ``tool_result``, ``thinking`` and
+``redacted_thinking`` blocks. turnpress keeps
 transcripts in ONE canonical shape, OpenAI chat, so every strategy reads every
 format the same way; :func:`to_openai_messages` converts:
 
 - ``system`` (a string or text blocks) -> a leading system message;
 - an assistant message -> ``content`` (its text: a string for one text block, a
-  list of text parts for several, ``null`` when it only calls tools) and
+  list of text parts for several, ``null`` when it only calls tools),
   ``tool_calls`` (each ``tool_use`` -> ``{"id", "type": "function", "function":
-  {"name", "arguments": JSON of input}}``);
+  {"name", "arguments": JSON of input}}``) and ``thinking_blocks`` (its
+  ``thinking`` / ``redacted_thinking`` blocks verbatim, signature included: the
+  name LiteLLM gives them in the OpenAI shape; text views ignore them);
 - a user message -> one ``tool`` message per ``tool_result`` block
-  (``tool_call_id`` = ``tool_use_id``), and its other blocks as a user message
-  (a string for one text block, else content parts; images as ``image_url``),
-  in block order.
+  (``tool_call_id`` = ``tool_use_id``; a block-list content and ``is_error``
+  kept as given under the key ``_anthropic``, see :data:`KEPT`), and its other
+  blocks as a user message (a string for one text block, else content parts;
+  images as ``image_url``), in block order.
 
 ``core.providers.to_anthropic`` (``--format anthropic``) turns them back into
-blocks: the same text, tool_use and tool_result blocks, system apart, tool
-results and the user text after them in one user message. The original blocks
-are not kept beside the converted messages (that would make ``--format openai``
-carry keys the OpenAI API rejects); what the round trip does not keep is said
-here: ``is_error`` flags (the turn records them: it failed, reason
-``tool_error``), the request's own ``cache_control`` markers (turnpress places
-its own breakpoints), and a one-text-block list becoming a string. ``thinking``
-blocks and other block types are refused with a clear error.
+blocks: the same thinking, text, tool_use and tool_result blocks (``is_error``
+and block-list content as given), system apart, tool results and the user text
+after them in one user message. ``to_openai`` and :func:`to_openai_messages`
+leave ``_anthropic`` out (the OpenAI API has no such key). What the round trip
+does not keep: the request's own ``cache_control`` markers (turnpress places its
+own breakpoints), a one-text-block user content coming back as a string, and
+the order of thinking blocks placed after other blocks (they are sent first, as
+the API returns them). Other block types are refused with a clear error.
 
 A ``usage`` object on an assistant message (the response's usage, as logging
 proxies record it: ``input_tokens``, ``cache_read_input_tokens``,
