@@ -1057,7 +1057,7 @@ def _valid_message(m: Any) -> bool:
             content = m.get("content")
             if type(content) is str or type(content) is list:
                 return True
-    if not isinstance(m, Mapping) or m.get("role") not in _ROLES:
+    if not isinstance(m, Mapping) or m.get("role") not in tuple(_ROLES):
         return False
     content = m.get("content")
     if isinstance(content, str):
