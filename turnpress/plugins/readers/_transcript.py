@@ -262,7 +262,7 @@ def build_trace(entries: Sequence[Entry], *, where: str, source: str,
 
 def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str) -> Turn:
     calls = _calls(assistant.message, assistant.index, where)
-    results: dict[str, Any] = {}
+    results: dict[str, list[Any]] = {}  # call id -> its answers, in order
     for e in feedback:
         if e.message["role"] != "tool":
             continue
@@ -272,8 +272,10 @@ def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str) 
             raise fail(where, e.index, f"tool message with no matching call: tool_call_id "
                                        f"{call_id!r} is not a call of the assistant message "
                                        f"{assistant.index} (its calls: {made})")
-        results.setdefault(call_id, e.message.get("content"))
-    tool_calls = [ToolCall(name, parse_arguments(args), results.get(call_id))
+        results.setdefault(call_id, []).append(e.message.get("content"))
+    # calls that share an id (malformed, but seen in logs) take its answers in order
+    tool_calls = [ToolCall(name, parse_arguments(args),
+                           results[call_id].pop(0) if results.get(call_id) else None)
                   for call_id, name, args in calls]
     prints = [text_of(e.message.get("content")) for e in feedback
               if e.message["role"] in ("user", *INSTRUCTION_ROLES)]
