@@ -177,7 +177,7 @@ class Compressor:
         preamble = tuple(e.message for e in self._preamble)
         messages, points = render_with_breakpoints(
             turns, {}, mission=self._mission or "", system_prompt=self._system_prompt or "",
-            tools=self.tools, data=None, turns_left=0 if turns_left is None else turns_left,
+            tools=self.tools, data=None, turns_left=turns_left,
             compression=self.strategy, preamble=preamble)
         return _shaped(messages, points, self.format, self._error_ids)
 
@@ -325,8 +325,7 @@ def _preamble_only(entries: list[Entry], format: str, error_ids: Iterable[str] =
 def _send(trace: Trace, strategy: Compression, turns_left: int | None, format: str,
           error_ids: Iterable[str] = ()) -> Any:
     args = trace.prompt_arguments(len(trace.turns) + 1)
-    if turns_left is not None:
-        args["turns_left"] = turns_left
+    args["turns_left"] = turns_left  # None: not known (RenderContext.turns_left_known)
     args["memory"] = {}
     messages, points = render_with_breakpoints(**args, compression=strategy)
     return _shaped(messages, points, format, set(error_ids))
