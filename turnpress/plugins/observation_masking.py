@@ -102,13 +102,14 @@ class ObservationMasking(Strategy):
         left = None if turn.messages else ctx.turns_left_after(turns, pos)
         words = bool(turn.messages) and first_tool_turn(turns[:pos]) <= pos
         return ctx.per_turn(turn, (self.name, "masked", left, words),
-                            lambda: tuple(self._masked_pair(ctx, turns, pos, words)))
+                            lambda: tuple(self._masked_pair(ctx, turns, pos)))
 
     def _masked_pair(self, ctx: RenderContext, turns: Sequence[Turn],
-                     pos: int, words: bool = False) -> list[Message]:
+                     pos: int) -> list[Message]:
         turn = turns[pos - 1]
         full = self._full.turn_pair(ctx, turns, pos)
         if turn.messages:
+            words = first_tool_turn(turns[:pos]) <= pos  # the user's words stay unmasked
             out: list[Message] = []
             for m, same in zip(turn.messages, full, strict=True):
                 text = content_text(m)
