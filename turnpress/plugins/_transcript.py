@@ -202,7 +202,7 @@ def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
     key = ("_transcript.cut_contents", tuple(limits.items()))
     cuts = newest_items((ctx.per_turn(t, (*key, pos >= first),
                                       partial(_cut_contents, t, ctx, limits, pos >= first))
-                         for pos, t in zip(range(len(turns), 0, -1), reversed(turns))),
+                         for pos, t in zip(range(len(turns), 0, -1), reversed(turns), strict=True)),
                         limit)  # reads only the last turns
     prints = [c for c in cuts if c is not None]
     if not prints:
