@@ -16,6 +16,7 @@ from typing import Any
 
 from turnpress.core.compression import RenderContext, newest_items
 from turnpress.core.model import Message, Turn
+from turnpress.plugins.full_history import TurnWalk
 
 #: long outputs keep this many lines from the start and from the end (DESIGN §11)
 HEAD_LINES = 20
@@ -217,18 +218,41 @@ def _cut_contents(turn: Turn, ctx: RenderContext, limits: dict[str, int], words:
                  for c in (content_text(m) for m in output_messages(turn, words)))
 
 
+#: per turn: (whether the run made a tool call up to it, the user's own messages up to
+#: it as ``;; User messages:`` entries); shared by every strategy, as it depends only on
+#: the turns (each prompt walks only the turns the previous one did not)
+_WORDS_WALK: TurnWalk[tuple[bool, tuple[dict[str, Any], ...]]] = TurnWalk()
+
+
+def _words_upto(turns: Sequence[Turn], ctx: RenderContext, count: int
+                ) -> tuple[bool, tuple[dict[str, Any], ...]]:
+    """``(tool-calling, entries)`` of ``turns[:count]`` (see :data:`_WORDS_WALK`)."""
+    if count <= 0:
+        return False, ()
+
+    def make(pos: int, before: list[tuple[bool, tuple[dict[str, Any], ...]]]
+             ) -> tuple[bool, tuple[dict[str, Any], ...]]:
+        calling, entries = before[-1] if before else (False, ())
+        turn = turns[pos - 1]
+        calling = calling or calls_tools(turn)
+        if calling:
+            own = tuple({"number": turn.number, "role": m.get("role"), "text": content_text(m)}
+                        for m in user_words(turn, True))
+            entries = entries + own if own else entries
+        return calling, entries
+
+    return _WORDS_WALK.pieces(ctx, turns, "_transcript.words", make, count=count)[-1]
+
+
 def words_section(turns: Sequence[Turn], ctx: RenderContext) -> str | None:
     """The ``;; User messages:`` section of a coalesced view: the user's own messages
     (:func:`is_words`) of every turn but the last, oldest first, each whole and labelled
     with the turn it came after (the last turn's follow the view as sent:
     :func:`newest_words`)."""
-    first = first_tool_turn(turns)
-    entries = [{"number": t.number, "role": m.get("role"), "text": content_text(m)}
-               for pos, t in enumerate(turns[:-1], 1) if pos >= first
-               for m in user_words(t, True)]
+    entries = _words_upto(turns, ctx, len(turns) - 1)[1]
     if not entries:
         return None
-    return ctx.template("history/user_messages.j2", messages=entries)
+    return ctx.template("history/user_messages.j2", messages=list(entries))
 
 
 def newest_words(turns: Sequence[Turn]) -> list[Message]:
