@@ -650,3 +650,19 @@ def test_a_bundled_trace_by_name():
     assert missing.exit_code != 0
     assert "no trace file 'no-such-run' and no bundled trace of that name" in missing.output
     assert "Traceback" not in missing.output
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_bundled_names_and_errors_from_python_as_from_the_cli(jobs, tmp_path):
+    """ux-b item 15: compare_traces and load_trace take a bundled trace's name as the
+    command line does, and an error in a worker process comes without the worker's
+    traceback chained to it."""
+    assert load_trace("product-research") == load_trace(
+        next(p for p in example_trace_paths() if p.stem == "product-research"))
+    result = compare_traces(["product-research"], ["full-history"], jobs=jobs)
+    assert [t.name for t in result.traces] == ["product-research"]
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(TraceError, match=r"bad\.json") as caught:
+        compare_traces([str(bad), "product-research"], ["full-history"], jobs=jobs)
+    assert caught.value.__cause__ is None

@@ -68,3 +68,39 @@ def test_each_example_loads_strictly_and_registers_something(hook: str,
         assert info.registers["command"] == ["hello"]
     else:
         assert info.registers, info
+
+
+def test_the_trace_reader_example_reads_its_format(tmp_path) -> None:
+    """The register_trace_readers example reads `{"my_events": [...], "mission": ...}`
+    (ux-b item 1: the "mission" key sent it to turnpress's own reader, so the example
+    could never run), and its documented error names the file once (ux-b item 11)."""
+    import json
+
+    from turnpress import load_trace
+    from turnpress.core.registry import reset_registry
+    from turnpress.core.trace import TraceError
+
+    [source] = re.findall(r"```python\n(.*?)```", SECTIONS["register_trace_readers"], flags=re.S)
+    module = types.ModuleType("doc_example_reader")
+    exec(compile(source, "docs/plugins.md", "exec"), module.__dict__)
+    registry = Registry(entry_points=False)
+    registry.register(module, name="doc-example")
+    previous = reset_registry(registry)
+    try:
+        good = tmp_path / "ev.json"
+        good.write_text(json.dumps({"my_events": [], "mission": "Do X"}))
+        trace = load_trace(good)
+        assert (trace.mission, trace.source) == ("Do X", "my-events")
+        bad = tmp_path / "ev2.json"
+        bad.write_text(json.dumps({"my_events": [], "mission": 5}))
+        with pytest.raises(TraceError) as caught:
+            load_trace(bad)
+        assert str(caught.value).count("ev2.json") == 1, str(caught.value)
+        assert "field 'mission' must be a string" in str(caught.value)
+        # a broken turnpress trace that no reader claims still gets turnpress's own error
+        native = tmp_path / "t.json"
+        native.write_text(json.dumps({"mission": "m", "max_turns": 2}))
+        with pytest.raises(TraceError, match="field"):
+            load_trace(native)
+    finally:
+        reset_registry(previous)

@@ -285,6 +285,19 @@ def test_a_broken_tokenizer_is_a_plugin_error_naming_it(site) -> None:
     with pytest.raises(ValueError, match=r"tokenizer 'float' returned 2.5"):
         get_tokenizer("float", registry=registry).count("text")
     assert tokenizers["chars4"].value("abcdefgh") == 2
+    # compare says it once (ux-b item 12: "... failed: PluginError: tokenizer ... failed: ...")
+    from turnpress.compare import CompareError, compare_traces
+    from turnpress.core.registry import reset_registry
+
+    previous = reset_registry(registry)
+    try:
+        with pytest.raises(CompareError) as caught:
+            compare_traces([PRODUCT], ["full-history"], tokenizer="boom")
+    finally:
+        reset_registry(previous)
+    message = str(caught.value)
+    assert message.count("failed") == 1 and "PluginError" not in message, message
+    assert "tokenizer 'boom' of plugin 'tok'" in message and "ZeroDivisionError" in message
 
 
 # -- wrong answers ---------------------------------------------------------------------
@@ -496,7 +509,10 @@ def test_piped_plugins_output_is_greppable_and_warnings_have_no_source_line(site
     out = subprocess.run([sys.executable, "-m", "turnpress", "plugins"], env=env,
                          capture_output=True, text=True, check=True)
     [row] = [line for line in out.stdout.splitlines() if "single-user-coalesced" in line]
-    assert row.split()[:3] == ["single_user_coalesced", "strategy:", "single-user-coalesced"]
+    from importlib.metadata import version
+
+    assert row.split() == ["single_user_coalesced", "turnpress", "(built-in)",
+                           version("turnpress"), "strategy:", "single-user-coalesced"]
     assert "did you mean template_dirs?" in out.stdout
     rendered = subprocess.run([sys.executable, "-m", "turnpress", "render", "-s",
                                "full-history", "-t", "1", PRODUCT], env=env, capture_output=True,
@@ -504,3 +520,45 @@ def test_piped_plugins_output_is_greppable_and_warnings_have_no_source_line(site
     lines = [line for line in rendered.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("Warning: plugin 'typo' "), lines
     assert "warnings.warn" not in rendered.stderr and "Traceback" not in rendered.stderr
+
+
+def test_plugins_table_lists_every_hook_a_plugin_implements(site) -> None:
+    """ux-b item 10: a type_label hook was hidden when the plugin also registered something;
+    the long "registers" column comes last, so piped it pads no other column."""
+    make_plugin(site, "both", """
+        from turnpress import hookimpl
+
+        @hookimpl
+        def type_label(value):
+            return None
+
+        @hookimpl
+        def register_tokenizers(register):
+            for i in range(12):
+                register(f"tok-with-a-long-name-{i}", len)
+    """)
+    result = cli("plugins")
+    assert result.exit_code == 0
+    header = result.stdout.splitlines()[0]
+    assert header.split() == ["plugin", "distribution", "version", "registers"]
+    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("both "))
+    assert "tokenizer: tok-with-a-long-name-0" in line and line.endswith("; type_label")
+    builtin = next(ln for ln in result.stdout.splitlines() if ln.startswith("namespaces "))
+    assert builtin.endswith("namespace: tool/, data/, user/")
+
+
+def test_plugins_output_says_error_for_a_plugin_left_out_and_warning_for_a_part(site) -> None:
+    """ux-b item 13: docs/plugins.md calls a problem with part of a plugin a warning (the
+    rest of it is used), but `turnpress plugins` printed every problem as `error:`."""
+    make_plugin(site, "broken", "raise ImportError('no such thing')\n")
+    make_plugin(site, "partly", """
+        from turnpress import hookimpl
+
+        @hookimpl
+        def template_dirs():
+            return ['/no/such/dir/xyz']
+    """)
+    out = cli("plugins").stdout.splitlines()
+    [broken] = [ln for ln in out if "'broken'" in ln and "no such thing" in ln]
+    [partly] = [ln for ln in out if "/no/such/dir/xyz" in ln]
+    assert broken.startswith("error: ") and partly.startswith("warning: ")

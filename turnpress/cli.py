@@ -166,13 +166,15 @@ def resolve_trace_path(arg: str) -> str:
     import os
     from pathlib import Path
 
+    from turnpress.core.trace import trace_file
     from turnpress.examples import EXAMPLES_DIR, example_trace_paths
 
-    if Path(arg).exists() or os.sep in arg or "/" in arg or arg.endswith((".json", ".jsonl")):
+    found = trace_file(arg)
+    if found != Path(arg):  # a bundled trace's name
+        return str(found)
+    if found.exists() or os.sep in arg or "/" in arg or arg.endswith((".json", ".jsonl")):
         return arg
     bundled = {p.name.split(".")[0]: p for p in example_trace_paths()}
-    if arg in bundled:
-        return str(bundled[arg])
     raise CLIError(f"no trace file {arg!r} and no bundled trace of that name; bundled traces "
                    f"(in {EXAMPLES_DIR}): {', '.join(sorted(bundled)) or '(none)'}")
 
@@ -293,23 +295,25 @@ def plugins(as_json: bool) -> None:
         return
     table = []
     for row in rows:
-        registers = "; ".join(f"{kind}: {', '.join(names)}"
-                              for kind, names in row["registers"].items())
-        if not registers:
-            registers = ", ".join(row["hooks"]) or "-"
+        parts = [f"{kind}: {', '.join(names)}" for kind, names in row["registers"].items()]
+        # hooks that register no named thing (type_label) are listed by name
+        parts += [h for h in row["hooks"] if h == "type_label"]
+        registers = "; ".join(parts) or ", ".join(row["hooks"]) or "-"
         if row["error"]:
             registers = "NOT LOADED (see below)"
         elif row["problems"]:
             registers += " (problems: see below)"
-        table.append([row["name"], registers, row["distribution"]
-                      + (" (built-in)" if row["builtin"] else ""), row["version"]])
-    print_table(["plugin", "registers", "distribution", "version"], table,
+        table.append([row["name"], row["distribution"]
+                      + (" (built-in)" if row["builtin"] else ""), row["version"], registers])
+    # the long column last: piped, one plugin that registers much pads no other column
+    print_table(["plugin", "distribution", "version", "registers"], table,
                 title="turnpress plugins")
     for name, path in registry.template_layout().overrides:
         click.echo(f"template {name}: overridden by {registry.template_layout().owner(path)}"
                    f" ({path})")
-    for error in errors:
-        click.echo(f"error: {error}")
+    failed = {info.error for info in registry.plugins.values() if info.error}
+    for error in errors:  # a plugin left out is an error; a part of one left out, a warning
+        click.echo(f"{'error' if error in failed else 'warning'}: {error}")
 
 
 @main.group()

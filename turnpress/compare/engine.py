@@ -58,7 +58,7 @@ from turnpress.core.tokens import (
     Tokenizer,
     get_tokenizer,
 )
-from turnpress.core.trace import Trace, TraceError, iter_traces, read_any
+from turnpress.core.trace import Trace, TraceError, iter_traces, read_any, trace_file
 
 __all__ = [
     "DEFAULT_MIN_RECALL",
@@ -441,7 +441,7 @@ def _tasks(sources: Iterable[TraceSource]) -> Iterator[tuple[Any, ...]]:
         if isinstance(source, Trace):
             yield ("trace", source)
             continue
-        path = Path(source)
+        path = trace_file(source)
         if not _is_jsonl(path):
             yield ("file", str(path))
             continue
@@ -606,8 +606,10 @@ class _Worker:
             return prompt, bodies
         except Exception as exc:
             name = self.settings.tokenizer.name
-            raise CompareError(f"{tokenizer_origin(name)} failed: "
-                               f"{describe_failure(exc)}") from None
+            origin = tokenizer_origin(name)
+            if str(exc).startswith(f"{origin} failed: "):  # the registry's guard named it
+                raise CompareError(" ".join(str(exc).split())) from None
+            raise CompareError(f"{origin} failed: {describe_failure(exc)}") from None
 
     def _points(self, strategy: Any, messages: list[Message], turns: Any, memory: Any,
                 ctx: RenderContext) -> list[tuple[int, int | None]]:
@@ -800,11 +802,20 @@ def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, jobs: int
         for position, task in enumerate(tasks):
             pending.append(pool.submit(_work, position, task))
             if len(pending) >= jobs * 4:
-                yield from pending.popleft().result()
+                yield from _result(pending.popleft())
         while pending:
-            yield from pending.popleft().result()
+            yield from _result(pending.popleft())
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _result(future: Future[list[_Outcome]]) -> list[_Outcome]:
+    """A worker's outcomes; its error as raised there (a TraceError naming the file...),
+    without the worker's traceback chained to it."""
+    try:
+        return future.result()
+    except Exception as exc:
+        raise exc from None
 
 
 # -- the public entry point ---------------------------------------------------------------------

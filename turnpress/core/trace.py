@@ -55,6 +55,7 @@ __all__ = [
     "read_any",
     "save_trace",
     "save_traces",
+    "trace_file",
     "trace_formats",
     "trace_from_dict",
     "trace_to_dict",
@@ -586,8 +587,13 @@ def trace_formats() -> list[str]:
 
 def read_any(obj: Any, path: Path, where: str, name: str) -> Trace:
     """One run from one parsed JSON value: turnpress's own format, or the first
-    registered transcript reader whose ``detect`` accepts it."""
-    if is_native_trace(obj):
+    registered transcript reader whose ``detect`` accepts it.
+
+    A value with a top-level ``"version"`` or ``"turns"`` is read as turnpress's own
+    format; one with only ``"mission"`` or ``"max_turns"`` of those keys goes to the
+    readers first (a third-party format may well have a mission), and is read as a
+    (broken) turnpress trace only when no reader accepts it."""
+    if isinstance(obj, dict) and ("version" in obj or "turns" in obj):
         return trace_from_dict(obj, where, name)
     from turnpress.core.registry import get_registry
 
@@ -604,7 +610,9 @@ def read_any(obj: Any, path: Path, where: str, name: str) -> Trace:
         except TraceError:
             raise
         except ValueError as exc:
-            raise TraceError(f"{where}: {exc}") from None
+            message = str(exc)  # a reader that names ``where`` itself, as documented
+            raise TraceError(message if message.startswith(f"{where}:")
+                             else f"{where}: {message}") from None
         if not isinstance(trace, Trace):
             raise TraceError(f"{where}: trace reader {reg.name!r} of {reg.plugin.source} "
                              f"returned {type(trace).__name__}, not a Trace")
@@ -612,6 +620,8 @@ def read_any(obj: Any, path: Path, where: str, name: str) -> Trace:
         if not trace.name:
             trace = _renamed(trace, name)
         return trace
+    if is_native_trace(obj):
+        return trace_from_dict(obj, where, name)
     raise TraceError(f"{where}: not a format turnpress reads; it reads: "
                      f"{', '.join(trace_formats())} (a turnpress trace needs \"version\", "
                      f"\"mission\", \"max_turns\" and \"turns\")")
@@ -698,9 +708,26 @@ def _decode_utf8(data: bytes, where: str, first_line: int | None = None) -> str:
                          f"column {exc.start + 1})") from None
 
 
-def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
-    """Yield every run in a JSON or JSONL trace file, reading JSONL line by line."""
+def trace_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as given, or, when no such file exists and it is a bare name (no
+    directory, no ``.json``/``.jsonl`` ending), the bundled example trace of that name
+    (``product-research``), as the command line accepts it."""
     p = Path(path)
+    name = os.fspath(path)
+    if p.exists() or os.sep in name or "/" in name or name.endswith((".json", ".jsonl")):
+        return p
+    from turnpress.examples import example_trace_paths
+
+    for candidate in example_trace_paths():
+        if candidate.name.split(".")[0] == name:
+            return candidate
+    return p
+
+
+def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
+    """Yield every run in a JSON or JSONL trace file, reading JSONL line by line (a
+    bundled trace's name is read as its file: :func:`trace_file`)."""
+    p = trace_file(path)
     try:
         handle = p.open("rb")
     except OSError as exc:
@@ -737,7 +764,8 @@ def _stem(path: Path) -> str:
 
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
-    """Load the one run in a trace file (use :func:`iter_traces` for many runs)."""
+    """Load the one run in a trace file, or the bundled trace of that name (use
+    :func:`iter_traces` for many runs)."""
     traces = iter_traces(path)
     first = next(traces)
     extra = next(traces, None)
