@@ -17,7 +17,7 @@ from turnpress.compare.pricing import PRICE_PRESETS, cost_usd
 from turnpress.core.compression import get_strategy, strategy_names
 from turnpress.core.registry import get_registry
 from turnpress.core.tokens import TokenCounter
-from turnpress.core.trace import TraceError, save_traces
+from turnpress.core.trace import TraceError, iter_traces, save_traces, trace_to_dict
 from turnpress.examples import example_trace_paths, short_example_trace_paths
 
 PHONE = next(p for p in example_trace_paths() if p.stem == "phone-campaign")
@@ -666,3 +666,62 @@ def test_bundled_names_and_errors_from_python_as_from_the_cli(jobs, tmp_path):
     with pytest.raises(TraceError, match=r"bad\.json") as caught:
         compare_traces([str(bad), "product-research"], ["full-history"], jobs=jobs)
     assert caught.value.__cause__ is None
+
+
+def test_a_bad_jsonl_line_gets_the_error_load_trace_gives(tmp_path):
+    """ux-a item 17: compare parsed JSONL lines with its own json.loads: a control
+    character gave "... invalid JSON at column 9: Invalid control character at" (cut), and
+    a NaN or a 5,000-digit number was read where load_trace refuses it."""
+    good = load_trace(PHONE)
+    lines = [json.dumps(trace_to_dict(good)), '{"mission": "a\tb"}']
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceError) as from_load:
+        list(iter_traces(path))
+    with pytest.raises(TraceError) as from_compare:
+        compare_traces([path], ["full-history"])
+    assert str(from_compare.value) == str(from_load.value)
+    assert str(from_load.value).endswith("column 15: Invalid control character")
+    with_nan = lines[0].replace('"max_turns": ', '"max_turns": NaN, "x": ', 1)
+    path.write_text(lines[0] + "\n" + with_nan + "\n")
+    with pytest.raises(TraceError, match="line 2"):
+        compare_traces([path], ["full-history"])
+
+
+def test_the_footer_says_what_a_cache_write_costs():
+    """ux-a item 14: `--price in=3,cached=0.3` under the anthropic cache billed writes at
+    1.25x input without saying so anywhere."""
+    from turnpress.compare.table import notes
+
+    implicit = compare_traces([PHONE], ["full-history"], cache="anthropic",
+                              price="in=3,cached=0.3")
+    assert any("billed at write=3.75: 1.25x input, as no write= was given" in line
+               for line in notes(implicit))
+    given = compare_traces([PHONE], ["full-history"], cache="anthropic",
+                           price="in=3,cached=0.3,write=4")
+    assert any(line.endswith("(billed at write=4)") for line in notes(given, plain=True))
+
+
+def test_the_as_run_cost_ratio_compares_the_same_prompts():
+    """ux-a item 5: with usage on some turns only, the as-run ratio divided the billed
+    cost of those prompts by full-history's cost over every prompt."""
+    import dataclasses
+
+    from turnpress.compare.table import plain_lines
+
+    full = transcript()
+    part = dataclasses.replace(full, turns=tuple(
+        t if t.number == 2 else dataclasses.replace(t, usage=None) for t in full.turns))
+    result = _compare([part], ["full-history"], price="openai-gpt-4.1")
+    run = result.as_run
+    assert run is not None and run.prompts == 1
+    from turnpress.compare.pricing import PRICE_PRESETS, cost_usd
+
+    [turn_2] = [r for r in result.strategies[0].per_turn() if r.turn == 2]
+    cost_2 = cost_usd(PRICE_PRESETS["openai-gpt-4.1"], turn_2.input_tokens,
+                      turn_2.cached_tokens, turn_2.written_tokens)
+    assert run.baseline_cost_usd == pytest.approx(cost_2)
+    assert run.cost_ratio == pytest.approx(run.cost_usd / cost_2)
+    assert run.baseline_cost_usd < result.baseline_cost_usd
+    [row] = [ln for ln in plain_lines(result) if ln.startswith("as-run")]
+    assert row.split()[-1] == f"{run.cost_ratio:.3f}"

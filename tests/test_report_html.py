@@ -8,6 +8,7 @@ browser tests are skipped with a message saying what is missing.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shutil
 from pathlib import Path
@@ -69,6 +70,14 @@ def open_page(browser, path: Path, width: int = 1280, height: int = 1000):
     return page, problems
 
 
+def result_of(path) -> list[dict]:
+    """The strategies of the JSON document a report page draws from."""
+    text = path.read_text(encoding="utf-8")
+    start = text.index('<script id="report-data" type="application/json">')
+    body = text[text.index(">", start) + 1:text.index("</script>", start)]
+    return json.loads(body)["strategies"]
+
+
 @pytest.mark.slow
 def test_report_in_chromium(browser, tmp_path):
     out = tmp_path / "report.html"
@@ -84,6 +93,10 @@ def test_report_in_chromium(browser, tmp_path):
     assert chart.is_visible()
     assert chart.locator("polyline").count() == n
     assert page.locator("#cache-chart rect").count() >= 1
+    # ux-a item 10: with every trace, the cache chart gives the table's totals
+    assert "Totals over all 3 traces" in page.locator("#cache-scope").inner_text()
+    for s in result_of(out):
+        assert f"{s['input_tokens']:,} · " in page.locator("#cache-chart").text_content()
     assert page.locator("#prompts article").count() == n
     page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     assert (tmp_path / "report.png").stat().st_size > 10_000
@@ -99,6 +112,7 @@ def test_report_in_chromium(browser, tmp_path):
     # pick one trace, then a turn of the side-by-side prompts, hide a strategy
     page.select_option("#series-select", index=1)
     assert chart.locator("polyline").count() == n
+    assert page.locator("#cache-scope").inner_text().startswith("Trace ")
     page.select_option("#prompt-trace", index=1)
     page.select_option("#prompt-turn", "1")
     assert "Turns left" in page.locator("#prompts").inner_text()

@@ -263,3 +263,13 @@ def test_symbol_scan_equals_the_pattern(name, left, right):
         for kind in ("tool call", "name"):
             assert _symbol_shown(kind, name, text) == (
                 _pattern(kind, name).search(text) is not None), (kind, text)
+
+
+def test_a_fact_cut_for_display_says_so() -> None:
+    """ux-a item 15: `tool call bash(cd /testbed && pip install -e )` read as the whole
+    command; a cut argument (30 characters) and a cut list (60) now end in `...`."""
+    fact = Fact("tool call", "bash", ("cd /testbed && pip install -e .",))
+    assert str(fact) == "tool call bash(cd /testbed && pip install -e ...)"
+    assert str(Fact("tool call", "f", ("short",))) == "tool call f(short)"
+    many = Fact("tool call", "f", tuple(f"argument-{i}" for i in range(9)))
+    assert str(many).endswith("...)") and len(str(many)) == len("tool call f()") + 63

@@ -58,7 +58,13 @@ from turnpress.core.tokens import (
     Tokenizer,
     get_tokenizer,
 )
-from turnpress.core.trace import Trace, TraceError, iter_traces, read_any, trace_file
+from turnpress.core.trace import (
+    Trace,
+    TraceError,
+    iter_traces,
+    trace_file,
+    trace_from_json_line,
+)
 
 __all__ = [
     "DEFAULT_MIN_RECALL",
@@ -470,12 +476,7 @@ def _load(task: tuple[Any, ...]) -> Iterator[Trace]:
         yield from iter_traces(task[1])
     else:
         _, path, lineno, count, line = task
-        where = f"{path}: line {lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TraceError(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}") from None
-        yield read_any(obj, Path(path), where, f"{Path(path).stem}#{count}")
+        yield trace_from_json_line(line, Path(path), lineno, count)
 
 
 def _as_sources(traces: Any) -> list[TraceSource] | Iterable[TraceSource]:

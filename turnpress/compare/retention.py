@@ -79,12 +79,17 @@ class Fact:
 
     def __str__(self) -> str:
         if self.kind == "tool call":
-            args = ", ".join(" ".join(a.split())[:30] for a in self.leaves)
-            return f"tool call {self.value}({args[:60]}{'...' if len(args) > 60 else ''})"
+            args = ", ".join(_cut(" ".join(a.split()), 30) for a in self.leaves)
+            return f"tool call {self.value}({_cut(args, 60)})"
         if self.kind == "name":
             return f"name {self.value}"
         text = " ".join(self.value.split())
         return f"{self.kind} {text[:40]!r}" + ("..." if len(text) > 40 else "")
+
+
+def _cut(text: str, size: int) -> str:
+    """``text``, or its first ``size`` characters and ``...`` when it is longer."""
+    return text if len(text) <= size else text[:size] + "..."
 
 
 @dataclass(frozen=True)

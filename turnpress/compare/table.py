@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from turnpress.compare.engine import AsRun, ComparisonResult, StrategyResult
+from turnpress.compare.pricing import CACHE_WRITE_PREMIUM
 from turnpress.core.compression import BASELINE_STRATEGY
 
 __all__ = ["compact_tokens", "comparison_table", "dropped_summary", "format_cost", "notes",
@@ -82,8 +83,12 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
              f"USD per million tokens",
              "cached: share of input tokens read from the prompt cache"]
     if result.cache == "anthropic":
+        price = result.price
+        at = (f"write={price.write:g}" if price.write is not None else
+              f"write={price.effective_write:g}: {CACHE_WRITE_PREMIUM:g}x input, as no "
+              f"write= was given")
         lines.append(f"{'written' if plain else 'wrote'}: tokens written to the cache "
-                     f"(billed at the write price)")
+                     f"(billed at {at})")
     lines += [f"{ratio}: cost as a multiple of full-history's",
               f"{kept}: mean share of the history's facts shown (retention); {drop}: how "
               f"many distinct facts some prompt lacked",

@@ -58,6 +58,7 @@ __all__ = [
     "trace_file",
     "trace_formats",
     "trace_from_dict",
+    "trace_from_json_line",
     "trace_to_dict",
 ]
 
@@ -684,7 +685,8 @@ def _parse(text: str, where: str, line_offset: int = 0) -> Any:
         return _loads(text)
     except json.JSONDecodeError as exc:
         at = f"{where}: " if line_offset else f"{where}: line {exc.lineno}: "
-        raise TraceError(f"{at}invalid JSON at column {exc.colno}: {exc.msg}") from None
+        message = exc.msg.removesuffix(" at")  # "Invalid control character at"
+        raise TraceError(f"{at}invalid JSON at column {exc.colno}: {message}") from None
     except RecursionError:
         raise TraceError(f"{where}: JSON nested too deeply (values deeper than "
                          f"{codec.CHUNK_DEPTH} levels are written as a $graph)") from None
@@ -724,6 +726,14 @@ def trace_file(path: str | os.PathLike[str]) -> Path:
     return p
 
 
+def trace_from_json_line(line: str, path: Path, lineno: int, count: int) -> Trace:
+    """The run on line ``lineno`` of the JSONL file ``path``, its ``count``-th run (named
+    ``STEM#count`` when the run has no name); every problem a one-line
+    :class:`TraceError` naming the file and line."""
+    where = f"{path}: line {lineno}"
+    return read_any(_parse(line, where, lineno), path, where, f"{path.stem}#{count}")
+
+
 def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
     """Yield every run in a JSON or JSONL trace file, reading JSONL line by line (a
     bundled trace's name is read as its file: :func:`trace_file`)."""
@@ -739,9 +749,8 @@ def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
                 if not raw.strip():
                     continue
                 count += 1
-                where = f"{p}: line {lineno}"
-                obj = _parse(_decode_utf8(raw, where, lineno), where, lineno)
-                yield read_any(obj, p, where, f"{p.stem}#{count}")
+                yield trace_from_json_line(_decode_utf8(raw, f"{p}: line {lineno}", lineno),
+                                           p, lineno, count)
             if count == 0:
                 raise TraceError(f"{p}: no trace in this file (it is empty)")
         else:

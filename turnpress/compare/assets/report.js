@@ -105,7 +105,8 @@
     }
     var every = Math.max(1, Math.ceil(turns / 20));
     for (var t = 1; t <= turns; t++) {
-      if ((t - 1) % every !== 0 && t !== turns) continue;
+      // every `every` turns, and the last turn (a regular label too close to it is left out)
+      if (t !== turns && ((t - 1) % every !== 0 || turns - t < every * 0.6)) continue;
       chart.appendChild(svg("text", { x: x(t), y: H - m.b + 18, "text-anchor": "middle" }, t));
     }
     chart.appendChild(svg("text", { x: m.l + pw / 2, y: H - 6, "text-anchor": "middle",
@@ -183,11 +184,19 @@
     var H = m.t + m.b + rowH * Math.max(strategies.length, 1);
     chart.setAttribute("viewBox", "0 0 " + W + " " + H);
     var pw = W - m.l - m.r;
+    // every trace: the totals of the table above; one trace: that trace's sums
+    var totals = !series || series.running !== undefined;
+    document.getElementById("cache-scope").textContent = totals
+      ? "Totals over all " + fmt(data.meta.traces) + " trace" +
+        (data.meta.traces === 1 ? "" : "s") + ", as in the table above."
+      : "Trace " + series.name + " only (pick the trace above the chart of input tokens).";
     strategies.forEach(function (s, i) {
       var sum = function (key) {
         return series ? series[key][i].reduce(function (a, b) { return a + b; }, 0) : 0;
       };
-      var input = sum("input"), cached = sum("cached"), written = sum("written");
+      var input = totals ? s.input_tokens : sum("input");
+      var cached = totals ? s.cached_tokens : sum("cached");
+      var written = totals ? s.written_tokens : sum("written");
       var parts = [["cached", cached, "var(--cached)"], ["written", written, "var(--written)"],
         ["uncached", Math.max(0, input - cached - written), "var(--uncached)"]];
       var y0 = m.t + i * rowH;
