@@ -725,3 +725,17 @@ def test_the_as_run_cost_ratio_compares_the_same_prompts():
     assert run.baseline_cost_usd < result.baseline_cost_usd
     [row] = [ln for ln in plain_lines(result) if ln.startswith("as-run")]
     assert row.split()[-1] == f"{run.cost_ratio:.3f}"
+
+
+def test_no_recommendation_when_recall_measured_nothing():
+    """ux-a item 20: a trace with no turns (or runs too short for any needed fact) got
+    `aggressive` recommended "with recall 1.000": recall measured nothing."""
+    from turnpress import Trace
+    from turnpress.compare.table import notes
+
+    empty = Trace(mission="m", max_turns=3, name="empty")
+    result = compare_traces([empty])
+    assert result.prompts == 0 and result.recommended is None
+    assert result.to_json()["recommended"] is None
+    assert any(line.startswith("no recommendation: no prompt had a needed fact")
+               for line in notes(result))

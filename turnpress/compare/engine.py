@@ -110,6 +110,14 @@ class AsRun:
     cached_tokens: int
     cache_write_tokens: int
     cost_usd: float
+    #: ``full-history``'s modelled cost on the same prompts (those with usage): what the
+    #: as-run cost is compared with
+    baseline_cost_usd: float = 0.0
+
+    @property
+    def cost_ratio(self) -> float | None:
+        """The billed cost as a multiple of ``full-history``'s on the same prompts."""
+        return self.cost_usd / self.baseline_cost_usd if self.baseline_cost_usd else None
 
     @property
     def cached_share(self) -> float:
@@ -120,7 +128,8 @@ class AsRun:
         return AsRun(self.prompts + other.prompts, self.prompt_tokens + other.prompt_tokens,
                      self.cached_tokens + other.cached_tokens,
                      self.cache_write_tokens + other.cache_write_tokens,
-                     self.cost_usd + other.cost_usd)
+                     self.cost_usd + other.cost_usd,
+                     self.baseline_cost_usd + other.baseline_cost_usd)
 
     def to_json(self) -> dict[str, Any]:
         """``{"prompts", "prompt_tokens", "cached_tokens", "cost_usd"}``."""
@@ -353,7 +362,10 @@ class ComparisonResult:
     @property
     def recommended(self) -> StrategyResult | None:
         """The cheapest compared strategy whose needed-fact recall is at least
-        :attr:`min_recall` (ties: the first listed)."""
+        :attr:`min_recall` (ties: the first listed); None when no strategy has it, or
+        when no prompt had a needed fact, so recall measured nothing."""
+        if not any(s.needed for s in self.compared):
+            return None
         ok = [s for s in self.compared if s.needed_fact_recall >= self.min_recall - 1e-12]
         return min(ok, key=lambda s: s.cost_usd) if ok else None
 
@@ -548,7 +560,8 @@ def _split_turns(messages: Sequence[Message], body: Callable[[Message], str]
     return "\n".join(head), [("\n".join(a), "\n".join(f)) for a, f in turns]
 
 
-def _as_run(trace: Trace, price: Price) -> tuple[AsRun | None, tuple[tuple[int, int] | None, ...]]:
+def _as_run(trace: Trace, price: Price, baseline_cost: float
+            ) -> tuple[AsRun | None, tuple[tuple[int, int] | None, ...]]:
     billed = tuple((t.usage.prompt_tokens, t.usage.cached_tokens) if t.usage else None
                    for t in trace.turns)
     used = [t.usage for t in trace.turns if t.usage is not None]
@@ -558,7 +571,7 @@ def _as_run(trace: Trace, price: Price) -> tuple[AsRun | None, tuple[tuple[int, 
                for u in used)
     return AsRun(len(used), sum(u.prompt_tokens for u in used),
                  sum(u.cached_tokens for u in used),
-                 sum(u.cache_write_tokens for u in used), cost), billed
+                 sum(u.cache_write_tokens for u in used), cost, baseline_cost), billed
 
 
 class _Worker:
@@ -646,7 +659,7 @@ class _Worker:
         run_facts = RunFacts(index_, trace.mission)
         base_track = PromptTrack()
         tracks = [PromptTrack() for _ in strategies]
-        base_tokens, base_cost = 0, 0.0
+        base_tokens, base_cost, billed_base_cost = 0, 0.0, 0.0
         for n in range(1, last + 1):
             turns, ctx = self._context(trace, n)
             memory = turns[-1].memory if turns else {}
@@ -659,7 +672,10 @@ class _Worker:
             base_prompt, base_bodies = self._tokenize(base, base_points, base_track, same)
             usage = base_cache.account(base_prompt)
             base_tokens += base_prompt.total
-            base_cost += cost_usd(s.price, base_prompt.total, usage.cached, usage.written)
+            prompt_cost = cost_usd(s.price, base_prompt.total, usage.cached, usage.written)
+            base_cost += prompt_cost
+            if trace.turns[n - 1].usage is not None:
+                billed_base_cost += prompt_cost
             pairs = run_facts.pairs(turns)
             need_ids = index_.ids(needed.for_turn(n), lazy=True)
             base_shown = index_.shown(base_bodies)
@@ -717,7 +733,7 @@ class _Worker:
             if prompts is not None:
                 prompts.prompts.append(kept_messages)
                 prompts.tokens.append(kept_tokens)
-        as_run, billed = _as_run(trace, s.price)
+        as_run, billed = _as_run(trace, s.price, billed_base_cost)
         info = TraceInfo(trace.name, last, base_tokens, base_cost, as_run, billed)
         self.counter.start_run()
         return _Outcome(index, info, rows, dropped, status, prompts)

@@ -186,8 +186,8 @@ def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -
     as_run_row = None if as_run is None else {
         "tokens": f"{as_run.prompt_tokens:,}", "cached": f"{as_run.cached_share * 100:.1f}%",
         "written": f"{as_run.cache_write_tokens:,}", "cost": format_cost(as_run.cost_usd),
-        "ratio": (f"{as_run.cost_usd / result.baseline_cost_usd:.2f}x"
-                  if result.baseline_cost_usd else "–"), "prompts": as_run.prompts}
+        "ratio": "–" if as_run.cost_ratio is None else f"{as_run.cost_ratio:.2f}x",
+        "prompts": as_run.prompts}
     return env.get_template("report.html.j2").render(
         title=title,
         result=result,

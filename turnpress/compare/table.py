@@ -97,6 +97,12 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
     if best is not None:
         lines.append(f"{RECOMMENDED_MARK} recommended: {best.label}, the cheapest with recall "
                      f">= {result.min_recall:g} (--min-recall)")
+    elif result.compared and not any(s.needed for s in result.compared):
+        lines.append("no recommendation: no prompt had a needed fact, so recall measured "
+                     "nothing (the runs are too short, or have no turns)")
+    elif result.compared:
+        lines.append(f"no recommendation: no strategy has recall >= {result.min_recall:g} "
+                     f"(--min-recall)")
     if result.as_run is not None:
         lines.append(f"{AS_RUN_LABEL}: what the provider billed, in its own tokenizer "
                      f"({result.as_run.prompts} prompts with usage)")
@@ -139,12 +145,13 @@ def comparison_table(result: ComparisonResult, *, gap: int = 2) -> Table:
         table.add_row(Text(AS_RUN_LABEL, style="italic"), compact_tokens(run.prompt_tokens),
                       _pct(run.cached_share),
                       *((compact_tokens(run.cache_write_tokens),) if anthropic else ()),
-                      short_cost(run.cost_usd), _ratio(run, result), "", "", "")
+                      short_cost(run.cost_usd), _ratio(run), "", "", "")
     return table
 
 
-def _ratio(run: AsRun, result: ComparisonResult) -> str:
-    return f"{run.cost_usd / result.baseline_cost_usd:.2f}x" if result.baseline_cost_usd else ""
+def _ratio(run: AsRun) -> str:
+    ratio = run.cost_ratio
+    return "" if ratio is None else f"{ratio:.2f}x"
 
 
 def plain_lines(result: ComparisonResult) -> list[str]:
@@ -174,8 +181,7 @@ def plain_lines(result: ComparisonResult) -> list[str]:
                      _pct(run.cached_share),
                      *([str(run.cache_write_tokens)] if anthropic else []),
                      f"{run.cost_usd:.6f}",
-                     f"{run.cost_usd / result.baseline_cost_usd:.3f}"
-                     if result.baseline_cost_usd else "-"])
+                     "-" if run.cost_ratio is None else f"{run.cost_ratio:.3f}"])
     widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(len(header))]
     lines = [_title(result)]
     for r in rows:
