@@ -23,6 +23,7 @@ TOOLS = [{"name": "read_file", "description": "Read a file of the repository.",
           "input_schema": {"type": "object", "properties": {"path": {"type": "string"}},
                            "required": ["path"]}}]
 SYSTEM = "You are a careful code auditor."
+MODEL = "claude-sonnet-4-6"
 
 
 def read_file(path: str) -> tuple[str, bool]:
@@ -33,18 +34,23 @@ def read_file(path: str) -> tuple[str, bool]:
 
 
 def main(strategy: str, model: str, max_calls: int = 20) -> None:
-    """Run the loop; print, per call, what was sent next to what the full list holds."""
+    """Run the loop; print, per call, what was sent next to what the full list holds
+    (the full list counted in the same request shape, so full-history saves 0)."""
     client = Anthropic()
     messages = [{"role": "user", "content": "Find the largest LIMIT_* constant in src/."}]
     compressor = Compressor(strategy, format="anthropic", tools=TOOLS, system=SYSTEM)
     compressor.extend(messages)
+    # the full list, shaped as it would be sent (system blocks, cache_control markers),
+    # so both counts measure the same kind of request
+    full = Compressor("full-history", format="anthropic", tools=TOOLS, system=SYSTEM)
+    full.extend(messages)
     sent_total = full_total = 0
     for number in range(1, max_calls + 1):
         system, sent = compressor.messages()
         reply = client.messages.create(model=model, max_tokens=1024, system=system,
                                        messages=sent, tools=TOOLS)
         sent_tokens = count_tokens([system, sent])
-        full_tokens = count_tokens([SYSTEM, messages])
+        full_tokens = count_tokens(list(full.messages()))
         sent_total, full_total = sent_total + sent_tokens, full_total + full_tokens
         print(f"call {number}: sent {len(sent)} messages, {sent_tokens} tokens "
               f"(full list: {len(messages)} messages, {full_tokens} tokens)")
@@ -60,6 +66,7 @@ def main(strategy: str, model: str, max_calls: int = 20) -> None:
             new.append({"role": "user", "content": results})
         messages.extend(new)
         compressor.extend(new)
+        full.extend(new)
         if reply.stop_reason != "tool_use":
             print("answer: " + "".join(b.text for b in reply.content if b.type == "text"))
             break
@@ -70,6 +77,6 @@ def main(strategy: str, model: str, max_calls: int = 20) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--strategy", default="single-user-coalesced")
-    parser.add_argument("--model", default="claude-sonnet-4-5")
+    parser.add_argument("--model", default=MODEL)
     options = parser.parse_args()
     main(options.strategy, options.model)

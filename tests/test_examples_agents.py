@@ -136,6 +136,9 @@ def test_anthropic_example_full_history_keeps_the_conversation() -> None:
     lines = check_printed(printed, [b["messages"] for b in bodies],
                           [[b["system"], b["messages"]] for b in bodies])
     assert all(count == full_count for _, count, _, full_count, _ in lines)
+    # the full list is counted in the shape sent: full-history saves nothing (ux-b item 17)
+    assert all(tokens == full_tokens for _, _, tokens, _, full_tokens in lines)
+    assert totals(printed)[2] == 0
     # the failed tool call is sent back flagged, as the loop flagged it
     results = [block for m in bodies[3]["messages"] if isinstance(m["content"], list)
                for block in m["content"] if block.get("type") == "tool_result"]
@@ -143,3 +146,13 @@ def test_anthropic_example_full_history_keeps_the_conversation() -> None:
     # roles alternate user / assistant, tool uses answered in the next user message
     roles = [m["role"] for m in bodies[-1]["messages"]]
     assert roles == ["user", "assistant"] * (len(roles) // 2) + ["user"] * (len(roles) % 2)
+
+
+def test_anthropic_example_default_model_is_not_deprecated() -> None:
+    """ux-b item 17: the default --model of examples/anthropic_loop.py is not one the
+    installed SDK warns about."""
+    messages_module = pytest.importorskip("anthropic.resources.messages.messages")
+    source = (EXAMPLES / "anthropic_loop.py").read_text()
+    model = re.search(r'^MODEL = "([^"]+)"', source, re.M).group(1)
+    assert model not in getattr(messages_module, "DEPRECATED_MODELS", {})
+    assert 'default=MODEL' in source

@@ -85,7 +85,7 @@ def test_import_refuses_a_json_output_and_leaves_nothing_on_bad_input(tmp_path):
 
 BAD = {
     "unknown_role.json": "message 2: unknown role 'robot'; a message's role must be one of "
-                         "system, user, assistant, tool",
+                         "system, developer, user, assistant, tool",
     "orphan_tool.json": "message 2: tool message with no matching call: tool_call_id 'zzz' "
                         "is not a call of the assistant message 1 (its calls: 'a')",
     "messages_not_list.json": "\"messages\" must be a list of message objects, got str",

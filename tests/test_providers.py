@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -114,7 +115,16 @@ def test_every_strategy_every_turn(path, strategy):
         lead = sum(1 for m in messages if m["role"] == "system")
         assert text_of(system) == "\n\n".join(m["content"] for m in messages[:lead]
                                               if m["content"])
-        assert [text_of(m["content"]) for m in out] == [m["content"] for m in messages[lead:]]
+        # consecutive messages of one role share one Anthropic message (ux-b item 6)
+        runs: list[tuple[str, list[str]]] = []
+        for m in messages[lead:]:
+            if runs and runs[-1][0] == m["role"]:
+                runs[-1][1].append(m["content"])
+            else:
+                runs.append((m["role"], [m["content"]]))
+        assert [(m["role"], text_of(m["content"])) for m in out] == [
+            (role, "".join(texts)) for role, texts in runs]
+        assert all(a["role"] != b["role"] for a, b in itertools.pairwise(out))
         if n < len(trace.turns):
             later = prompt_text(trace.prompt(n + 1, strategy))
             for index, offset in breakpoints:

@@ -54,13 +54,12 @@ def test_mapping_is_error_and_usage():
 
 
 def test_anthropic_shape_of_each_prompt_is_the_original_blocks():
-    """--format anthropic gives back the run's own blocks (without is_error, which the
-    turn's failure records, and with one text block as a string)."""
+    """--format anthropic gives back the run's own blocks: is_error and a one-text-block
+    tool_result content as given (ux-b item 8)."""
     raw = load_json(REL)
-    original = json.loads(json.dumps(raw["messages"]).replace(', "is_error": true', ""))
+    original = json.loads(json.dumps(raw["messages"]))
     for m in original:
         m.pop("usage", None)
-    original[2]["content"][1]["content"] = "error: table shipments does not exist"
     trace = load_trace(data(REL))
     starts = [i for i, m in enumerate(original) if m["role"] == "assistant"]
     for n, end in enumerate(starts, 1):
@@ -105,8 +104,10 @@ def test_detect(value, expected):
 
 @pytest.mark.parametrize("messages, problem", [
     ([{"role": "system", "content": "x"}], "messages: message 0: unknown role 'system'"),
-    ([{"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}]}],
-     "messages: message 0: content block type 'thinking' is not supported"),
+    ([{"role": "assistant", "content": [{"type": "search_result", "text": "hm"}]}],
+     "messages: message 0: content block type 'search_result' is not supported"),
+    ([{"role": "assistant", "content": [{"type": "thinking", "signature": "s"}]}],
+     "messages: message 0: thinking block needs a string \"thinking\""),
     ([{"role": "user", "content": 5}], "messages: message 0: \"content\" must be"),
     ("x", "messages: \"messages\" must be a list")])
 def test_bad_input(messages, problem):

@@ -155,3 +155,17 @@ def test_a_message_nested_deeper_than_a_trace_may_be_is_refused(tmp_path):
     with pytest.raises(TraceError, match=r"deep\.json: turn 1: a message nested deeper "
                                          r"than \d+ levels"):
         load_trace(path)
+
+
+def test_calls_that_share_an_id_take_its_answers_in_order():
+    """ux-a item 9: two calls with id c1, answered r1 then r2: the second call showed r1
+    and r2 was lost."""
+    call = {"type": "function", "function": {"name": "bash", "arguments": '{"command": "pwd"}'}}
+    trace = trace_from_messages([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{**call, "id": "c1"}, {**call, "id": "c1"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "r1"},
+        {"role": "tool", "tool_call_id": "c1", "content": "r2"},
+        {"role": "assistant", "content": "done"}])
+    assert [c.result for c in trace.turns[0].tool_calls] == ["r1", "r2"]

@@ -69,11 +69,21 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
 
     ``strategy`` is anything :func:`turnpress.normalize` accepts (default: the
     library's default strategy, ``single-user-coalesced``; ``"full-history"``
-    returns the input unchanged). ``tools`` is the request's ``tools`` list (OpenAI
-    or Anthropic shape) or a ``{name: Tool | schema}`` mapping; it feeds the
-    ``tool/`` section of strategies that show one. ``turns_left`` (default: none
-    shown) is for strategies that print a turns-left line. Shapes per ``format``:
-    see the module docstring. Pure: the same input gives the same output.
+    returns the input's messages as they were, in the OpenAI shape equal to the input,
+    in the Anthropic shape with turnpress's own ``cache_control`` breakpoints). ``tools`` is the request's ``tools`` list (OpenAI
+    or Anthropic shape) or a ``{name: Tool | schema}`` mapping and ``turns_left`` the
+    turns the loop has left: both are handed to the strategy (``ctx.tools``,
+    ``ctx.turns_left``) for plugin strategies that show them; the built-in strategies
+    render a transcript the same with or without them (the request's own ``tools``
+    describe the tools; a transcript has no turns-left line). Without ``turns_left``,
+    ``ctx.turns_left_known`` is False and ``ctx.turns_left_line()`` gives ``""``.
+    Shapes per ``format``: see the module docstring. Pure: the same input gives the
+    same output.
+
+    Once the run has made a tool call, a user or system message among the feedback is
+    the user's own words: no built-in strategy shows it as tool output, cuts it or
+    drops it, and a coalesced view ends with the newest ones as sent (see the
+    README's "Compress your own agent's messages").
     """
     _check_format(format)
     get_strategy(strategy)  # an unknown strategy is an error even with no turn yet
@@ -170,14 +180,15 @@ class Compressor:
         return (*self._turns, self._open_turn) if self._open_turn else tuple(self._turns)
 
     def messages(self, *, turns_left: int | None = None) -> Any:
-        """What to send now, in this compressor's ``format`` (see :func:`compress`)."""
+        """What to send now, in this compressor's ``format`` (see :func:`compress`;
+        ``turns_left=None``: not known, no turns-left line)."""
         if not self._open:
             return _preamble_only(self._preamble, self.format, self._error_ids)
         turns = self.turns
         preamble = tuple(e.message for e in self._preamble)
         messages, points = render_with_breakpoints(
             turns, {}, mission=self._mission or "", system_prompt=self._system_prompt or "",
-            tools=self.tools, data=None, turns_left=0 if turns_left is None else turns_left,
+            tools=self.tools, data=None, turns_left=turns_left,
             compression=self.strategy, preamble=preamble)
         return _shaped(messages, points, self.format, self._error_ids)
 
@@ -185,9 +196,9 @@ class Compressor:
 
     def _take(self, entry: Entry) -> None:
         role = entry.message.get("role") if isinstance(entry.message, dict) else None
-        if role in ("system", "user"):
+        if role in ("system", "developer", "user"):
             text = _text(entry.message.get("content"))
-            if role == "system" and self._system_prompt is None:
+            if role != "user" and self._system_prompt is None:
                 self._system_prompt = text
             if role == "user" and self._mission is None:
                 self._mission = text
@@ -325,8 +336,7 @@ def _preamble_only(entries: list[Entry], format: str, error_ids: Iterable[str] =
 def _send(trace: Trace, strategy: Compression, turns_left: int | None, format: str,
           error_ids: Iterable[str] = ()) -> Any:
     args = trace.prompt_arguments(len(trace.turns) + 1)
-    if turns_left is not None:
-        args["turns_left"] = turns_left
+    args["turns_left"] = turns_left  # None: not known (RenderContext.turns_left_known)
     args["memory"] = {}
     messages, points = render_with_breakpoints(**args, compression=strategy)
     return _shaped(messages, points, format, set(error_ids))

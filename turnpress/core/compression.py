@@ -19,6 +19,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
+from turnpress.core.breakpoints import check_breakpoints
 from turnpress.core.clojure import to_clojure
 from turnpress.core.model import Fn, Memory, Message, Tool, Turn, coerce_tools
 from turnpress.core.registry import PluginError, Registry, get_registry
@@ -400,6 +401,10 @@ class RenderContext:
     #: what the renders of this run share (see :class:`RunCache`); found from
     #: ``tools``, ``data``, ``template_dirs`` and ``registry`` when not given
     run_cache: RunCache | None = field(default=None, repr=False, compare=False)
+    #: False when the caller did not say how many turns are left (``compress()`` or
+    #: ``Compressor.messages()`` without ``turns_left``): ``turns_left`` is then 0 and
+    #: :meth:`turns_left_line` gives ``""``, so no strategy prints a made-up count
+    turns_left_known: bool = True
 
     def __post_init__(self) -> None:
         if self.run_cache is None:
@@ -619,7 +624,10 @@ class RenderContext:
                              message=error_message(turn), more_lines=more_lines)
 
     def turns_left_line(self, turns_left: int) -> str:
-        """``Turns left: N``, or the final-turn warning when N == 1."""
+        """``Turns left: N``, or the final-turn warning when N == 1; ``""`` when the
+        turns left are not known (``turns_left_known`` is False)."""
+        if not self.turns_left_known:
+            return ""
         return self.template("history/turns_left.j2", turns_left=turns_left)
 
     def feedback(self, turn: Turn, turns_left: int) -> str:
@@ -931,7 +939,7 @@ def _prepare(
     system_prompt: str,
     tools: Mapping[str, Any] | None,
     data: Mapping[str, Any] | None,
-    turns_left: int,
+    turns_left: int | None,
     compression: Compression,
     template_dirs: Iterable[str | os.PathLike[str]],
     preamble: Iterable[Mapping[str, Any]] = (),
@@ -944,8 +952,11 @@ def _prepare(
                 raise TypeError(f"turns[{i}] is a {type(turn).__name__}, not a Turn")
     if not isinstance(mission, str):
         raise TypeError(f"mission must be a string, got {type(mission).__name__}")
-    if isinstance(turns_left, bool) or not isinstance(turns_left, int):
-        raise TypeError(f"turns_left must be an integer, got {turns_left!r}")
+    known = turns_left is not None
+    if not known:
+        turns_left = 0  # not known: no turns-left line (RenderContext.turns_left_known)
+    elif isinstance(turns_left, bool) or not isinstance(turns_left, int):
+        raise TypeError(f"turns_left must be an integer or None, got {turns_left!r}")
     if memory is None:
         memory = turns[-1].memory if turns else {}
     strategy = get_strategy(compression)
@@ -964,6 +975,7 @@ def _prepare(
         registry=registry,
         preamble=tuple(preamble),  # type: ignore[arg-type]
         run_cache=shared,
+        turns_left_known=known,
     )
     return strategy, turns, memory, ctx
 
@@ -976,7 +988,7 @@ def render(
     system_prompt: str = "",
     tools: Mapping[str, Any] | None = None,
     data: Mapping[str, Any] | None = None,
-    turns_left: int,
+    turns_left: int | None,
     compression: Compression = True,
     template_dirs: Iterable[str | os.PathLike[str]] = (),
     preamble: Iterable[Mapping[str, Any]] = (),
@@ -986,7 +998,8 @@ def render(
     ``memory=None`` means the memory of the last turn (``{}`` before the first).
     ``compression`` picks the strategy (see :func:`normalize`); ``False`` renders
     the ``full-history`` baseline. ``preamble`` is an imported transcript's
-    original messages before its first turn (``Trace.preamble``). Pure: the same
+    original messages before its first turn (``Trace.preamble``). ``turns_left=None``:
+    not known, no turns-left line (``RenderContext.turns_left_known``). Pure: the same
     input gives the same output.
     """
     strategy, turns, memory, ctx = _prepare(
@@ -1023,7 +1036,7 @@ def render_with_breakpoints(
     system_prompt: str = "",
     tools: Mapping[str, Any] | None = None,
     data: Mapping[str, Any] | None = None,
-    turns_left: int,
+    turns_left: int | None,
     compression: Compression = True,
     template_dirs: Iterable[str | os.PathLike[str]] = (),
     preamble: Iterable[Mapping[str, Any]] = (),
@@ -1031,18 +1044,22 @@ def render_with_breakpoints(
     """``render(...)``'s messages and the strategy's cache breakpoints for them.
 
     Takes exactly :func:`render`'s arguments; the breakpoints come from
-    ``strategy.cache_breakpoints`` called with the same turns, memory and context.
-    Feed both to :func:`turnpress.core.providers.to_anthropic`.
+    ``strategy.cache_breakpoints`` called with the same turns, memory and context
+    (a bad result raises :class:`~turnpress.core.breakpoints.BreakpointError`, a
+    ``ValueError`` naming the strategy and its plugin). Feed both to
+    :func:`turnpress.core.providers.to_anthropic`.
     """
     strategy, turns, memory, ctx = _prepare(
         turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
         turns_left=turns_left, compression=compression, template_dirs=template_dirs,
         preamble=preamble)
     messages = check_messages(strategy.to_messages(turns, memory, ctx), strategy)
-    return _handed_out(messages), list(strategy.cache_breakpoints(turns, memory, ctx))
+    points = check_breakpoints(strategy.cache_breakpoints(turns, memory, ctx), len(messages),
+                               strategy)
+    return _handed_out(messages), points
 
 
-_ROLES = frozenset(("system", "user", "assistant", "tool"))
+_ROLES = frozenset(("system", "developer", "user", "assistant", "tool"))
 
 
 def _valid_message(m: Any) -> bool:
@@ -1052,8 +1069,7 @@ def _valid_message(m: Any) -> bool:
             content = m.get("content")
             if type(content) is str or type(content) is list:
                 return True
-    if not isinstance(m, Mapping) or m.get("role") not in ("system", "user", "assistant",
-                                                           "tool"):
+    if not isinstance(m, Mapping) or m.get("role") not in tuple(_ROLES):
         return False
     content = m.get("content")
     if isinstance(content, str):
@@ -1068,7 +1084,8 @@ def check_messages(messages: Any, strategy: Any) -> list[Message]:
     ``TypeError`` naming the strategy and the first bad message.
 
     ``content`` is a string; messages replayed from an imported transcript may also
-    carry ``role: "tool"``, list-of-parts content, or ``None`` beside ``tool_calls``.
+    carry ``role: "tool"`` or ``"developer"``, list-of-parts content, or ``None``
+    beside ``tool_calls``.
     """
     if not isinstance(messages, list):
         raise TypeError(f"strategy {strategy.name!r} returned {type(messages).__name__}, "

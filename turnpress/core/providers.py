@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from turnpress.core.breakpoints import BreakpointError, breakpoint_problem
 from turnpress.core.compression import Breakpoint, render_with_breakpoints
 from turnpress.core.model import Message
 
@@ -67,8 +69,11 @@ def format_text(messages: Sequence[Message]) -> str:
 def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The ``messages`` list of an OpenAI chat-completions request: each message a
     copy with every key it has (a replayed transcript's ``tool_calls``,
-    ``tool_call_id``... stay exactly as they were sent)."""
-    return [dict(m) for m in messages]
+    ``tool_call_id``, ``thinking_blocks``... stay exactly as they were sent), except
+    the ``_anthropic`` key an Anthropic run's tool messages carry for
+    :func:`to_anthropic`."""
+    return [{k: v for k, v in m.items() if k != ANTHROPIC_KEPT} if ANTHROPIC_KEPT in m
+            else dict(m) for m in messages]
 
 
 # -- Anthropic ------------------------------------------------------------------------------
@@ -78,18 +83,31 @@ MAX_ANTHROPIC_BREAKPOINTS = 4
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 
+#: a tool message's key for its Anthropic tool_result's block-list content and
+#: ``is_error`` (set by the anthropic-messages reader, dropped by :func:`to_openai`)
+ANTHROPIC_KEPT = "_anthropic"
+
+#: roles that become Anthropic's ``system`` (OpenAI's ``developer`` is a newer name)
+INSTRUCTION_ROLES = ("system", "developer")
+
 
 def anthropic_breakpoints(messages: Sequence[Message],
                           breakpoints: Iterable[Breakpoint]) -> list[Breakpoint]:
     """The cache breakpoints the Anthropic shape of ``messages`` really carries.
 
     ``breakpoints`` are a strategy's ``(message_index, offset | None)`` pairs
-    (see ``Strategy.cache_breakpoints``). Out-of-range ones and ones that would
+    (see ``Strategy.cache_breakpoints``); anything else (wrong types, a negative
+    offset) raises :class:`~turnpress.core.breakpoints.BreakpointError`, a
+    ``ValueError``. Out-of-range ones and ones that would
     mark an empty text are dropped, an offset at the end of a message becomes
     ``None``, an offset of 0 becomes the end of the message before; the result
     is sorted, without duplicates, and keeps the last
     :data:`MAX_ANTHROPIC_BREAKPOINTS` (the longest prefixes).
     """
+    breakpoints = list(breakpoints) if isinstance(breakpoints, Iterable) else breakpoints
+    problem = breakpoint_problem(breakpoints)
+    if problem is not None:
+        raise BreakpointError(f"cache breakpoints: {problem}")
     points: set[Breakpoint] = set()
     for index, offset in breakpoints:
         if not 0 <= index < len(messages):
@@ -130,28 +148,36 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
                  ) -> tuple[str | list[dict[str, Any]], list[dict[str, Any]]]:
     """``(system, messages)`` for an Anthropic Messages API request.
 
-    Leading system messages become ``system``; the others keep their role.
-    ``breakpoints`` (a strategy's stable prefix, as ``Strategy.cache_breakpoints``
-    returns it; see :func:`render_with_breakpoints`) become ``cache_control:
-    {"type": "ephemeral"}`` markers, at most four (:func:`anthropic_breakpoints`):
-    a whole message is marked on its last block, an offset inside a message
-    splits it into two text blocks, the first one marked. ``system`` is a string
-    (``""`` when there is none) and a content is a string, unless a marker needs
-    the list-of-blocks form. A system message after a non-system one raises
-    ``ValueError`` (the API has no system role inside the conversation).
+    Leading system (and OpenAI ``developer``) messages become ``system``; the
+    others keep their role. ``breakpoints`` (a strategy's stable prefix, as
+    ``Strategy.cache_breakpoints`` returns it; see :func:`render_with_breakpoints`)
+    become ``cache_control: {"type": "ephemeral"}`` markers, at most four
+    (:func:`anthropic_breakpoints`): a whole message is marked on its last block,
+    an offset inside a message splits it into two text blocks, the first one
+    marked. ``system`` is a string (``""`` when there is none) and a content is a
+    string, unless a marker needs the list-of-blocks form. A system or developer
+    message after a non-system one raises ``ValueError`` (the API has no system
+    role inside the conversation).
 
     An imported transcript's messages (OpenAI chat shape, DESIGN §10) get their
-    Anthropic blocks back: an assistant message's ``tool_calls`` become
-    ``tool_use`` blocks after its text, each ``tool`` message a ``tool_result``
-    block; consecutive tool results and the user messages right after them share
-    one user message (the API alternates user and assistant), and content parts
-    become text / image blocks.
+    Anthropic blocks back: an assistant message's ``thinking_blocks`` (extended
+    thinking, kept verbatim by the reader) come first, then its text, then its
+    ``tool_calls`` as ``tool_use`` blocks; each ``tool`` message becomes a
+    ``tool_result`` block (with the block-list content and ``is_error`` the
+    anthropic-messages reader kept under ``_anthropic``; the content only while a
+    strategy left its text as it was), and content parts become text / image blocks.
+
+    The API wants user and assistant messages to alternate, so consecutive
+    messages of one role (tool results and the user text after them, or two
+    assistant messages a strategy wrote in a row) are merged into one message,
+    their blocks in order; in a user message the ``tool_result`` blocks go first,
+    as the API requires, then the other blocks in order.
     """
     cuts: dict[int, list[int | None]] = {}
     for index, offset in anthropic_breakpoints(messages, breakpoints):
         cuts.setdefault(index, []).append(offset)
     lead = 0
-    while lead < len(messages) and messages[lead]["role"] == "system":
+    while lead < len(messages) and messages[lead]["role"] in INSTRUCTION_ROLES:
         lead += 1
     system_blocks: list[dict[str, Any]] = []
     for i in range(lead):
@@ -164,42 +190,71 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
     else:
         system = "\n\n".join(b["text"] for b in system_blocks)
     out: list[dict[str, Any]] = []
-    results: dict[str, Any] | None = None  # the user message gathering tool results
     for i in range(lead, len(messages)):
         m = messages[i]
         role, content = m["role"], m.get("content")  # type: ignore[attr-defined]
-        if role == "system":
-            raise ValueError(f"message {i} is a system message after the conversation "
+        if role in INSTRUCTION_ROLES:
+            raise ValueError(f"message {i} is a {role} message after the conversation "
                              f"started; Anthropic has no system role there")
         if role == "tool":
             block = {"type": "tool_result",
                      "tool_use_id": m.get("tool_call_id", ""),  # type: ignore[attr-defined]
                      "content": _anthropic_blocks(content, i) if isinstance(content, list)
                      else (content or "")}
+            kept = m.get(ANTHROPIC_KEPT)  # type: ignore[attr-defined]
+            if isinstance(kept, Mapping):
+                original = kept.get("content")
+                if isinstance(original, list) and _content_text(original) == _content_text(content):
+                    block["content"] = copy.deepcopy(original)  # unchanged by the strategy
+                if isinstance(kept.get("is_error"), bool):
+                    block["is_error"] = kept["is_error"]
             if i in cuts:
                 block["cache_control"] = dict(EPHEMERAL)
-            if results is None:
-                results = {"role": "user", "content": []}
-                out.append(results)
-            results["content"].append(block)
+            out.append({"role": "user", "content": [block]})
             continue
         calls = m.get("tool_calls") or []  # type: ignore[attr-defined]
-        if isinstance(content, str) and not calls and not (role == "user" and results):
+        thinking = m.get("thinking_blocks") or []  # type: ignore[attr-defined]
+        if isinstance(content, str) and not calls and not thinking:
             out.append({"role": role,
                         "content": _blocks(content, cuts[i]) if i in cuts else content})
-            results = None
             continue
-        blocks = (_anthropic_blocks(content, i) if isinstance(content, list)
-                  else [{"type": "text", "text": content}] if content else [])
+        blocks = [dict(b) for b in thinking]
+        blocks.extend(_anthropic_blocks(content, i) if isinstance(content, list)
+                      else [{"type": "text", "text": content}] if content else [])
         blocks.extend(_tool_use(call, i) for call in calls)
         if i in cuts and blocks:
             blocks[-1]["cache_control"] = dict(EPHEMERAL)
-        if role == "user" and results is not None:
-            results["content"].extend(blocks)
-            continue
         out.append({"role": role, "content": blocks})
-        results = None
-    return system, out
+    return system, _alternating(out)
+
+
+def _alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with each run of one role merged into one message (see
+    :func:`to_anthropic`); a message alone in its run is left as it is."""
+    out: list[dict[str, Any]] = []
+    runs: list[list[dict[str, Any]]] = []
+    for m in messages:
+        if runs and runs[-1][0]["role"] == m["role"]:
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    for run in runs:
+        if len(run) == 1:
+            out.append(run[0])
+            continue
+        blocks: list[dict[str, Any]] = []
+        for m in run:
+            content = m["content"]
+            if isinstance(content, str):
+                if content:
+                    blocks.append({"type": "text", "text": content})
+            else:
+                blocks.extend(content)
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        if results and run[0]["role"] == "user":
+            blocks = results + [b for b in blocks if b.get("type") != "tool_result"]
+        out.append({"role": run[0]["role"], "content": blocks})
+    return out
 
 
 def _anthropic_blocks(parts: Sequence[Any], index: int) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from turnpress.core.compression import RenderContext, newest_items
 from turnpress.core.model import Message, Turn
+from turnpress.plugins.full_history import TurnWalk
 
 #: long outputs keep this many lines from the start and from the end (DESIGN §11)
 HEAD_LINES = 20
@@ -28,8 +29,20 @@ TAIL_CHARS = 2000
 CALL_ARG_CHARS = 300
 
 
+#: the marker a coalesced view shows where a message had a part that is not text
+#: (``[image]``, ``[audio]``, ``[file]``; another part type shows as ``[its type]``)
+PART_MARKERS = {"image_url": "[image]", "image": "[image]", "input_audio": "[audio]",
+                "audio": "[audio]", "file": "[file]", "document": "[document]"}
+#: the roles whose feedback messages are the user's own words in a tool-calling transcript
+WORD_ROLES = ("user", "system")
+
+
 def content_text(message: Mapping[str, Any]) -> str:
-    """A message's content as text (list-of-parts content joined, ``None`` as "")."""
+    """A message's content as text (list-of-parts content joined, ``None`` as "").
+
+    A part that is not text (an image, audio, a file) shows as its marker
+    (:data:`PART_MARKERS`), so a view built from the text says where it was.
+    """
     content = message.get("content")
     if content is None:
         return ""
@@ -38,11 +51,51 @@ def content_text(message: Mapping[str, Any]) -> str:
     parts = []
     for part in content:
         if isinstance(part, Mapping):
+            if "text" not in part and "content" not in part:
+                kind = str(part.get("type", "part"))
+                parts.append(PART_MARKERS.get(kind, f"[{kind}]"))
+                continue
             text = part.get("text", part.get("content", ""))
             parts.append(text if isinstance(text, str) else json.dumps(text))
         else:
             parts.append(str(part))
     return "\n".join(parts)
+
+
+def calls_tools(turn: Turn) -> bool:
+    """Whether a transcript turn's assistant message made tool calls."""
+    return bool(turn.messages) and bool(turn.messages[0].get("tool_calls"))
+
+
+def first_tool_turn(turns: Sequence[Turn]) -> int:
+    """The position (1-based) of the first turn that made a tool call (``len(turns) + 1``
+    when none did). From it on the transcript is a tool-calling one: its tool results
+    come as ``tool`` messages, so a user or system message among a turn's feedback is
+    the user's own words, never a tool's output (:func:`is_words`). Before it (and in
+    transcripts without tool calls, such as mini-swe-agent's, whose observations come
+    as user messages) feedback messages are outputs. A turn's reading depends only on
+    the turns up to it, so earlier turns render the same as the run grows."""
+    for pos, turn in enumerate(turns, 1):
+        if turn.messages and turn.messages[0].get("tool_calls"):
+            return pos
+    return len(turns) + 1
+
+
+def is_words(message: Mapping[str, Any], words: bool) -> bool:
+    """Whether a feedback message is the user's own words (``words``: its turn is at or
+    after :func:`first_tool_turn`): such a message is never cut, masked, dropped or
+    shown as output by a built-in strategy."""
+    return words and message.get("role") in WORD_ROLES
+
+
+def user_words(turn: Turn, words: bool) -> list[Mapping[str, Any]]:
+    """The user's own messages among a transcript turn's feedback (see :func:`is_words`)."""
+    return [m for m in turn.messages[1:] if is_words(m, words)] if words else []
+
+
+def output_messages(turn: Turn, words: bool) -> list[Mapping[str, Any]]:
+    """A transcript turn's feedback without the user's own words: its outputs."""
+    return [m for m in feedback_messages(turn) if not is_words(m, words)]
 
 
 def cut_middle(text: str, ctx: RenderContext, *, head_lines: int = HEAD_LINES,
@@ -86,21 +139,24 @@ def assistant_messages(turn: Turn) -> list[Mapping[str, Any]]:
     return [m for m in turn.messages if m.get("role") == "assistant"]
 
 
-def cut_feedback(turn: Turn, ctx: RenderContext, **limits: int) -> list[Message]:
-    """A transcript turn's original messages with each feedback content cut to head
-    plus tail (:func:`cut_middle`); assistant messages as sent.
+def cut_feedback(turn: Turn, ctx: RenderContext, *, words: bool = False,
+                 **limits: int) -> list[Message]:
+    """A transcript turn's original messages with each output content cut to head
+    plus tail (:func:`cut_middle`); assistant messages, and with ``words`` the user's
+    own messages (:func:`is_words`), as sent.
 
     Made once per run, turn and limits (``RenderContext.per_turn``): every call returns
     a new list of the same message objects (never change them)."""
-    key = ("_transcript.cut_feedback", tuple(sorted(limits.items())))
-    return list(ctx.per_turn(turn, key, partial(_cut_feedback, turn, ctx, limits)))
+    key = ("_transcript.cut_feedback", words, tuple(sorted(limits.items())))
+    return list(ctx.per_turn(turn, key, partial(_cut_feedback, turn, ctx, limits, words)))
 
 
-def _cut_feedback(turn: Turn, ctx: RenderContext, limits: dict[str, int]
+def _cut_feedback(turn: Turn, ctx: RenderContext, limits: dict[str, int], words: bool
                   ) -> tuple[Message, ...]:
     out: list[Message] = []
     for m in turn.messages:
-        if m.get("role") == "assistant" or not isinstance(m.get("content"), str):
+        if (m.get("role") == "assistant" or not isinstance(m.get("content"), str)
+                or is_words(m, words)):
             out.append(dict(m))  # type: ignore[arg-type]
         else:
             out.append(with_content(m, cut_middle(m["content"], ctx, **limits)))
@@ -110,6 +166,11 @@ def _cut_feedback(turn: Turn, ctx: RenderContext, limits: dict[str, int]
 def feedback_text(turn: Turn) -> str:
     """All feedback of a transcript turn as one text (tool results and user messages)."""
     return "\n".join(content_text(m) for m in feedback_messages(turn))
+
+
+def output_text(turn: Turn, words: bool) -> str:
+    """A transcript turn's outputs as one text (:func:`output_messages`)."""
+    return "\n".join(content_text(m) for m in output_messages(turn, words))
 
 
 def preamble_head(ctx: RenderContext) -> list[Message]:
@@ -131,26 +192,75 @@ def mission_text(ctx: RenderContext) -> str:
 def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
                  max_chars: int | None = None, lines: int = HEAD_LINES) -> str | None:
     """The ``;; Output:`` section of a transcript: its last ``limit`` feedback contents
-    (tool results, user messages), each cut to head plus tail, oldest first."""
+    (tool results; user messages too before :func:`first_tool_turn`: they are the
+    observations there), each cut to head plus tail, oldest first."""
     if max_chars is not None:
         limits = {"head_lines": 3, "tail_lines": 3, "head_chars": max_chars // 2,
                   "tail_chars": max_chars // 2}
     else:
         limits = line_limits(lines)
+    first = first_tool_turn(turns)
     key = ("_transcript.cut_contents", tuple(limits.items()))
-    cuts = newest_items((ctx.per_turn(t, key, partial(_cut_contents, t, ctx, limits))
-                         for t in reversed(turns)), limit)  # reads only the last turns
+    cuts = newest_items((ctx.per_turn(t, (*key, pos >= first),
+                                      partial(_cut_contents, t, ctx, limits, pos >= first))
+                         for pos, t in zip(range(len(turns), 0, -1), reversed(turns), strict=True)),
+                        limit)  # reads only the last turns
     prints = [c for c in cuts if c is not None]
     if not prints:
         return None
     return ctx.template("history/output.j2", prints=prints, max_chars=None)
 
 
-def _cut_contents(turn: Turn, ctx: RenderContext, limits: dict[str, int]
+def _cut_contents(turn: Turn, ctx: RenderContext, limits: dict[str, int], words: bool
                   ) -> tuple[str | None, ...]:
-    """Each feedback content of ``turn`` cut to head plus tail (None for an empty one)."""
+    """Each output content of ``turn`` cut to head plus tail (None for an empty one)."""
     return tuple(cut_middle(c, ctx, **limits) if c else None
-                 for c in (content_text(m) for m in feedback_messages(turn)))
+                 for c in (content_text(m) for m in output_messages(turn, words)))
+
+
+#: per turn: (whether the run made a tool call up to it, the user's own messages up to
+#: it as ``;; User messages:`` entries); shared by every strategy, as it depends only on
+#: the turns (each prompt walks only the turns the previous one did not)
+_WORDS_WALK: TurnWalk[tuple[bool, tuple[dict[str, Any], ...]]] = TurnWalk()
+
+
+def _words_upto(turns: Sequence[Turn], ctx: RenderContext, count: int
+                ) -> tuple[bool, tuple[dict[str, Any], ...]]:
+    """``(tool-calling, entries)`` of ``turns[:count]`` (see :data:`_WORDS_WALK`)."""
+    if count <= 0:
+        return False, ()
+
+    def make(pos: int, before: list[tuple[bool, tuple[dict[str, Any], ...]]]
+             ) -> tuple[bool, tuple[dict[str, Any], ...]]:
+        calling, entries = before[-1] if before else (False, ())
+        turn = turns[pos - 1]
+        calling = calling or calls_tools(turn)
+        if calling:
+            own = tuple({"number": turn.number, "role": m.get("role"), "text": content_text(m)}
+                        for m in user_words(turn, True))
+            entries = entries + own if own else entries
+        return calling, entries
+
+    return _WORDS_WALK.pieces(ctx, turns, "_transcript.words", make, count=count)[-1]
+
+
+def words_section(turns: Sequence[Turn], ctx: RenderContext) -> str | None:
+    """The ``;; User messages:`` section of a coalesced view: the user's own messages
+    (:func:`is_words`) of every turn but the last, oldest first, each whole and labelled
+    with the turn it came after (the last turn's follow the view as sent:
+    :func:`newest_words`)."""
+    entries = _words_upto(turns, ctx, len(turns) - 1)[1]
+    if not entries:
+        return None
+    return ctx.template("history/user_messages.j2", messages=list(entries))
+
+
+def newest_words(turns: Sequence[Turn]) -> list[Message]:
+    """The user's own messages after the last turn's assistant message (the request the
+    model must answer now), as sent: a coalesced view ends with them."""
+    if not turns or first_tool_turn(turns) > len(turns):
+        return []
+    return [dict(m) for m in user_words(turns[-1], True)]  # type: ignore[misc]
 
 
 def tool_calls(turns: Sequence[Turn], ctx: RenderContext, limit: int) -> str | None:
@@ -182,14 +292,17 @@ def line_limits(lines: int) -> dict[str, int]:
 def summary_view(turns: Sequence[Turn], ctx: RenderContext, *, tool_call_limit: int,
                  output_limit: int, max_chars: int | None = None,
                  turns_left: bool = False, lines: int = HEAD_LINES) -> str:
-    """The coalesced view of a transcript: mission, the tool calls made, the last outputs.
+    """The coalesced view of a transcript: mission, the tool calls made, the last outputs,
+    the user's own messages since the mission (:func:`words_section`).
 
     This is what ``single-user-coalesced`` and ``aggressive`` send for an imported
-    transcript in one USER message (there is no REPL state, so no namespaces).
+    transcript in one USER message (there is no REPL state, so no namespaces),
+    followed by the user's newest messages as sent (:func:`newest_words`).
     """
     parts = [mission_text(ctx).rstrip("\n"),
              tool_calls(turns, ctx, tool_call_limit),
-             last_outputs(turns, ctx, output_limit, max_chars=max_chars, lines=lines)]
+             last_outputs(turns, ctx, output_limit, max_chars=max_chars, lines=lines),
+             words_section(turns, ctx)]
     if turns_left:
         parts.append(ctx.turns_left_line(ctx.turns_left))
     return "\n\n".join(p for p in parts if p)

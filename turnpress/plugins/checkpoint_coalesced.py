@@ -45,10 +45,13 @@ from turnpress.plugins._transcript import (
     cut_feedback,
     cut_middle,
     feedback_text,
+    first_tool_turn,
     line_limits,
     mission_text,
+    output_text,
     tool_calls,
     transcript_head_breakpoints,
+    words_section,
 )
 from turnpress.plugins.full_history import TurnWalk
 from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoalesced
@@ -192,9 +195,10 @@ class _CheckpointView(SingleUserCoalesced):
 
     def _turn_text(self, turn: Turn, ctx: RenderContext, kind: str, lines: int | None,
                    seen: frozenset[str]) -> str:
-        """A turn's entry in the Output section: its feedback (``kind="feedback"``) or
-        prints cut to head plus tail (``lines=None``), else its key lines; made once per
-        run, turn, settings and names seen before it."""
+        """A turn's entry in the Output section: its feedback (``kind="feedback"``), its
+        outputs without the user's own words (``kind="outputs"``, see
+        ``_transcript.is_words``) or prints cut to head plus tail (``lines=None``), else
+        its key lines; made once per run, turn, settings and names seen before it."""
         if lines is None:
             key: tuple[Any, ...] = ("checkpoint-coalesced.cut", kind, self.output_lines)
         else:
@@ -204,7 +208,10 @@ class _CheckpointView(SingleUserCoalesced):
 
     def _make_turn_text(self, turn: Turn, ctx: RenderContext, kind: str, lines: int | None,
                         seen: frozenset[str]) -> str:
-        text = feedback_text(turn) if kind == "feedback" else "\n".join(turn.prints)
+        if kind == "prints":
+            text = "\n".join(turn.prints)
+        else:
+            text = feedback_text(turn) if kind == "feedback" else output_text(turn, True)
         if lines is None:
             return cut_middle(text, ctx, **line_limits(self.output_lines))
         return key_lines(text, ctx, lines=lines, keys=self.keys, line_chars=self.line_chars,
@@ -213,21 +220,25 @@ class _CheckpointView(SingleUserCoalesced):
     def transcript_content(self, turns: Sequence[Turn], ctx: RenderContext) -> str:
         """Mission, the tool calls made, then the output turn by turn: the last
         ``println_limit`` turns' feedback cut to head plus tail, older turns' key lines
-        (``turn_lines=0``: ``single-user-coalesced``'s last outputs)."""
+        (``turn_lines=0``: ``single-user-coalesced``'s last outputs); then the user's own
+        messages (``_transcript.words_section``), never cut."""
         if not self.turn_lines:
             return super().transcript_content(turns, ctx)
         seen = self._names_before(turns)
         outputs = []
         recent = len(turns) - self.println_limit
+        first = first_tool_turn(turns)
         for k, t in enumerate(turns):
+            kind = "outputs" if k + 1 >= first else "feedback"
             # an empty feedback gives "" either way
-            text = self._turn_text(t, ctx, "feedback", None if k >= recent else 0, seen[k])
+            text = self._turn_text(t, ctx, kind, None if k >= recent else 0, seen[k])
             if text:
                 outputs.append({"number": t.number, "text": text})
         parts = [mission_text(ctx).rstrip("\n"),
                  tool_calls(turns, ctx, self.tool_call_limit),
                  ctx.template("checkpoint_coalesced/turn_outputs.j2", outputs=outputs)
-                 if outputs else None]
+                 if outputs else None,
+                 words_section(turns, ctx)]
         return "\n\n".join(p for p in parts if p)
 
     def output_section(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
@@ -363,7 +374,8 @@ class CheckpointCoalesced(Strategy):
         (or its item ``pos - 1``) when the caller has it."""
         turn = turns[pos - 1]
         if turn.messages:
-            return cut_feedback(turn, ctx, **line_limits(self.output_lines))
+            words = first_tool_turn(turns[:pos]) <= pos
+            return cut_feedback(turn, ctx, words=words, **line_limits(self.output_lines))
         call = ctx.template("checkpoint_coalesced/delta_call.j2", number=turn.number,
                             tool_calls=ctx.tool_calls([turn], self.tool_call_limit))
         previous = turns[pos - 2].memory if pos > 1 else {}

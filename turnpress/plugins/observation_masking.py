@@ -26,6 +26,8 @@ from turnpress.core.model import Message, Turn
 from turnpress.plugins._transcript import (
     assistant_messages,
     content_text,
+    first_tool_turn,
+    is_words,
     with_content,
 )
 from turnpress.plugins.full_history import FullHistory, TurnWalk
@@ -52,7 +54,8 @@ class ObservationMasking(Strategy):
     is never masked. A placeholder longer than the feedback it would replace keeps the
     feedback. On an imported transcript the tool and user messages of masked turns get
     the placeholder as content; their ``tool_call_id`` stays, so every tool call is
-    still answered.
+    still answered. The user's own messages in a tool-calling transcript (a user or
+    system message among the feedback once the run made a tool call) are never masked.
     """
 
     name = "observation-masking"
@@ -97,7 +100,8 @@ class ObservationMasking(Strategy):
                      ) -> tuple[Message, ...]:
         turn = turns[pos - 1]
         left = None if turn.messages else ctx.turns_left_after(turns, pos)
-        return ctx.per_turn(turn, (self.name, "masked", left),
+        words = bool(turn.messages) and first_tool_turn(turns[:pos]) <= pos
+        return ctx.per_turn(turn, (self.name, "masked", left, words),
                             lambda: tuple(self._masked_pair(ctx, turns, pos)))
 
     def _masked_pair(self, ctx: RenderContext, turns: Sequence[Turn],
@@ -105,11 +109,13 @@ class ObservationMasking(Strategy):
         turn = turns[pos - 1]
         full = self._full.turn_pair(ctx, turns, pos)
         if turn.messages:
+            words = first_tool_turn(turns[:pos]) <= pos  # the user's words stay unmasked
             out: list[Message] = []
             for m, same in zip(turn.messages, full, strict=True):
                 text = content_text(m)
                 line = self.placeholder(ctx, turn, text.count("\n") + 1)
-                keep = m.get("role") == "assistant" or len(text) <= len(line)
+                keep = (m.get("role") == "assistant" or len(text) <= len(line)
+                        or is_words(m, words))
                 out.append(same if keep else with_content(m, line))  # type: ignore[arg-type]
             return out
         text = self.placeholder(ctx, turn)

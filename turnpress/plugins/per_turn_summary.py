@@ -24,7 +24,7 @@ from turnpress.core.compression import (
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Fn, Message, Turn
-from turnpress.plugins._transcript import cut_feedback
+from turnpress.plugins._transcript import cut_feedback, first_tool_turn
 from turnpress.plugins.full_history import FullHistory, TurnWalk, per_turn_after
 
 
@@ -37,7 +37,8 @@ class PerTurnSummary(Strategy):
     println, SAM-001/SAM-002). Never larger than ``full-history``: a program or a
     summary longer than what full history shows for that turn (the raw response,
     the feedback) gives way to the original. On an imported transcript each turn
-    keeps its original messages, with long tool results cut to head plus tail.
+    keeps its original messages, with long tool results cut to head plus tail
+    (the user's own messages of a tool-calling transcript are never cut).
     """
 
     name = "per-turn-summary"
@@ -83,15 +84,17 @@ class PerTurnSummary(Strategy):
         """The ``pos``-th turn's pair; never larger than full history's: the program
         when shorter than the raw response, the summary when shorter than the
         feedback, else the original. A transcript turn keeps its messages (every tool
-        call answered) with each tool result or user message cut to head plus tail."""
+        call answered) with each tool result cut to head plus tail (a user message too
+        in a transcript without tool calls, where it carries the observation)."""
         return list(self._turn_pair(ctx, turns, pos))
 
     def _turn_pair(self, ctx: RenderContext, turns: Sequence[Turn], pos: int
                    ) -> tuple[Message, ...]:
         turn = turns[pos - 1]
         if turn.messages:
-            return ctx.per_turn(turn, (self.name, "cut"),
-                                lambda: tuple(cut_feedback(turn, ctx)))
+            words = first_tool_turn(turns[:pos]) <= pos  # the user's own words stay whole
+            return ctx.per_turn(turn, (self.name, "cut", words),
+                                lambda: tuple(cut_feedback(turn, ctx, words=words)))
         key = (self.name, "pair", ctx.turns_left_after(turns, pos), self.println_limit,
                self.tool_call_limit)
         return per_turn_after(ctx, turns, pos, key,

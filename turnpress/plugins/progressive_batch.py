@@ -12,11 +12,15 @@ removed; ``min_preserved=0`` keeps no turn in full (rather than all of them); a
 response without a ``recap -`` line gets a recap generated from the turn instead
 of leaking its whole content; a failed turn is recapped as a failure, whatever
 its response claimed. A prompt never ends with an ASSISTANT message: when every
-turn is compacted, a USER message with the current turns-left line closes it.
+turn is compacted, a USER message with the current turns-left line closes it (when
+the turns left are not known, ``compress()`` without ``turns_left``, a line asking to
+continue from the recaps).
 Never larger (DESIGN §11): a recap longer than the turn it stands for keeps the
 turn. On an imported transcript a compacted turn (assistant message with its tool
 calls, and the tool results answering them) becomes one assistant recap line, so
-every tool call left in the prompt is still answered.
+every tool call left in the prompt is still answered; the user's own messages that
+followed it (a user or system message once the run made a tool call) stay after the
+recap, as sent.
 """
 
 from __future__ import annotations
@@ -36,7 +40,13 @@ from turnpress.core.compression import (
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
-from turnpress.plugins._transcript import content_text, feedback_messages, feedback_text
+from turnpress.plugins._transcript import (
+    content_text,
+    first_tool_turn,
+    output_messages,
+    output_text,
+    user_words,
+)
 from turnpress.plugins.full_history import FullHistory, TurnWalk, per_turn_after
 
 logger = logging.getLogger(__name__)
@@ -103,7 +113,9 @@ class ProgressiveBatch(Strategy):
             calls[call.name] = calls.get(call.name, 0) + 1
         previous = turns[pos - 2].memory if pos > 1 else {}
         if turn.messages:
-            printed = feedback_text(turn).count("\n") + 1 if feedback_messages(turn) else 0
+            words = first_tool_turn(turns[:pos]) <= pos
+            printed = (output_text(turn, words).count("\n") + 1
+                       if output_messages(turn, words) else 0)
         else:
             printed = printed_lines(turn)
         return ctx.template(
@@ -130,9 +142,11 @@ class ProgressiveBatch(Strategy):
         def make() -> tuple[Message, ...]:
             full = self._full.turn_pair(ctx, turns, pos)
             recap = self.recap(ctx, turns, pos)
-            if len(recap) >= messages_size(full):
+            # the user's own words after the turn stay, as sent
+            words = [dict(m) for m in user_words(turn, first_tool_turn(turns[:pos]) <= pos)]
+            if len(recap) + messages_size(words) >= messages_size(full):  # type: ignore[arg-type]
                 return tuple(full)
-            return (ctx.message("assistant", recap),)
+            return (ctx.message("assistant", recap), *words)  # type: ignore[misc]
 
         return per_turn_after(ctx, turns, pos, (self.name, "compacted", left), make)
 
@@ -155,7 +169,8 @@ class ProgressiveBatch(Strategy):
         messages.extend(chain.from_iterable(self._full.pairs(ctx, turns)[c:]))
         if c and c == n and messages[-1]["role"] == "assistant":
             # min_preserved=0 compacted every turn: end with USER, not a recap
-            messages.append(ctx.message("user", ctx.turns_left_line(ctx.turns_left)))
+            messages.append(ctx.message("user", ctx.template(
+                "progressive_batch/close.j2", turns_left=ctx.turns_left_line(ctx.turns_left))))
         if logger.isEnabledFor(logging.INFO):
             before = messages_size(self._full.to_messages(turns, memory, ctx))
             after = messages_size(messages)

@@ -15,6 +15,7 @@ from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
 from turnpress.plugins._transcript import (
     HEAD_LINES,
+    newest_words,
     preamble_head,
     summary_view,
     transcript_head_breakpoints,
@@ -83,10 +84,13 @@ class SingleUserCoalesced(Strategy):
         turn of the trailing streak of failures (while the last turn failed).
 
         An imported transcript gets its system message(s) and one USER message with
-        the mission, the tool calls made and the last outputs (cut to head plus tail).
+        the mission, the tool calls made, the last outputs (cut to head plus tail) and
+        what the user said during the run; then the user's messages after the last
+        assistant message, as sent (the request to answer now).
         """
         if ctx.is_transcript:
-            return [*preamble_head(ctx), ctx.message("user", self.transcript_content(turns, ctx))]
+            return [*preamble_head(ctx), ctx.message("user", self.transcript_content(turns, ctx)),
+                    *newest_words(turns)]
         pairs: list[Message] = []
         if self.errors == "pairs":
             failed_attempt = None

@@ -4,16 +4,20 @@ A reader turns its format into :class:`Entry` objects (one OpenAI-chat message a
 sent, with its index in the source file, its billed usage and any error flag the
 format recorded beside it) and calls :func:`build_trace`:
 
-- the first system message is the system prompt, the first user message the
-  mission; every message before the first assistant message is ``Trace.preamble``;
+- the first system message (or ``developer`` message: OpenAI's name for it with
+  newer models) is the system prompt, the first user message the mission; every
+  message before the first assistant message is ``Trace.preamble``;
 - each assistant message starts a turn: ``program`` and ``raw_response`` are its
   text (``""`` when it only calls tools); its tool calls are ``Turn.tool_calls``,
   each argument string parsed from JSON (an object becomes ONE argument, the dict:
   ``args=({"command": "ls"},)``; any other JSON value is one argument too; ``""``
   is no argument; invalid JSON is kept as the raw string, one argument) and
   ``result`` = the content of the tool message answering it (``None`` if none did);
-- the tool / user / system messages after it, until the next assistant message,
-  are its feedback; the text of the user and system ones is ``Turn.prints``;
+- the tool / user / system / developer messages after it, until the next
+  assistant message, are its feedback; the text of the user, system and developer
+  ones is ``Turn.prints``;
+- OpenAI's legacy ``function_call`` / ``function`` messages are refused with an
+  error that says how to write them as ``tool_calls`` / ``tool`` messages;
 - ``Turn.messages`` = the assistant message + its feedback, verbatim;
 - a turn fails (``Turn.failed``) when its feedback reports an error. Reasons:
   ``nonzero_returncode`` (a ``<returncode>N</returncode>`` with N != 0, as
@@ -37,7 +41,9 @@ from typing import Any
 from turnpress.core.model import Failure, Tool, ToolCall, Turn, Usage
 from turnpress.core.trace import Trace, TraceError
 
-ROLES = ("system", "user", "assistant", "tool")
+ROLES = ("system", "developer", "user", "assistant", "tool")
+#: roles that carry instructions: OpenAI's ``developer`` is the ``system`` of newer models
+INSTRUCTION_ROLES = ("system", "developer")
 FAILURE_MESSAGE_LIMIT = 500
 
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
@@ -81,6 +87,14 @@ def _check_message(m: Any, index: int, where: str) -> str:
     role = m.get("role")
     if "role" not in m:
         raise fail(where, index, "no \"role\" field")
+    if role == "function" or (role == "assistant" and m.get("function_call") is not None):
+        what = ("a \"function\" role message" if role == "function"
+                else "an assistant \"function_call\"")
+        raise fail(where, index, f"{what} is OpenAI's legacy (deprecated) function-calling "
+                                 f"format, which turnpress does not read: send calls as "
+                                 f"\"tool_calls\": [{{\"id\", \"type\": \"function\", "
+                                 f"\"function\": {{\"name\", \"arguments\"}}}}] and each "
+                                 f"result as {{\"role\": \"tool\", \"tool_call_id\", \"content\"}}")
     if role not in ROLES:
         raise fail(where, index, f"unknown role {role!r}; a message's role must be one of "
                                  f"{', '.join(ROLES)}")
@@ -235,7 +249,7 @@ def build_trace(entries: Sequence[Entry], *, where: str, source: str,
                                             "system prompt or mission must come before it")
     pairs = list(zip(entries, roles, strict=True))
     system_prompt = next((text_of(e.message.get("content")) for e, r in pairs
-                          if r == "system"), "")
+                          if r in INSTRUCTION_ROLES), "")
     mission = next((text_of(e.message.get("content")) for e, r in pairs if r == "user"), "")
     turns = []
     starts = [k for k, r in enumerate(roles) if r == "assistant"] + [len(entries)]
@@ -248,7 +262,7 @@ def build_trace(entries: Sequence[Entry], *, where: str, source: str,
 
 def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str) -> Turn:
     calls = _calls(assistant.message, assistant.index, where)
-    results: dict[str, Any] = {}
+    results: dict[str, list[Any]] = {}  # call id -> its answers, in order
     for e in feedback:
         if e.message["role"] != "tool":
             continue
@@ -258,11 +272,13 @@ def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str) 
             raise fail(where, e.index, f"tool message with no matching call: tool_call_id "
                                        f"{call_id!r} is not a call of the assistant message "
                                        f"{assistant.index} (its calls: {made})")
-        results.setdefault(call_id, e.message.get("content"))
-    tool_calls = [ToolCall(name, parse_arguments(args), results.get(call_id))
+        results.setdefault(call_id, []).append(e.message.get("content"))
+    # calls that share an id (malformed, but seen in logs) take its answers in order
+    tool_calls = [ToolCall(name, parse_arguments(args),
+                           results[call_id].pop(0) if results.get(call_id) else None)
                   for call_id, name, args in calls]
     prints = [text_of(e.message.get("content")) for e in feedback
-              if e.message["role"] in ("user", "system")]
+              if e.message["role"] in ("user", *INSTRUCTION_ROLES)]
     program = text_of(assistant.message.get("content"))
     kwargs: dict[str, Any] = {
         "memory": {}, "prints": prints, "tool_calls": tool_calls, "raw_response": program,
@@ -277,12 +293,12 @@ def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str) 
 def looks_anthropic(data: Any) -> bool:
     """Whether a JSON object is an Anthropic Messages run rather than an OpenAI one:
     a top-level ``system``, tool_use/tool_result blocks, or ``input_schema`` tools,
-    and no OpenAI-only role (system, tool) inside ``messages``."""
+    and no OpenAI-only role (system, developer, tool) inside ``messages``."""
     if not isinstance(data, dict) or "messages" not in data or "trajectory_format" in data:
         return False
     messages = data["messages"]
     if isinstance(messages, list) and any(isinstance(m, dict) and m.get("role") in
-                                          ("system", "tool") for m in messages):
+                                          ("system", "developer", "tool") for m in messages):
         return False
     if "system" in data:
         return True

@@ -1,29 +1,33 @@
 """Built-in trace reader ``anthropic-messages``: Anthropic Messages runs (DESIGN §10).
 
 A run is a request body ``{"system", "messages", "tools"?}`` whose messages hold
-``text``, ``image``, ``tool_use`` and ``tool_result`` blocks. turnpress keeps
+``text``, ``image``, ``tool_use``, ``tool_result``, ``thinking`` and
+``redacted_thinking`` blocks. turnpress keeps
 transcripts in ONE canonical shape, OpenAI chat, so every strategy reads every
 format the same way; :func:`to_openai_messages` converts:
 
 - ``system`` (a string or text blocks) -> a leading system message;
 - an assistant message -> ``content`` (its text: a string for one text block, a
-  list of text parts for several, ``null`` when it only calls tools) and
+  list of text parts for several, ``null`` when it only calls tools),
   ``tool_calls`` (each ``tool_use`` -> ``{"id", "type": "function", "function":
-  {"name", "arguments": JSON of input}}``);
+  {"name", "arguments": JSON of input}}``) and ``thinking_blocks`` (its
+  ``thinking`` / ``redacted_thinking`` blocks verbatim, signature included: the
+  name LiteLLM gives them in the OpenAI shape; text views ignore them);
 - a user message -> one ``tool`` message per ``tool_result`` block
-  (``tool_call_id`` = ``tool_use_id``), and its other blocks as a user message
-  (a string for one text block, else content parts; images as ``image_url``),
-  in block order.
+  (``tool_call_id`` = ``tool_use_id``; a block-list content and ``is_error``
+  kept as given under the key ``_anthropic``, see :data:`KEPT`), and its other
+  blocks as a user message (a string for one text block, else content parts;
+  images as ``image_url``), in block order.
 
 ``core.providers.to_anthropic`` (``--format anthropic``) turns them back into
-blocks: the same text, tool_use and tool_result blocks, system apart, tool
-results and the user text after them in one user message. The original blocks
-are not kept beside the converted messages (that would make ``--format openai``
-carry keys the OpenAI API rejects); what the round trip does not keep is said
-here: ``is_error`` flags (the turn records them: it failed, reason
-``tool_error``), the request's own ``cache_control`` markers (turnpress places
-its own breakpoints), and a one-text-block list becoming a string. ``thinking``
-blocks and other block types are refused with a clear error.
+blocks: the same thinking, text, tool_use and tool_result blocks (``is_error``
+and block-list content as given), system apart, tool results and the user text
+after them in one user message. ``to_openai`` and :func:`to_openai_messages`
+leave ``_anthropic`` out (the OpenAI API has no such key). What the round trip
+does not keep: the request's own ``cache_control`` markers (turnpress places its
+own breakpoints), a one-text-block user content coming back as a string, and
+the order of thinking blocks placed after other blocks (they are sent first, as
+the API returns them). Other block types are refused with a clear error.
 
 A ``usage`` object on an assistant message (the response's usage, as logging
 proxies record it: ``input_tokens``, ``cache_read_input_tokens``,
@@ -56,6 +60,11 @@ __all__ = ["FORMAT", "detect", "message_entries", "read", "to_openai_messages"]
 
 FORMAT = "anthropic-messages"
 ROLES = ("user", "assistant")
+#: assistant blocks of extended thinking, kept verbatim (signature and all)
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+#: the key of a tool message holding what its tool_result block had that the OpenAI
+#: shape cannot hold (``content`` as a block list, ``is_error``); ``to_openai`` drops it
+KEPT = "_anthropic"
 
 
 def detect(data: Any, path: Path | None = None) -> bool:
@@ -93,6 +102,14 @@ def _parts_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
 
 def _tool_result(block: dict[str, Any], where: str, index: int) -> Entry:
     content = block.get("content", "")
+    kept: dict[str, Any] = {}  # what the OpenAI shape has no place for (see KEPT)
+    if isinstance(content, list) and (len(content) == 1 or any(
+            isinstance(b, dict) and set(b) - {"type", "text", "cache_control"}
+            for b in content)):
+        kept["content"] = [{k: v for k, v in b.items() if k != "cache_control"}
+                           if isinstance(b, dict) else b for b in content]
+    if isinstance(block.get("is_error"), bool):
+        kept["is_error"] = block["is_error"]
     if isinstance(content, list):
         texts = []
         for b in content:
@@ -109,6 +126,8 @@ def _tool_result(block: dict[str, Any], where: str, index: int) -> Entry:
     if not isinstance(block.get("tool_use_id"), str):
         raise fail(where, index, "tool_result block needs a \"tool_use_id\"")
     message = {"role": "tool", "tool_call_id": block["tool_use_id"], "content": content}
+    if kept:
+        message[KEPT] = kept
     error = None
     if block.get("is_error"):
         text = text_of(content).strip()
@@ -120,11 +139,18 @@ def _assistant(m: dict[str, Any], where: str, index: int) -> dict[str, Any]:
     content = m["content"]
     if isinstance(content, str):
         return {"role": "assistant", "content": content}
-    texts, calls = [], []
+    texts, calls, thinking = [], [], []
     for block in content:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
+        elif kind in THINKING_BLOCKS:
+            if kind == "thinking" and not isinstance(block.get("thinking"), str):
+                raise fail(where, index, "thinking block needs a string \"thinking\" "
+                                         "(and the \"signature\" the API returned with it)")
+            if kind == "redacted_thinking" and not isinstance(block.get("data"), str):
+                raise fail(where, index, "redacted_thinking block needs a string \"data\"")
+            thinking.append(dict(block))
         elif kind == "tool_use":
             if not isinstance(block.get("name"), str) or not isinstance(
                     block.get("input", {}), dict):
@@ -135,12 +161,15 @@ def _assistant(m: dict[str, Any], where: str, index: int) -> dict[str, Any]:
                               block.get("input", {}), ensure_ascii=False)}})
         else:
             raise fail(where, index, f"content block type {kind!r} is not supported in an "
-                                     f"assistant message (text, tool_use)")
+                                     f"assistant message (text, tool_use, thinking, "
+                                     f"redacted_thinking)")
     out: dict[str, Any] = {"role": "assistant",
                            "content": _text_content(texts) if texts else (None if calls
                                                                           else "")}
     if calls:
         out["tool_calls"] = calls
+    if thinking:
+        out["thinking_blocks"] = thinking
     return out
 
 
@@ -198,8 +227,10 @@ def message_entries(system: Any, messages: Any, where: str) -> list[Entry]:
 def to_openai_messages(system: Any, messages: Sequence[Any]) -> list[dict[str, Any]]:
     """An Anthropic run (``system``, ``messages``) as OpenAI chat messages (the
     conversion in the module docstring). Raises :class:`TraceError` (a
-    ``ValueError``) naming the message index and what is wrong."""
-    return [e.message for e in message_entries(system, messages, "messages")]
+    ``ValueError``) naming the message index and what is wrong. The messages are
+    plain OpenAI ones: without the ``_anthropic`` key the reader's turns keep."""
+    return [{k: v for k, v in e.message.items() if k != KEPT}
+            for e in message_entries(system, messages, "messages")]
 
 
 def read(data: Any, where: str) -> Trace:

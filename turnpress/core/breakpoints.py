@@ -1,0 +1,66 @@
+"""Checking a strategy's ``cache_breakpoints()`` result before a provider shape uses it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["BreakpointError", "breakpoint_problem", "check_breakpoints"]
+
+SHAPE = "a list of (message_index: int, offset: int | None) pairs"
+
+
+class BreakpointError(ValueError):
+    """A strategy's ``cache_breakpoints()`` returned something that is not breakpoints."""
+
+
+def breakpoint_problem(raw: Any, count: int | None = None) -> str | None:
+    """What is wrong with ``raw`` as breakpoints of ``count`` messages, or ``None``.
+
+    Each breakpoint is a pair ``(message_index, offset)``: ``message_index`` an int
+    in ``range(count)`` (not checked when ``count`` is ``None``), ``offset`` a
+    non-negative int or ``None``.
+    """
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
+        return f"got {type(raw).__name__} {raw!r:.60}, expected {SHAPE}"
+    for k, point in enumerate(raw):
+        if not isinstance(point, (tuple, list)) or len(point) != 2:
+            return f"item {k} is {point!r:.60}, expected a (message_index, offset) pair"
+        index, offset = point
+        if isinstance(index, bool) or not isinstance(index, int):
+            return (f"item {k} {tuple(point)!r:.60}: the message index must be an int, "
+                    f"got {type(index).__name__}")
+        if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int)
+                                   or offset < 0):
+            return (f"item {k} {tuple(point)!r:.60}: the offset must be a non-negative int "
+                    f"or None (the whole message)")
+        if count is not None and not 0 <= index < count:
+            return (f"item {k} {tuple(point)!r:.60}: message index {index} is out of range "
+                    f"(the prompt has {count} message{'' if count == 1 else 's'}, "
+                    f"0..{count - 1})")
+    return None
+
+
+def check_breakpoints(raw: Any, count: int, strategy: Any) -> list[tuple[int, int | None]]:
+    """``raw`` (what ``strategy.cache_breakpoints()`` returned for a prompt of ``count``
+    messages) as a list of pairs; a bad result raises :class:`BreakpointError`
+    naming the strategy and, for a third-party one, its plugin."""
+    problem = breakpoint_problem(raw, count)
+    if problem is not None:
+        raise BreakpointError(f"{strategy_origin(strategy)}: cache_breakpoints() returned "
+                              f"a bad result: {problem}")
+    return [(index, offset) for index, offset in raw]
+
+
+def strategy_origin(strategy: Any) -> str:
+    """``strategy 'x'``, plus ``of plugin ...`` when a third-party plugin registered it."""
+    name = getattr(strategy, "name", "") or type(strategy).__name__
+    try:
+        from turnpress.core.registry import get_registry
+
+        owner = get_registry().strategy_owner(type(strategy))
+    except Exception:  # the registry itself is broken: name the strategy only
+        owner = None
+    if owner is None or owner.builtin:
+        return f"strategy {name!r}"
+    return f"strategy {name!r} of {owner.source}"
