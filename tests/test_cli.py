@@ -56,7 +56,8 @@ def test_none_is_the_full_history_in_every_command_that_takes_s() -> None:
     """ux-a item 13: `-s none` means full-history in render and trace show, as in run, and
     --help says what -t is in each command."""
     for args in (["render", PRODUCT, "-t", "3"], ["render", PRODUCT, "-f", "json"],
-                 ["trace", "show", PRODUCT, "--view", "compressed"]):
+                 ["trace", "show", PRODUCT, "--view", "compressed"],
+                 ["compare", PRODUCT, "-s", "aggressive"]):
         none = run(*args, "-s", "none")
         assert none.exit_code == 0, none.output
         assert none.output == run(*args, "-s", "full-history").output

@@ -69,10 +69,11 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
 
     ``strategy`` is anything :func:`turnpress.normalize` accepts (default: the
     library's default strategy, ``single-user-coalesced``; ``"full-history"``
-    returns the input's messages as they were, in the OpenAI shape equal to the input,
-    in the Anthropic shape with turnpress's own ``cache_control`` breakpoints). ``tools`` is the request's ``tools`` list (OpenAI
-    or Anthropic shape) or a ``{name: Tool | schema}`` mapping and ``turns_left`` the
-    turns the loop has left: both are handed to the strategy (``ctx.tools``,
+    returns the input's messages as they were, in the OpenAI shape equal to the
+    input, in the Anthropic shape with turnpress's own ``cache_control``
+    breakpoints). ``tools`` is the request's ``tools`` list (OpenAI or Anthropic
+    shape) or a ``{name: Tool | schema}`` mapping and ``turns_left`` the turns the
+    loop has left: both are handed to the strategy (``ctx.tools``,
     ``ctx.turns_left``) for plugin strategies that show them; the built-in strategies
     render a transcript the same with or without them (the request's own ``tools``
     describe the tools; a transcript has no turns-left line). Without ``turns_left``,

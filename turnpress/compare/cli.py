@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from turnpress.cli import CLIError, resolve_trace_path, templates_option
+from turnpress.cli import CLIError, resolve_trace_path, strategy_spec, templates_option
 from turnpress.compare.cache import cache_model_names
 from turnpress.compare.pricing import PRICE_PRESETS
 from turnpress.core.registry import PluginError
@@ -86,7 +86,8 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         running: AbstractContextManager[object] = progress_bar or nullcontext()
         with running:
             result = compare_traces(
-                sources, list(strategies) or None, tokenizer=tokenizer, cache=cache,
+                sources, [strategy_spec(s) for s in strategies] or None,
+                tokenizer=tokenizer, cache=cache,
                 price=price, jobs=jobs, template_dirs=template_dirs,
                 keep_prompts=HTML_PROMPT_TRACES if html_path else 0,
                 progress=_advance(progress_bar), min_recall=min_recall)
