@@ -37,7 +37,7 @@ from turnpress.core.compression import (
     get_strategy,
     render_with_breakpoints,
 )
-from turnpress.core.model import Message, Tool, Turn
+from turnpress.core.model import INSTRUCTION_ROLES, Message, Tool, Turn
 from turnpress.core.providers import to_anthropic, to_openai
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers import anthropic_messages, openai_chat
@@ -197,7 +197,7 @@ class Compressor:
 
     def _take(self, entry: Entry) -> None:
         role = entry.message.get("role") if isinstance(entry.message, dict) else None
-        if role in ("system", "developer", "user"):
+        if role in ("user", *INSTRUCTION_ROLES):
             text = _text(entry.message.get("content"))
             if role != "user" and self._system_prompt is None:
                 self._system_prompt = text

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from turnpress.core.breakpoints import check_breakpoints
 from turnpress.core.clojure import to_clojure
-from turnpress.core.model import Fn, Memory, Message, Tool, Turn, coerce_tools
+from turnpress.core.model import MESSAGE_ROLES, Fn, Memory, Message, Tool, Turn, coerce_tools
 from turnpress.core.registry import PluginError, Registry, get_registry
 from turnpress.core.templates import get_environment, resolve_template_dirs
 
@@ -1059,7 +1059,7 @@ def render_with_breakpoints(
     return _handed_out(messages), points
 
 
-_ROLES = frozenset(("system", "developer", "user", "assistant", "tool"))
+_ROLES = MESSAGE_ROLES  # a tuple: a role that is not hashable is just not one of them
 
 
 def _valid_message(m: Any) -> bool:
@@ -1069,7 +1069,7 @@ def _valid_message(m: Any) -> bool:
             content = m.get("content")
             if type(content) is str or type(content) is list:
                 return True
-    if not isinstance(m, Mapping) or m.get("role") not in tuple(_ROLES):
+    if not isinstance(m, Mapping) or m.get("role") not in _ROLES:
         return False
     content = m.get("content")
     if isinstance(content, str):

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 __all__ = [
+    "INSTRUCTION_ROLES",
+    "MESSAGE_ROLES",
     "Failure",
     "Fn",
     "FrozenMap",
@@ -27,8 +29,15 @@ __all__ = [
 ]
 
 
+#: every role a message may have (OpenAI chat shape; ``developer`` is OpenAI's newer
+#: name for ``system``)
+MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool")
+#: the roles of instruction messages (a system prompt), not of conversation turns
+INSTRUCTION_ROLES = ("system", "developer")
+
+
 class _MessageBase(TypedDict):
-    role: Literal["system", "user", "assistant", "tool"]
+    role: Literal["system", "developer", "user", "assistant", "tool"]
     content: Any
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnpress.core.breakpoints import BreakpointError, breakpoint_problem
 from turnpress.core.compression import Breakpoint, render_with_breakpoints
-from turnpress.core.model import Message
+from turnpress.core.model import INSTRUCTION_ROLES, Message
 
 if TYPE_CHECKING:
     from turnpress.core.trace import Trace
@@ -87,8 +87,6 @@ EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 #: ``is_error`` (set by the anthropic-messages reader, dropped by :func:`to_openai`)
 ANTHROPIC_KEPT = "_anthropic"
 
-#: roles that become Anthropic's ``system`` (OpenAI's ``developer`` is a newer name)
-INSTRUCTION_ROLES = ("system", "developer")
 
 
 def anthropic_breakpoints(messages: Sequence[Message],

@@ -38,12 +38,18 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from turnpress.core.model import Failure, Tool, ToolCall, Turn, Usage
+from turnpress.core.model import (
+    INSTRUCTION_ROLES,
+    MESSAGE_ROLES,
+    Failure,
+    Tool,
+    ToolCall,
+    Turn,
+    Usage,
+)
 from turnpress.core.trace import Trace, TraceError
 
-ROLES = ("system", "developer", "user", "assistant", "tool")
-#: roles that carry instructions: OpenAI's ``developer`` is the ``system`` of newer models
-INSTRUCTION_ROLES = ("system", "developer")
+ROLES = MESSAGE_ROLES
 FAILURE_MESSAGE_LIMIT = 500
 
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
@@ -298,7 +304,7 @@ def looks_anthropic(data: Any) -> bool:
         return False
     messages = data["messages"]
     if isinstance(messages, list) and any(isinstance(m, dict) and m.get("role") in
-                                          ("system", "developer", "tool") for m in messages):
+                                          (*INSTRUCTION_ROLES, "tool") for m in messages):
         return False
     if "system" in data:
         return True
