@@ -104,6 +104,16 @@ def test_mid_run_system_message_is_labelled_as_system() -> None:
     assert all("Budget" not in s for s in output_sections(view))
 
 
+@pytest.mark.parametrize("strategy", ["single-user-coalesced", "aggressive"])
+def test_mid_run_developer_message_is_the_users_words_too(strategy) -> None:
+    """OpenAI's `developer` role is its newer `system` (the readers read it so): mid-run it
+    was shown as tool output, where a system message was not."""
+    chat = [*CHAT[:4], {"role": "developer", "content": "Budget: 2 more calls."}, *CHAT[5:]]
+    view = compress(chat, strategy=strategy)[1]["content"]
+    assert ";; developer, after turn 1:\nBudget: 2 more calls." in view
+    assert all("Budget" not in s for s in output_sections(view))
+
+
 def test_anthropic_text_beside_tool_results_is_the_users_words() -> None:
     """ux-b items 2 and 6: Anthropic text blocks sent next to tool_results ("Also check
     /var.") are the user's words: kept by progressive-batch recaps and the default view."""

@@ -81,10 +81,10 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
     Shapes per ``format``: see the module docstring. Pure: the same input gives the
     same output.
 
-    Once the run has made a tool call, a user or system message among the feedback is
-    the user's own words: no built-in strategy shows it as tool output, cuts it or
-    drops it, and a coalesced view ends with the newest ones as sent (see the
-    README's "Compress your own agent's messages").
+    Once the run has made a tool call, a user, system or developer message among the
+    feedback is the user's own words: no built-in strategy shows it as tool output,
+    cuts it or drops it, and a coalesced view ends with the newest ones as sent (see
+    the README's "Compress your own agent's messages").
     """
     _check_format(format)
     get_strategy(strategy)  # an unknown strategy is an error even with no turn yet

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from turnpress.core.compression import RenderContext, newest_items
-from turnpress.core.model import Message, Turn
+from turnpress.core.model import INSTRUCTION_ROLES, Message, Turn
 from turnpress.plugins.full_history import TurnWalk
 
 #: long outputs keep this many lines from the start and from the end (DESIGN §11)
@@ -34,7 +34,7 @@ CALL_ARG_CHARS = 300
 PART_MARKERS = {"image_url": "[image]", "image": "[image]", "input_audio": "[audio]",
                 "audio": "[audio]", "file": "[file]", "document": "[document]"}
 #: the roles whose feedback messages are the user's own words in a tool-calling transcript
-WORD_ROLES = ("user", "system")
+WORD_ROLES = ("user", *INSTRUCTION_ROLES)
 
 
 def content_text(message: Mapping[str, Any]) -> str:
@@ -70,11 +70,12 @@ def calls_tools(turn: Turn) -> bool:
 def first_tool_turn(turns: Sequence[Turn]) -> int:
     """The position (1-based) of the first turn that made a tool call (``len(turns) + 1``
     when none did). From it on the transcript is a tool-calling one: its tool results
-    come as ``tool`` messages, so a user or system message among a turn's feedback is
-    the user's own words, never a tool's output (:func:`is_words`). Before it (and in
-    transcripts without tool calls, such as mini-swe-agent's, whose observations come
-    as user messages) feedback messages are outputs. A turn's reading depends only on
-    the turns up to it, so earlier turns render the same as the run grows."""
+    come as ``tool`` messages, so a user, system or developer message among a turn's
+    feedback is the user's own words, never a tool's output (:func:`is_words`). Before
+    it (and in transcripts without tool calls, such as mini-swe-agent's, whose
+    observations come as user messages) feedback messages are outputs. A turn's
+    reading depends only on the turns up to it, so earlier turns render the same as the
+    run grows."""
     for pos, turn in enumerate(turns, 1):
         if turn.messages and turn.messages[0].get("tool_calls"):
             return pos
