@@ -24,7 +24,14 @@ from pathlib import Path
 
 import click
 
-from turnpress.core.trace import Trace, TraceError, is_native_trace, iter_traces, save_traces
+from turnpress.core.trace import (
+    Trace,
+    TraceError,
+    append_jsonl,
+    is_native_trace,
+    iter_traces,
+    save_traces,
+)
 
 __all__ = ["ImportResult", "import_command", "import_transcripts"]
 
@@ -89,13 +96,8 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
         else:
             save_traces(runs(), fresh)
             shutil.copy(out, partial)  # its content and permissions
-            with partial.open("rb+") as handle, fresh.open("rb") as new_runs:
-                handle.seek(0, os.SEEK_END)
-                if handle.tell() > 0:
-                    handle.seek(-1, os.SEEK_END)
-                    if handle.read(1) != b"\n":  # a last line without its newline
-                        handle.write(b"\n")
-                shutil.copyfileobj(new_runs, handle)
+            with fresh.open("rb") as new_runs:
+                append_jsonl(partial, new_runs)
         os.replace(partial, out)
     except OSError as exc:
         raise TraceError(f"{out}: cannot write: {exc.strerror or exc}") from None

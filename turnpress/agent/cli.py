@@ -99,7 +99,7 @@ def write_run(trace: Any, path: str) -> None:
     import tempfile
     from pathlib import Path
 
-    from turnpress.core.trace import save_trace
+    from turnpress.core.trace import append_jsonl, save_trace
 
     target = Path(path)
     if not _appends(target):
@@ -108,14 +108,8 @@ def write_run(trace: Any, path: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         line = Path(tmp) / "run.jsonl"
         save_trace(trace, line)  # the trace-file format, one line
-        text = line.read_text(encoding="utf-8")
-    with target.open("a+", encoding="utf-8") as handle:
-        handle.seek(0, 2)
-        if handle.tell() > 0:
-            handle.seek(handle.tell() - 1)
-            if handle.read(1) != "\n":  # a last line without its newline
-                handle.write("\n")
-        handle.write(text)
+        with line.open("rb") as new_run:
+            append_jsonl(target, new_run)
 
 
 def _build_llm(spec: str, task: Any, base_url: str | None) -> tuple[Any, str]:

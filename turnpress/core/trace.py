@@ -24,11 +24,12 @@ import json
 import os
 import re
 import secrets
+import shutil
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from turnpress.core import codec
 from turnpress.core.model import (
@@ -47,6 +48,7 @@ __all__ = [
     "TRACE_VERSION",
     "Trace",
     "TraceError",
+    "append_jsonl",
     "decode_value",
     "encode_value",
     "is_native_trace",
@@ -854,3 +856,16 @@ def save_traces(traces: Iterable[Trace], path: str | os.PathLike[str],
     with Path(path).open("w", encoding="utf-8") as handle:
         for trace in traces:
             handle.write(_dumps(trace, version, None) + "\n")
+
+
+def append_jsonl(path: str | os.PathLike[str], lines: BinaryIO) -> None:
+    """Append the JSONL lines read from ``lines`` (a binary file) to the file ``path``
+    (created if missing), ending its last line first when it has no newline, so each
+    appended run starts a line of its own."""
+    with Path(path).open("ab+") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell() > 0:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                handle.write(b"\n")  # append mode: written at the end
+        shutil.copyfileobj(lines, handle)
