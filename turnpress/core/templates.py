@@ -252,8 +252,8 @@ def unused_template_files(dirs: Iterable[Path], layout: TemplateLayout | None = 
             for path, name in strange if name not in quoted]
 
 
-def _warn_unused(dirs: tuple[Path, ...], layout: TemplateLayout) -> None:
-    for path, name, near in unused_template_files(dirs, layout):
+def _warn_unused(unused: Iterable[tuple[Path, str, str | None]]) -> None:
+    for path, name, near in unused:
         hint = f" (did you mean {near}?)" if near else ""
         warnings.warn(f"template override {str(path)!r}: {name} is the name of no "
                       f"template{hint}; it changes nothing. `turnpress templates list` "
@@ -262,7 +262,8 @@ def _warn_unused(dirs: tuple[Path, ...], layout: TemplateLayout) -> None:
 
 @lru_cache(maxsize=32)
 def _environment(dirs: tuple[Path, ...], layout: TemplateLayout) -> jinja2.Environment:
-    _warn_unused(dirs, layout)  # once per set of directories, as the environment is cached
+    # once per set of directories, as the environment is cached
+    _warn_unused(unused_template_files(dirs, layout))
     builtin = jinja2.FileSystemLoader(str(BUILTIN_TEMPLATE_DIR))
     loaders: list[jinja2.BaseLoader] = [jinja2.PrefixLoader({"default": builtin},
                                                             delimiter=":")]
@@ -306,8 +307,9 @@ def list_templates(template_dirs: Iterable[str | os.PathLike[str]] = ()) -> list
 
     dirs = resolve_template_dirs(template_dirs)
     layout = get_registry().template_layout()
-    unused = {path: near for path, _name, near in unused_template_files(dirs, layout)}
-    _warn_unused(dirs, layout)
+    found_unused = unused_template_files(dirs, layout)
+    _warn_unused(found_unused)
+    unused = {path: near for path, _name, near in found_unused}
     found: dict[str, TemplateInfo] = {}
     for name, path in layout.own:
         found[name] = TemplateInfo(name, path, f"plugin {layout.owner(path)}")
