@@ -60,9 +60,9 @@ def run_loop(
     ``mission`` is already expanded and ``tools`` already coerced to :class:`Tool`.
     ``max_turns=1`` never compresses (SS-001): the single prompt is the uncompressed
     one. An exception from the LLM (or a reply whose usage is not a set of token
-counts) ends the run with ``Failure("llm_error", ...)``. Each turn keeps its
-call's billed input usage (``Turn.usage``, from :meth:`LLMReply.billed`), so a
-saved run carries what the provider billed.
+    counts) ends the run with ``Failure("llm_error", ...)``. Each turn keeps its
+    call's billed input usage (``Turn.usage``, from :meth:`LLMReply.billed`), so a
+    saved run carries what the provider billed.
     ``on_turn`` (if given) sees each turn as soon as it is appended.
     """
     from turnpress.lisp import run_program
