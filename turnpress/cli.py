@@ -180,16 +180,15 @@ def run_strategy(strategy: Any, call: Callable[[], T]) -> T:
 def resolve_trace_path(arg: str) -> str:
     """A trace file path as given, or the bundled example trace named ``arg``
     (``product-research``), as ``turnpress run NAME`` finds a bundled task."""
-    import os
     from pathlib import Path
 
-    from turnpress.core.trace import trace_file
+    from turnpress.core.trace import is_bare_name, trace_file
     from turnpress.examples import EXAMPLES_DIR, example_trace_paths
 
     found = trace_file(arg)
     if found != Path(arg):  # a bundled trace's name
         return str(found)
-    if found.exists() or os.sep in arg or "/" in arg or arg.endswith((".json", ".jsonl")):
+    if found.exists() or not is_bare_name(arg):
         return arg
     bundled = {p.name.split(".")[0]: p for p in example_trace_paths()}
     raise CLIError(f"no trace file {arg!r} and no bundled trace of that name; bundled traces "

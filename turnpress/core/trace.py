@@ -712,18 +712,23 @@ def _decode_utf8(data: bytes, where: str, first_line: int | None = None) -> str:
                          f"column {exc.start + 1})") from None
 
 
+def is_bare_name(name: str) -> bool:
+    """Whether ``name`` may be a bundled trace's name rather than a path: no directory
+    part and no ``.json``/``.jsonl`` ending."""
+    return not (os.sep in name or "/" in name or name.endswith((".json", ".jsonl")))
+
+
 def trace_file(path: str | os.PathLike[str]) -> Path:
     """``path`` as given, or, when no such file exists and it is a bare name (no
     directory, no ``.json``/``.jsonl`` ending), the bundled example trace of that name
     (``product-research``), as the command line accepts it."""
     p = Path(path)
-    name = os.fspath(path)
-    if p.exists() or os.sep in name or "/" in name or name.endswith((".json", ".jsonl")):
+    if p.exists() or not is_bare_name(os.fspath(path)):
         return p
     from turnpress.examples import example_trace_paths
 
     for candidate in example_trace_paths():
-        if candidate.name.split(".")[0] == name:
+        if candidate.name.split(".")[0] == os.fspath(path):
             return candidate
     return p
 
