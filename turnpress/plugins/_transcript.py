@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from functools import partial
+from itertools import islice
 from typing import Any
 
 from turnpress.core.compression import RenderContext, newest_items
@@ -77,9 +78,16 @@ def first_tool_turn(turns: Sequence[Turn]) -> int:
     reading depends only on the turns up to it, so earlier turns render the same as the
     run grows."""
     for pos, turn in enumerate(turns, 1):
-        if turn.messages and turn.messages[0].get("tool_calls"):
+        if calls_tools(turn):
             return pos
     return len(turns) + 1
+
+
+def words_at(turns: Sequence[Turn], pos: int) -> bool:
+    """Whether the ``pos``-th turn (1-based) reads its user and system messages as the
+    user's own words (:func:`is_words`): it, or a turn before it, made a tool call
+    (``first_tool_turn(turns[:pos]) <= pos``, without copying the turns)."""
+    return any(calls_tools(t) for t in islice(turns, pos))
 
 
 def is_words(message: Mapping[str, Any], words: bool) -> bool:

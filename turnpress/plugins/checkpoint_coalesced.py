@@ -51,6 +51,7 @@ from turnpress.plugins._transcript import (
     output_text,
     tool_calls,
     transcript_head_breakpoints,
+    words_at,
     words_section,
 )
 from turnpress.plugins.full_history import TurnWalk
@@ -374,7 +375,7 @@ class CheckpointCoalesced(Strategy):
         (or its item ``pos - 1``) when the caller has it."""
         turn = turns[pos - 1]
         if turn.messages:
-            words = first_tool_turn(turns[:pos]) <= pos
+            words = words_at(turns, pos)
             return cut_feedback(turn, ctx, words=words, **line_limits(self.output_lines))
         call = ctx.template("checkpoint_coalesced/delta_call.j2", number=turn.number,
                             tool_calls=ctx.tool_calls([turn], self.tool_call_limit))

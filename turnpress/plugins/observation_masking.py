@@ -26,9 +26,9 @@ from turnpress.core.model import Message, Turn
 from turnpress.plugins._transcript import (
     assistant_messages,
     content_text,
-    first_tool_turn,
     is_words,
     with_content,
+    words_at,
 )
 from turnpress.plugins.full_history import FullHistory, TurnWalk
 
@@ -100,7 +100,7 @@ class ObservationMasking(Strategy):
                      ) -> tuple[Message, ...]:
         turn = turns[pos - 1]
         left = None if turn.messages else ctx.turns_left_after(turns, pos)
-        words = bool(turn.messages) and first_tool_turn(turns[:pos]) <= pos
+        words = bool(turn.messages) and words_at(turns, pos)
         return ctx.per_turn(turn, (self.name, "masked", left, words),
                             lambda: tuple(self._masked_pair(ctx, turns, pos)))
 
@@ -109,7 +109,7 @@ class ObservationMasking(Strategy):
         turn = turns[pos - 1]
         full = self._full.turn_pair(ctx, turns, pos)
         if turn.messages:
-            words = first_tool_turn(turns[:pos]) <= pos  # the user's words stay unmasked
+            words = words_at(turns, pos)  # the user's words stay unmasked
             out: list[Message] = []
             for m, same in zip(turn.messages, full, strict=True):
                 text = content_text(m)

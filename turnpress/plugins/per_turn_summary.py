@@ -24,7 +24,7 @@ from turnpress.core.compression import (
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Fn, Message, Turn
-from turnpress.plugins._transcript import cut_feedback, first_tool_turn
+from turnpress.plugins._transcript import cut_feedback, words_at
 from turnpress.plugins.full_history import FullHistory, TurnWalk, per_turn_after
 
 
@@ -92,7 +92,7 @@ class PerTurnSummary(Strategy):
                    ) -> tuple[Message, ...]:
         turn = turns[pos - 1]
         if turn.messages:
-            words = first_tool_turn(turns[:pos]) <= pos  # the user's own words stay whole
+            words = words_at(turns, pos)  # the user's own words stay whole
             return ctx.per_turn(turn, (self.name, "cut", words),
                                 lambda: tuple(cut_feedback(turn, ctx, words=words)))
         key = (self.name, "pair", ctx.turns_left_after(turns, pos), self.println_limit,

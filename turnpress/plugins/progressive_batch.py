@@ -42,10 +42,10 @@ from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
 from turnpress.plugins._transcript import (
     content_text,
-    first_tool_turn,
     output_messages,
     output_text,
     user_words,
+    words_at,
 )
 from turnpress.plugins.full_history import FullHistory, TurnWalk, per_turn_after
 
@@ -113,7 +113,7 @@ class ProgressiveBatch(Strategy):
             calls[call.name] = calls.get(call.name, 0) + 1
         previous = turns[pos - 2].memory if pos > 1 else {}
         if turn.messages:
-            words = first_tool_turn(turns[:pos]) <= pos
+            words = words_at(turns, pos)
             printed = (output_text(turn, words).count("\n") + 1
                        if output_messages(turn, words) else 0)
         else:
@@ -143,7 +143,7 @@ class ProgressiveBatch(Strategy):
             full = self._full.turn_pair(ctx, turns, pos)
             recap = self.recap(ctx, turns, pos)
             # the user's own words after the turn stay, as sent
-            words = [dict(m) for m in user_words(turn, first_tool_turn(turns[:pos]) <= pos)]
+            words = [dict(m) for m in user_words(turn, words_at(turns, pos))]
             if len(recap) + messages_size(words) >= messages_size(full):  # type: ignore[arg-type]
                 return tuple(full)
             return (ctx.message("assistant", recap), *words)  # type: ignore[misc]
