@@ -152,10 +152,10 @@ def test_transcript_pieces_are_cut_and_rendered_once_per_turn(monkeypatch) -> No
     """single-user-coalesced and aggressive on a transcript: each turn's outputs are
     cut, and its tool-call arguments rendered, once per run and set of limits, not once
     per later prompt; cut_feedback returns the same message objects each time."""
-    from turnpress.plugins import _transcript
+    from turnpress.plugins import _imported_messages
 
     cuts: list[str] = []
-    cut_middle = _transcript.cut_middle
+    cut_middle = _imported_messages.cut_middle
 
     def counting_cut(text, ctx, **limits):
         cuts.append(text)
@@ -168,7 +168,7 @@ def test_transcript_pieces_are_cut_and_rendered_once_per_turn(monkeypatch) -> No
         calls.append(1)
         return to_clojure(self, value, limit, printable_limit)
 
-    monkeypatch.setattr(_transcript, "cut_middle", counting_cut)
+    monkeypatch.setattr(_imported_messages, "cut_middle", counting_cut)
     monkeypatch.setattr(RenderContext, "to_clojure", counting_clojure)
     trace = transcript(n_extra=8)
     contents = sum(1 for t in trace.turns for m in t.messages
@@ -182,8 +182,8 @@ def test_transcript_pieces_are_cut_and_rendered_once_per_turn(monkeypatch) -> No
     args = trace.prompt_arguments(3)
     ctx = RenderContext(mission="m", system_prompt="", tools=args["tools"],
                         data=args["data"], turns_left=3)
-    first = _transcript.cut_feedback(trace.turns[1], ctx)
-    again = _transcript.cut_feedback(trace.turns[1], ctx)
+    first = _imported_messages.cut_feedback(trace.turns[1], ctx)
+    again = _imported_messages.cut_feedback(trace.turns[1], ctx)
     assert first == again and first is not again
     assert all(a is b for a, b in zip(first, again, strict=True))
     assert "lines elided" in first[1]["content"]

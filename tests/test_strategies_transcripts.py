@@ -12,7 +12,7 @@ from turnpress import StrategyNotApplicable, ToolCall, Turn, render
 from turnpress.core.compression import strategy_names
 from turnpress.core.model import Usage
 from turnpress.core.trace import Trace
-from turnpress.plugins._transcript import answered
+from turnpress.plugins._imported_messages import answered
 
 SYSTEM = {"role": "system", "content": "You are a coding agent with a bash tool."}
 MISSION = {"role": "user", "content": "Fix the failing test in tests/test_parse.py"}

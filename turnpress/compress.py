@@ -41,7 +41,7 @@ from turnpress.core.model import INSTRUCTION_ROLES, Message, Tool, Turn
 from turnpress.core.providers import to_anthropic, to_openai
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers import anthropic_messages, openai_chat
-from turnpress.plugins.readers._transcript import Entry, build_trace, tools_from
+from turnpress.plugins.readers._messages_to_trace import Entry, build_trace, tools_from
 
 __all__ = ["Compressor", "compress", "count_tokens"]
 
@@ -273,7 +273,7 @@ def _has_assistant(messages: Sequence[Any]) -> bool:
 
 
 def _text(content: Any) -> str:
-    from turnpress.plugins.readers._transcript import text_of
+    from turnpress.plugins.readers._messages_to_trace import text_of
 
     return text_of(content)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from turnpress.core.compression import RenderContext
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Turn
-from turnpress.plugins._transcript import summary_view
+from turnpress.plugins._imported_messages import summary_view
 from turnpress.plugins.single_user_coalesced import SingleUserCoalesced
 
 FAILED_PROGRAM_LINES = 20

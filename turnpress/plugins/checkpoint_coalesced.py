@@ -40,7 +40,7 @@ from turnpress.core.compression import (
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
-from turnpress.plugins._transcript import (
+from turnpress.plugins._imported_messages import (
     content_text,
     cut_feedback,
     cut_middle,
@@ -198,7 +198,7 @@ class _CheckpointView(SingleUserCoalesced):
                    seen: frozenset[str]) -> str:
         """A turn's entry in the Output section: its feedback (``kind="feedback"``), its
         outputs without the user's own words (``kind="outputs"``, see
-        ``_transcript.is_words``) or prints cut to head plus tail (``lines=None``), else
+        ``_imported_messages.is_words``) or prints cut to head plus tail (``lines=None``), else
         its key lines; made once per run, turn, settings and names seen before it."""
         if lines is None:
             key: tuple[Any, ...] = ("checkpoint-coalesced.cut", kind, self.output_lines)
@@ -222,7 +222,7 @@ class _CheckpointView(SingleUserCoalesced):
         """Mission, the tool calls made, then the output turn by turn: the last
         ``println_limit`` turns' feedback cut to head plus tail, older turns' key lines
         (``turn_lines=0``: ``single-user-coalesced``'s last outputs); then the user's own
-        messages (``_transcript.words_section``), never cut."""
+        messages (``_imported_messages.words_section``), never cut."""
         if not self.turn_lines:
             return super().transcript_content(turns, ctx)
         seen = self._names_before(turns)

@@ -40,7 +40,7 @@ from turnpress.core.compression import Breakpoint, RenderContext, Strategy
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
 from turnpress.core.registry import get_registry
-from turnpress.plugins._transcript import content_text
+from turnpress.plugins._imported_messages import content_text
 from turnpress.plugins.full_history import FullHistory, TurnWalk
 
 CLEARED_ARGUMENTS = "{}"

@@ -24,7 +24,7 @@ from turnpress.core.compression import (
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Fn, Message, Turn
-from turnpress.plugins._transcript import cut_feedback, words_at
+from turnpress.plugins._imported_messages import cut_feedback, words_at
 from turnpress.plugins.full_history import FullHistory, TurnWalk, per_turn_after
 
 

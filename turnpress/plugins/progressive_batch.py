@@ -40,7 +40,7 @@ from turnpress.core.compression import (
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
-from turnpress.plugins._transcript import (
+from turnpress.plugins._imported_messages import (
     content_text,
     output_messages,
     output_text,

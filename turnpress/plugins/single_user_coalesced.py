@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from turnpress.core.compression import RenderContext, Strategy, has_printed
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
-from turnpress.plugins._transcript import (
+from turnpress.plugins._imported_messages import (
     HEAD_LINES,
     newest_words,
     preamble_head,

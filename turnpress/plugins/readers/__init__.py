@@ -9,6 +9,6 @@
 
 Each module is a built-in plugin (listed in ``BUILTIN_PLUGINS``) and registers
 through ``register_trace_readers`` like a third-party reader; the
-mapping they share is in :mod:`~turnpress.plugins.readers._transcript`.
+mapping they share is in :mod:`~turnpress.plugins.readers._messages_to_trace`.
 """
 

@@ -46,7 +46,7 @@ from typing import Any
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Failure
 from turnpress.core.trace import Trace, TraceError
-from turnpress.plugins.readers._transcript import (
+from turnpress.plugins.readers._messages_to_trace import (
     Entry,
     build_trace,
     fail,

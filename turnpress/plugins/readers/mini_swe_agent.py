@@ -24,7 +24,7 @@ from typing import Any
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Failure
 from turnpress.core.trace import Trace
-from turnpress.plugins.readers._transcript import Entry, build_trace, fail, usage_from
+from turnpress.plugins.readers._messages_to_trace import Entry, build_trace, fail, usage_from
 
 __all__ = ["EXIT_REASON", "FORMAT", "detect", "read"]
 

@@ -7,7 +7,7 @@ either, one run a line. Messages are kept verbatim, every key as logged, so the
 messages before the n-th assistant message. One key is not part of a message as
 sent: a ``usage`` object on an assistant message (what logging proxies record:
 the response's usage) is read as that call's billed usage and left out of the
-replayed message. The mapping itself is in ``turnpress.plugins.readers._transcript``.
+replayed message. The mapping itself is in ``turnpress.plugins.readers._messages_to_trace``.
 
 Public: :func:`trace_from_messages` (used by ``turnpress.compress``).
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.trace import Trace, TraceError
-from turnpress.plugins.readers._transcript import (
+from turnpress.plugins.readers._messages_to_trace import (
     Entry,
     build_trace,
     fail,

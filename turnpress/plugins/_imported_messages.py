@@ -156,7 +156,7 @@ def cut_feedback(turn: Turn, ctx: RenderContext, *, words: bool = False,
 
     Made once per run, turn and limits (``RenderContext.per_turn``): every call returns
     a new list of the same message objects (never change them)."""
-    key = ("_transcript.cut_feedback", words, tuple(sorted(limits.items())))
+    key = ("_imported_messages.cut_feedback", words, tuple(sorted(limits.items())))
     return list(ctx.per_turn(turn, key, partial(_cut_feedback, turn, ctx, limits, words)))
 
 
@@ -209,7 +209,7 @@ def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
     else:
         limits = line_limits(lines)
     first = first_tool_turn(turns)
-    key = ("_transcript.cut_contents", tuple(limits.items()))
+    key = ("_imported_messages.cut_contents", tuple(limits.items()))
     cuts = newest_items((ctx.per_turn(t, (*key, pos >= first),
                                       partial(_cut_contents, t, ctx, limits, pos >= first))
                          for pos, t in zip(range(len(turns), 0, -1), reversed(turns), strict=True)),
@@ -250,7 +250,7 @@ def _words_upto(turns: Sequence[Turn], ctx: RenderContext, count: int
             entries = entries + own if own else entries
         return calling, entries
 
-    return _WORDS_WALK.pieces(ctx, turns, "_transcript.words", make, count=count)[-1]
+    return _WORDS_WALK.pieces(ctx, turns, "_imported_messages.words", make, count=count)[-1]
 
 
 def words_section(turns: Sequence[Turn], ctx: RenderContext) -> str | None:
@@ -278,7 +278,7 @@ def tool_calls(turns: Sequence[Turn], ctx: RenderContext, limit: int) -> str | N
     tool-calling agent reuses)."""
     if not turns:
         return None
-    key = ("_transcript.tool_calls", CALL_ARG_CHARS)
+    key = ("_imported_messages.tool_calls", CALL_ARG_CHARS)
     calls = newest_items((ctx.per_turn(t, key, partial(_call_entries, t, ctx))
                           for t in reversed(turns)), limit)
     return ctx.template("history/tool_calls.j2", calls=calls)
