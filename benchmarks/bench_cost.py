@@ -29,7 +29,7 @@ from pathlib import Path
 
 from turnpress import load_trace
 from turnpress.compare import compare_traces
-from turnpress.compare.engine import ComparisonResult
+from turnpress.compare.results import ComparisonResult
 from turnpress.core.registry import get_registry
 from turnpress.core.trace import TraceError
 from turnpress.examples import example_trace_paths

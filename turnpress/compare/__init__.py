@@ -14,20 +14,18 @@ Everything ``turnpress compare`` does is callable from Python::
     write_html_report(result, "report.html")
 """
 
-from turnpress.compare.engine import (
+from turnpress.compare.engine import compare_traces, resolve_strategies, strategy_label
+from turnpress.compare.failures import CompareError
+from turnpress.compare.results import (
     AsRun,
-    CompareError,
     ComparisonResult,
     DroppedFact,
     StrategyResult,
     TraceInfo,
     TracePrompts,
     TurnStats,
-    compare_traces,
-    count_traces,
-    resolve_strategies,
-    strategy_label,
 )
+from turnpress.compare.sources import count_traces
 
 __all__ = [
     "AsRun",

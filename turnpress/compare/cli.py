@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
-    from turnpress.compare.engine import TraceInfo
+    from turnpress.compare.results import TraceInfo
 
 __all__ = ["HTML_PROMPT_TRACES", "PROGRESS_MIN_TRACES", "compare"]
 
@@ -68,7 +68,9 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     """
     from rich.console import Console
 
-    from turnpress.compare.engine import CompareError, compare_traces, count_traces
+    from turnpress.compare.engine import compare_traces
+    from turnpress.compare.failures import CompareError
+    from turnpress.compare.sources import count_traces
     from turnpress.core.trace import TraceError
 
     sources = [resolve_trace_path(t) for t in traces] or None

@@ -12,8 +12,14 @@ from __future__ import annotations
 
 from types import TracebackType
 
-__all__ = ["describe_failure", "is_template_problem", "strategy_origin", "template_location",
-           "tokenizer_origin"]
+__all__ = ["CompareError", "describe_failure", "is_template_problem", "strategy_origin",
+           "template_location", "tokenizer_origin"]
+
+
+class CompareError(RuntimeError):
+    """The comparison as a whole cannot go on (the ``full-history`` baseline, a template
+    or the tokenizer failed); the message says which, where. A single strategy that
+    fails does not raise: it is listed in :attr:`ComparisonResult.not_compared`."""
 
 
 def template_location(exc: BaseException) -> str | None:

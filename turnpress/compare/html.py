@@ -22,8 +22,8 @@ from typing import Any
 
 import jinja2
 
-from turnpress.compare.engine import ComparisonResult, StrategyResult
 from turnpress.compare.pricing import cost_usd
+from turnpress.compare.results import ComparisonResult, StrategyResult
 from turnpress.compare.table import format_cost
 from turnpress.core.tokens import message_body
 

@@ -16,8 +16,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from turnpress.compare.engine import AsRun, ComparisonResult, StrategyResult
 from turnpress.compare.pricing import CACHE_WRITE_PREMIUM
+from turnpress.compare.results import AsRun, ComparisonResult, StrategyResult
 from turnpress.core.compression import BASELINE_STRATEGY
 
 __all__ = ["compact_tokens", "comparison_table", "dropped_summary", "format_cost", "notes",

@@ -1,0 +1,89 @@
+"""Counting one prompt: its tokens, and where the Anthropic cache model cuts it.
+
+A :class:`PromptCounter` belongs to one comparison worker; it counts each prompt
+exactly (through a :class:`~turnpress.core.tokens.TokenCounter`), reusing what the
+prompt shares with the previous prompt of the same strategy on the same run
+(a :class:`~turnpress.compare.reuse.PromptTrack`). A tokenizer that fails stops
+the comparison with a :class:`~turnpress.compare.failures.CompareError` naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from turnpress.compare.failures import CompareError, describe_failure, tokenizer_origin
+from turnpress.compare.reuse import PromptTrack, roles
+from turnpress.core.compression import RenderContext
+from turnpress.core.model import Message
+from turnpress.core.providers import anthropic_breakpoints
+from turnpress.core.tokens import TokenCounter, TokenizedPrompt, Tokenizer
+
+__all__ = ["PromptCounter", "split_turns"]
+
+
+class PromptCounter:
+    """Counts the prompts of one worker with ``tokenizer`` under the ``cache`` model."""
+
+    def __init__(self, tokenizer: Tokenizer, cache: str) -> None:
+        self.tokenizer = tokenizer
+        self.cache = cache
+        self.counter = TokenCounter(tokenizer)
+
+    def tokenize(self, messages: Sequence[Message],
+                  points: Iterable[tuple[int, int | None]] = (),
+                  track: PromptTrack | None = None, same: int = 0
+                  ) -> tuple[TokenizedPrompt, list[str]]:
+        """The counted prompt and its messages' bodies; with a ``track``, the messages
+        it shares with the track's previous prompt are reused (the first ``same`` are
+        equal to that prompt's: their bodies are taken as they are), and the track
+        moves on to this prompt."""
+        counter = self.counter
+        try:
+            if track is None:
+                bodies = counter.bodies(messages)
+                return counter.tokenize(messages, points, bodies), bodies
+            if same:
+                bodies = track.bodies[:same]
+                bodies.extend(counter.bodies(messages[same:]))
+                kinds = track.roles[:same]
+                kinds.extend(roles(messages[same:]))
+            else:
+                bodies = counter.bodies(messages)
+                kinds = roles(messages)
+            prompt = counter.tokenize(messages, points, bodies, track.prefix(kinds, bodies))
+            track.update(kinds, bodies, prompt, messages, same)
+            return prompt, bodies
+        except Exception as exc:
+            name = self.tokenizer.name
+            origin = tokenizer_origin(name)
+            if str(exc).startswith(f"{origin} failed: "):  # the registry's guard named it
+                raise CompareError(" ".join(str(exc).split())) from None
+            raise CompareError(f"{origin} failed: {describe_failure(exc)}") from None
+
+    def points(self, strategy: Any, messages: list[Message], turns: Any, memory: Any,
+                ctx: RenderContext) -> list[tuple[int, int | None]]:
+        """The cache breakpoints of ``messages`` as the Anthropic cache model counts them
+        (none under the other models)."""
+        if self.cache != "anthropic":
+            return []
+        method = getattr(strategy, "cache_breakpoints", None)
+        raw = [(0, None)] if method is None else list(method(turns, memory, ctx))
+        flat = [m if isinstance(m.get("content"), str) else
+                {"role": m["role"], "content": self.counter.body(m)} for m in messages]
+        return anthropic_breakpoints(flat, raw)
+
+
+def split_turns(messages: Sequence[Message], body: Callable[[Message], str]
+                 ) -> tuple[str, list[tuple[str, str]]]:
+    """A full-history conversation as (head text, [(assistant text, feedback text)])."""
+    head: list[str] = []
+    turns: list[tuple[list[str], list[str]]] = []
+    for m in messages:
+        if m["role"] == "assistant":
+            turns.append(([body(m)], []))
+        elif turns:
+            turns[-1][1].append(body(m))
+        else:
+            head.append(body(m))
+    return "\n".join(head), [("\n".join(a), "\n".join(f)) for a, f in turns]
