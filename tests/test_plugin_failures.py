@@ -19,7 +19,7 @@ from plugin_helpers import make_plugin
 
 from turnpress import PluginError, PluginWarning, render
 from turnpress.cli import main
-from turnpress.core import registry as registry_module
+from turnpress.core import plugin_loading
 from turnpress.core.registry import Registry, reset_registry
 from turnpress.examples import example_trace_paths
 
@@ -128,7 +128,7 @@ def test_a_plugin_that_fails_to_import_is_named_and_left_out(site, body, expecte
 
 
 def test_a_slow_import_is_reported_with_its_time(site, monkeypatch, capfd) -> None:
-    monkeypatch.setattr(registry_module, "SLOW_IMPORT_SECONDS", 0.05)
+    monkeypatch.setattr(plugin_loading, "SLOW_IMPORT_SECONDS", 0.05)
     make_plugin(site, "slow", "import time\ntime.sleep(0.3)\n")
     with pytest.warns(PluginWarning, match=r"plugin 'slow' .* took \d+\.\d s to import "
                                            r"\(more than 0.05 s\).*TURNPRESS_LOAD_PLUGINS"):

@@ -34,8 +34,7 @@ from turnpress.core.model import (
 from turnpress.core.registry import PluginError, PluginWarning
 from turnpress.core.templates import TemplateProblem
 from turnpress.core.trace import Trace, load_trace, save_trace
-
-__version__ = "0.1.0"
+from turnpress.core.version import __version__
 
 __all__ = [
     "Compression",

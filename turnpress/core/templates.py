@@ -38,14 +38,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jinja2
 
 from turnpress.core.clojure import to_clojure
-
-if TYPE_CHECKING:
-    from turnpress.core.registry import TemplateLayout
+from turnpress.core.hooks.template_dirs import (
+    BUILTIN_TEMPLATE_DIR,
+    TemplateLayout,
+    builtin_template_names,
+)
 
 __all__ = [
     "BUILTIN_TEMPLATE_DIR",
@@ -59,7 +61,6 @@ __all__ = [
     "resolve_template_dirs",
 ]
 
-BUILTIN_TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 ENV_VAR = "TURNPRESS_TEMPLATES"
 
 
@@ -83,17 +84,6 @@ class TemplateProblem(ValueError):
 
 class TemplateWarning(UserWarning):
     """A file in a template override directory that replaces no template."""
-
-
-def builtin_template_names() -> frozenset[str]:
-    """The names of every built-in template (``history/turns_left.j2``, ...)."""
-    return _builtin_names()
-
-
-@lru_cache(maxsize=1)
-def _builtin_names() -> frozenset[str]:
-    return frozenset(p.relative_to(BUILTIN_TEMPLATE_DIR).as_posix()
-                     for p in BUILTIN_TEMPLATE_DIR.rglob("*.j2"))
 
 
 def resolve_template_dirs(template_dirs: Iterable[str | os.PathLike[str]] = ()

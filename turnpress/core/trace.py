@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from turnpress.core import codec
+from turnpress.core.errors import TraceError
 from turnpress.core.model import (
     Failure,
     Memory,
@@ -68,10 +69,6 @@ __all__ = [
 TRACE_VERSION = 2
 #: The versions :func:`load_trace` reads.
 READ_VERSIONS = (1, 2)
-
-
-class TraceError(ValueError):
-    """A trace file that cannot be read; the message says where and what is wrong."""
 
 
 @dataclass(frozen=True)

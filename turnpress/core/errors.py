@@ -1,0 +1,32 @@
+"""The errors turnpress raises about its input and its plugins, below every other module.
+
+They live at the bottom of the core so that any layer can raise them: a trace that
+cannot be read (:class:`TraceError`, raised by the trace readers and by the guard
+around a plugin's reader), a plugin that cannot be loaded or used
+(:class:`PluginError`), and the warning that something a plugin did was left out
+(:class:`PluginWarning`). ``turnpress.core.trace`` and ``turnpress.core.registry``
+export them too.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PluginError", "PluginWarning", "TraceError"]
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be read; the message says where and what is wrong."""
+
+
+class PluginError(Exception):
+    """A plugin could not be loaded or used; the message names the plugin."""
+
+    def __init__(self, message: str, *, plugin: str | None = None,
+                 distribution: str | None = None, entry_point: str | None = None) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.distribution = distribution
+        self.entry_point = entry_point
+
+
+class PluginWarning(UserWarning):
+    """Issued when a plugin, or something it registered or answered, is left out."""
