@@ -13,7 +13,7 @@ from turnpress import ToolCall, Trace, Turn
 from turnpress.compare import compare_traces
 from turnpress.compare.cache import OpenAICache
 from turnpress.compare.retention import Fact, FactIndex, fact_present
-from turnpress.core import compression
+from turnpress.core import render_context, run_cache
 from turnpress.core.clojure import to_clojure
 from turnpress.core.templates import get_environment
 from turnpress.core.tokens import TokenCounter, Tokenizer, get_tokenizer, message_text
@@ -124,8 +124,8 @@ def test_compare_gives_the_same_figures_with_and_without_line_by_line_encoding(c
 def test_compare_gives_the_same_figures_without_the_template_text_cache(monkeypatch):
     traces = [transcript_trace(), *example_trace_paths()[:2]]
     cached = compare_traces(traces, None).dumps()
-    monkeypatch.setattr(compression, "_text_key", lambda name, variables: None)
-    compression._RUNS.clear()
+    monkeypatch.setattr(render_context, "_text_key", lambda name, variables: None)
+    run_cache._RUNS.clear()
     assert compare_traces(traces, None).dumps() == cached
 
 
@@ -134,7 +134,7 @@ def test_compare_gives_the_same_figures_without_the_template_text_cache(monkeypa
 
 def test_text_cache_keys_tell_apart_values_that_render_differently():
     def key(**variables):
-        found = compression._text_key("t.j2", variables)
+        found = render_context._text_key("t.j2", variables)
         assert found is not None
         return found
 
@@ -144,12 +144,12 @@ def test_text_cache_keys_tell_apart_values_that_render_differently():
                 key(x=[{"a": [1]}]), key(y=1)]
     assert len(set(distinct)) == len(distinct)
     assert key(x=[{"a": 1, "b": "c"}]) == key(x=[{"a": 1, "b": "c"}])
-    assert compression._text_key("t.j2", {"x": object()}) is None
-    assert compression._text_key("t.j2", {"x": [[[[["deep"]]]]]}) is None
+    assert render_context._text_key("t.j2", {"x": object()}) is None
+    assert render_context._text_key("t.j2", {"x": [[[[["deep"]]]]]}) is None
 
 
 def test_a_cached_template_text_is_the_rendered_text():
-    ctx = compression.RenderContext(mission="m", system_prompt="", tools={}, data={},
+    ctx = render_context.RenderContext(mission="m", system_prompt="", tools={}, data={},
                                     turns_left=3)
     env = get_environment()
     cases = [("progressive_batch/recap.j2",
@@ -169,7 +169,7 @@ def test_a_cached_template_text_is_the_rendered_text():
 
 
 def test_remembered_value_texts_are_to_clojures():
-    ctx = compression.RenderContext(mission="m", system_prompt="", tools={}, data={},
+    ctx = render_context.RenderContext(mission="m", system_prompt="", tools={}, data={},
                                     turns_left=3)
     text = "grep -rn 'def parse' src/ | head -50 && echo \"done\" " * 5
     values = [text, {"command": text}, {"a": 1}, {"a": True}, {"a": 1.0}, {"a": -0.0},

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import turnpress.core.compression as compression
-from turnpress.core.trace import _Reader
+import turnpress.core.trace_model as trace_model
+from turnpress.core.trace_parse import _Reader
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,7 +99,7 @@ def test_reports_malformed_trace_accepted_with_a_replay(fuzz, tmp_path, monkeypa
 
 
 def test_reports_a_render_traceback_with_the_program(fuzz, tmp_path, monkeypatch) -> None:
-    real = compression.render
+    real = trace_model.render
 
     def render(*args, **kwargs):  # injected bug: sets in memory break rendering
         for turn in kwargs.get("turns", ()):
@@ -107,7 +107,7 @@ def test_reports_a_render_traceback_with_the_program(fuzz, tmp_path, monkeypatch
                 raise KeyError("set in memory")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(compression, "render", render)
+    monkeypatch.setattr(trace_model, "render", render)  # the render Trace.prompt calls
     (report,) = fuzz.run(["programs"], 40, seed=3, fixed=False, out=tmp_path)
     assert report.counts["traceback"] > 0, counts(report)
     _, outcome, path = report.bad_cases[0]

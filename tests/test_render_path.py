@@ -17,7 +17,8 @@ from turnpress.agent import Agent, ScriptedLLM
 from turnpress.agent.agent import Settings
 from turnpress.agent.tasks import Task
 from turnpress.cli import main
-from turnpress.core import compression
+from turnpress.core import compression, render_context, run_cache
+from turnpress.core import strategy as strategy_module
 from turnpress.core.compression import RunState, get_strategy, prompt_arguments
 from turnpress.core.registry import get_registry
 from turnpress.core.trace import save_traces
@@ -210,7 +211,7 @@ def test_options_are_read_once_per_class(monkeypatch):
     class Fresh(Counting):
         name = "fresh"
 
-    monkeypatch.setattr(compression.inspect, "signature", counting)
+    monkeypatch.setattr(strategy_module.inspect, "signature", counting)
     trace = two_turn_trace()
     for _ in range(5):
         trace.prompt(2, (Fresh, {"limit": 4}))
@@ -309,9 +310,9 @@ def test_the_text_cache_of_a_run_stays_bounded():
         assert ctx.turns_left_line(i + 2) == f"Turns left: {i + 2}"
         ctx.template("history/output.j2", prints=["x" * 5000, str(i)], max_chars=None)
     cache = ctx.run_cache
-    assert len(cache.texts) <= compression._MAX_TEXTS
-    assert cache.text_chars <= compression._MAX_TEXT_CHARS
-    big = "y" * compression._MAX_TEXT_CHARS
+    assert len(cache.texts) <= run_cache.MAX_TEXTS
+    assert cache.text_chars <= run_cache._MAX_TEXT_CHARS
+    big = "y" * run_cache._MAX_TEXT_CHARS
     ctx.template("history/output.j2", prints=[big], max_chars=None)
     assert all(big not in text for text, _size in cache.texts.values())
 
@@ -336,7 +337,7 @@ def test_per_turn_values_are_made_once_per_turn_and_key_and_stay_bounded(monkeyp
                                           data={"q": 2}, turns_left=3)
     assert other_run.per_turn(first, ("s", 1), make("e")) == "value e"
     assert made == ["a", "c", "d", "e"]
-    monkeypatch.setattr(compression, "_MAX_PER_TURN", 3)
+    monkeypatch.setattr(render_context, "_MAX_PER_TURN", 3)
     for i in range(10):
         ctx.per_turn(first, ("bound", i), make(i))
     assert len(ctx.run_cache.per_turn) <= 3

@@ -9,7 +9,7 @@ import copy
 import pytest
 from test_strategies_coalesced_memo import RUNS
 
-from turnpress.core import compression
+from turnpress.core import render_context
 from turnpress.core.compression import RenderContext, check_messages, get_strategy
 from turnpress.core.trace import Trace
 from turnpress.plugins.checkpoint_coalesced import CheckpointCoalesced
@@ -85,19 +85,19 @@ def test_a_template_whose_texts_never_come_back_stops_being_remembered(monkeypat
     """A shifting window (new variables on every call) is rendered without the text
     cache after a while; a template asked for the same texts keeps them. The texts are
     the same either way."""
-    monkeypatch.setattr(compression, "_TEXT_STATS", {})
+    monkeypatch.setattr(render_context, "_TEXT_STATS", {})
     ctx = RenderContext(mission="m", system_prompt="", tools={}, data={"w": 1},
                         turns_left=3)
     cache = ctx.run_cache
-    for i in range(3 * compression._TEXT_PROBE):
+    for i in range(3 * render_context._TEXT_PROBE):
         prints = [f"line {j}" for j in range(i, i + 5)]
         assert ctx.template("history/output.j2", prints=prints, max_chars=None) == \
             ";; Output:\n" + "\n".join(prints)
         assert ctx.turns_left_line(i % 3 + 2) == f"Turns left: {i % 3 + 2}"
     output_keys = [k for k in cache.texts if k[0] == "history/output.j2"]
-    assert len(output_keys) == compression._TEXT_PROBE
-    assert compression._TEXT_STATS["history/output.j2"][2] > 0  # paused
-    assert compression._TEXT_STATS["history/turns_left.j2"][2] == 0
+    assert len(output_keys) == render_context._TEXT_PROBE
+    assert render_context._TEXT_STATS["history/output.j2"][2] > 0  # paused
+    assert render_context._TEXT_STATS["history/turns_left.j2"][2] == 0
     assert len([k for k in cache.texts if k[0] == "history/turns_left.j2"]) == 3
 
 

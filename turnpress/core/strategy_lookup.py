@@ -1,0 +1,180 @@
+"""Finding the strategy a ``compression=`` value names: names, specs, options.
+
+``"rolling-window:window=3"``, ``True``, a class, an instance or
+``(name, {options})`` become a strategy instance (:func:`get_strategy`) or a
+``(name, options)`` pair (:func:`normalize`); unknown names and options raise a
+``ValueError`` naming the valid ones.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from turnpress.core.registry import Registry, get_registry
+from turnpress.core.strategy import (
+    BASELINE_STRATEGY,
+    DEFAULT_STRATEGY,
+    Compression,
+    option_defaults,
+)
+
+__all__ = ["get_strategy", "normalize", "parse_strategy_spec", "strategy_names"]
+
+
+def strategy_names(registry: Registry | None = None) -> list[str]:
+    """The names of all registered strategies, sorted."""
+    return sorted((registry or get_registry()).strategies())
+
+
+def _is_strategy_class(x: Any) -> bool:
+    return isinstance(x, type) and isinstance(getattr(x, "name", None), str) and callable(
+        getattr(x, "to_messages", None))
+
+
+def _lookup(name: str, registry: Registry) -> type:
+    strategies = registry.strategies()
+    if name in strategies:
+        return strategies[name].value
+    valid = ", ".join(sorted(strategies)) or "(none)"
+    raise ValueError(f"unknown strategy {name!r}; registered strategies: {valid}."
+                     + registry.failure_note())
+
+
+def parse_strategy_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """Split ``"NAME:k=v,k2=v2"`` into ``("NAME", {"k": "v", "k2": "v2"})`` (values as text)."""
+    name, _, rest = spec.partition(":")
+    name = name.strip()
+    if not name:
+        raise ValueError(f"strategy spec {spec!r} has no strategy name; "
+                         f"use NAME or NAME:option=value,...")
+    options: dict[str, str] = {}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"strategy spec {spec!r}: {item!r} is not option=value")
+        if key.strip() in options:
+            raise ValueError(f"strategy spec {spec!r} gives option {key.strip()!r} twice; "
+                             f"give each option once")
+        options[key.strip()] = value.strip()
+    return name, options
+
+
+def _coerce_option(strategy: str, option: str, text: str, default: Any) -> Any:
+    """Turn an option's text into the type of its default (for CLI-style specs)."""
+    try:
+        if isinstance(default, bool):
+            lowered = text.lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if isinstance(default, int):
+            return int(text)
+        if isinstance(default, float):
+            return float(text)
+    except ValueError:
+        kind = {bool: "a boolean (true or false)", int: "an integer",
+                float: "a number"}.get(type(default), f"a {type(default).__name__}")
+        raise ValueError(f"strategy {strategy!r}: option {option!r} expects {kind}, "
+                         f"got {text!r}") from None
+    return text
+
+
+def _resolve(compression: Compression, registry: Registry) -> tuple[type, dict[str, Any]]:
+    """``(strategy class, validated options as given)`` for a ``compression=`` value."""
+    if compression is None or compression is False:
+        compression = BASELINE_STRATEGY
+    elif compression is True:
+        compression = DEFAULT_STRATEGY
+    if isinstance(compression, tuple):
+        if len(compression) != 2 or not isinstance(compression[1], Mapping):
+            raise ValueError(f"compression tuple must be (name_or_class, {{options}}), "
+                             f"got {compression!r}")
+        cls, options = _resolve(compression[0], registry)
+        return cls, _validated(cls, {**options, **compression[1]})
+    if isinstance(compression, str):
+        name, text_options = parse_strategy_spec(compression)
+        cls = _lookup(name, registry)
+        return cls, _validated(cls, text_options, from_text=True)
+    if _is_strategy_class(compression):
+        return compression, {}
+    if _is_strategy_class(type(compression)):
+        return type(compression), dict(getattr(compression, "options", {}))
+    valid = ", ".join(strategy_names(registry))
+    raise ValueError(
+        f"compression={compression!r} is not understood; use True, False, None, a strategy "
+        f"name ({valid}), a Strategy class, or (name_or_class, {{options}})"
+    )
+
+
+def _validated(cls: type, options: Mapping[str, Any], *, from_text: bool = False
+               ) -> dict[str, Any]:
+    defaults = option_defaults(cls)
+    unknown = [k for k in options if k not in defaults]
+    if unknown:
+        valid = ", ".join(defaults) or "(none)"
+        raise ValueError(f"strategy {cls.name!r} has no option {unknown[0]!r}; "
+                         f"valid options: {valid}")
+    if from_text:
+        return {k: _coerce_option(cls.name, k, v, defaults[k]) for k, v in options.items()}
+    return dict(options)
+
+
+def _instantiate(cls: type, options: Mapping[str, Any]) -> Any:
+    try:
+        return cls(**options)
+    except TypeError as exc:
+        raise ValueError(f"strategy {cls.name!r}: {exc}") from None
+
+
+_RESOLVED: dict[tuple[Any, ...], tuple[Any, type, dict[str, Any]]] = {}
+_RESOLVED_LOCK = threading.Lock()
+
+
+def get_strategy(compression: Compression = True, /, registry: Registry | None = None,
+                 **options: Any) -> Any:
+    """The strategy instance that ``render(..., compression=compression)`` uses.
+
+    Accepts everything :func:`normalize` accepts, plus a ready instance; extra
+    keyword arguments are options. ``False``/``None`` give the ``full-history``
+    baseline. Bad names and options raise ``ValueError``. A name, spec string or
+    ``True``/``False``/``None`` is looked up, parsed and validated once per set of
+    registered strategies; later calls only build a new instance from the result.
+    """
+    registry = registry or get_registry()
+    if not options and _is_strategy_class(type(compression)):
+        return compression
+    cacheable = not options and (compression is None or isinstance(compression, (bool, str)))
+    if cacheable:
+        key = (type(compression), compression, id(registry))
+        strategies = registry.strategies()
+        hit = _RESOLVED.get(key)
+        if hit is not None and hit[0] is strategies:
+            return _instantiate(hit[1], hit[2])
+    cls, given = _resolve(compression, registry)
+    valid = _validated(cls, {**given, **options})
+    instance = _instantiate(cls, valid)
+    if cacheable:
+        with _RESOLVED_LOCK:
+            if len(_RESOLVED) > 256:
+                _RESOLVED.clear()
+            _RESOLVED[key] = (strategies, cls, valid)
+    return instance
+
+
+def normalize(compression: Compression) -> tuple[str | None, dict[str, Any]]:
+    """Normalize a ``compression=`` value to ``(strategy_name | None, options)``.
+
+    ``True`` -> ``("single-user-coalesced", {})``; ``False``/``None`` -> ``(None, {})``;
+    a registered name (or ``"name:k=v,..."``), a Strategy class, an instance, or
+    ``(name_or_class, {options})``. Anything else, an unknown name or an unknown
+    option raises ``ValueError`` naming the bad value and the valid ones.
+    """
+    if compression is None or compression is False:
+        return None, {}
+    cls, options = _resolve(compression, get_registry())
+    _instantiate(cls, options)  # option values are checked by the constructor
+    return cls.name, options
