@@ -21,8 +21,8 @@ from itertools import islice
 from operator import itemgetter
 from typing import Any
 
-from turnpress.core.codec import DigestBudgetExceeded, value_digester
 from turnpress.core.model import Fn, Keyword
+from turnpress.core.values import DigestBudgetExceeded, value_digester
 
 __all__ = ["MAX_DEPTH", "TEXT_CAP_FACTOR", "set_sort_key", "to_clojure"]
 
