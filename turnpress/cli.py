@@ -11,11 +11,21 @@ on stderr, without Python's source-line echo.
 from __future__ import annotations
 
 import importlib
+import json
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+
+from turnpress.core.compression import get_strategy
+from turnpress.core.inspect import describe_trace
+from turnpress.core.providers import format_text, prompt_with_breakpoints, to_anthropic, to_openai
+from turnpress.core.registry import PluginError, PluginWarning, get_registry
+from turnpress.core.templates import export_templates, list_templates
+from turnpress.core.trace import TraceError, is_bare_name, iter_traces, trace_file
+from turnpress.examples import EXAMPLES_DIR, example_trace_paths
 
 T = TypeVar("T")
 
@@ -54,8 +64,6 @@ class TurnpressGroup(click.Group):
 
     def load_plugin_commands(self) -> None:
         """Ask the plugins for their commands (again, if the registry was replaced)."""
-        from turnpress.core.registry import get_registry
-
         registry = get_registry()
         if self._loaded_for is registry:
             return
@@ -86,8 +94,6 @@ class TurnpressGroup(click.Group):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Run the command with warnings shown as one line each."""
-        from turnpress.core.registry import PluginWarning
-
         with warnings.catch_warnings():
             warnings.simplefilter("always", PluginWarning)
             warnings.showwarning = _show_warning
@@ -129,8 +135,6 @@ in every command (``turnpress run -s none`` runs uncompressed)."""
 def strategy_spec(spec: str) -> str:
     """``spec``, with ``none`` (``off``, ``false``) read as ``full-history`` unless a
     plugin registers a strategy of that name."""
-    from turnpress.core.registry import get_registry
-
     if spec.strip().lower() in NO_STRATEGY and spec.strip() not in get_registry().strategies():
         return "full-history"
     return spec
@@ -139,9 +143,6 @@ def strategy_spec(spec: str) -> str:
 def choose_strategy(spec: str) -> Any:
     """The strategy instance for ``NAME[:k=v,...]`` (or ``none``: ``full-history``), or a
     one-line :class:`CLIError`."""
-    from turnpress.core.compression import get_strategy
-    from turnpress.core.registry import PluginError, get_registry
-
     spec = strategy_spec(spec)
     try:
         return get_strategy(spec)
@@ -163,8 +164,6 @@ def run_strategy(strategy: Any, call: Callable[[], T]) -> T:
     third-party strategy names the strategy and its plugin. A built-in strategy's
     bug keeps its traceback.
     """
-    from turnpress.core.registry import PluginError, get_registry
-
     try:
         return call()
     except (ValueError, PluginError) as exc:
@@ -180,10 +179,6 @@ def run_strategy(strategy: Any, call: Callable[[], T]) -> T:
 def resolve_trace_path(arg: str) -> str:
     """A trace file path as given, or the bundled example trace named ``arg``
     (``product-research``), as ``turnpress run NAME`` finds a bundled task."""
-    from pathlib import Path
-
-    from turnpress.core.trace import is_bare_name, trace_file
-    from turnpress.examples import EXAMPLES_DIR, example_trace_paths
 
     found = trace_file(arg)
     if found != Path(arg):  # a bundled trace's name
@@ -198,9 +193,6 @@ def resolve_trace_path(arg: str) -> str:
 def load_traces_or_examples(paths: tuple[str, ...]) -> list[Any]:
     """Load the traces named on the command line (a path or a bundled trace's name),
     or the bundled examples."""
-    from turnpress.core.trace import TraceError, iter_traces
-    from turnpress.examples import example_trace_paths
-
     files = [resolve_trace_path(p) for p in paths] or [str(p) for p in example_trace_paths()]
     traces = []
     for path in files:
@@ -242,9 +234,6 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
     the other; json/openai/anthropic: one JSON document a line); --turn must be
     valid for each run, which is checked before anything is printed.
     """
-    import json
-
-    from turnpress.core.providers import format_text, to_openai
 
     chosen = choose_strategy(strategy)
     traces = load_traces_or_examples((trace or DEFAULT_TRACE,))
@@ -273,8 +262,6 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
             documents.append({"trace": tr.name, "turn": n, "strategy": chosen.name,
                               "options": getattr(chosen, "options", {}), "messages": messages})
         elif fmt == "anthropic":
-            from turnpress.core.providers import prompt_with_breakpoints, to_anthropic
-
             _, breakpoints = run_strategy(chosen, lambda tr=tr, n=n: prompt_with_breakpoints(
                 tr, n, chosen, template_dirs))
             system, anthropic_messages = to_anthropic(messages, breakpoints)
@@ -296,10 +283,7 @@ def plugins(as_json: bool) -> None:
 
     In a pipe, the table is plain lines (one per plugin), so it can be grepped.
     """
-    import json
-
-    from turnpress.console import print_table
-    from turnpress.core.registry import PluginWarning, get_registry
+    from turnpress.console import print_table  # CLI lazy loading: rich only for tables
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PluginWarning)  # listed below the table instead
@@ -358,8 +342,6 @@ def trace() -> None:
 def trace_show(path: str, view: str, raw: bool, strategy: str,
                template_dirs: tuple[str, ...]) -> None:
     """Show the turns of the run(s) in TRACE (a file, or a bundled trace's name)."""
-    from turnpress.core.inspect import describe_trace
-
     chosen = choose_strategy(strategy)
     for tr in load_traces_or_examples((path,)):
         click.echo(run_strategy(chosen, lambda tr=tr: describe_trace(
@@ -376,8 +358,7 @@ def templates() -> None:
 def templates_list(template_dirs: tuple[str, ...]) -> None:
     """List template names and where each one comes from (built-in, a --templates
     directory, "overridden by DIST" for a plugin override, "plugin DIST")."""
-    from turnpress.console import print_table
-    from turnpress.core.templates import list_templates
+    from turnpress.console import print_table  # CLI lazy loading: rich only for tables
 
     try:
         infos = list_templates(template_dirs)
@@ -392,8 +373,6 @@ def templates_list(template_dirs: tuple[str, ...]) -> None:
 @click.option("--force", is_flag=True, help="Overwrite templates that already exist there.")
 def templates_export(directory: str, force: bool) -> None:
     """Copy the built-in templates into DIRECTORY, to edit and pass with --templates."""
-    from turnpress.core.templates import export_templates
-
     try:
         written = export_templates(directory, force=force)
     except FileExistsError as exc:

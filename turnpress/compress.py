@@ -39,9 +39,10 @@ from turnpress.core.compression import (
 )
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Tool, Turn
 from turnpress.core.providers import to_anthropic, to_openai
+from turnpress.core.tokens import get_tokenizer
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers import anthropic_messages, openai_chat
-from turnpress.plugins.readers._messages_to_trace import Entry, build_trace, tools_from
+from turnpress.plugins.readers._messages_to_trace import Entry, build_trace, text_of, tools_from
 
 __all__ = ["Compressor", "compress", "count_tokens"]
 
@@ -226,8 +227,6 @@ class Compressor:
 def count_tokens(payload: Any, tokenizer: str = "o200k_base") -> int:
     """Tokens of a request payload's JSON text (messages in any shape): a plain,
     format-independent measure to compare what two requests send."""
-    from turnpress.core.tokens import get_tokenizer
-
     text = json.dumps(payload, ensure_ascii=False, sort_keys=True, default=str)
     return get_tokenizer(tokenizer).count(text)
 
@@ -273,8 +272,6 @@ def _has_assistant(messages: Sequence[Any]) -> bool:
 
 
 def _text(content: Any) -> str:
-    from turnpress.plugins.readers._messages_to_trace import text_of
-
     return text_of(content)
 
 

@@ -11,6 +11,10 @@ import sys
 from collections.abc import Sequence
 from typing import IO
 
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
 __all__ = ["is_terminal", "plain_table", "print_table"]
 
 
@@ -50,10 +54,6 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
     if not (is_terminal(file) if tty is None else tty):
         file.write(plain_table(headers, rows) + "\n")
         return
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
     table = Table(title=title)
     for header in headers:
         table.add_column(header, overflow="fold")

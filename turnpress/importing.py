@@ -24,6 +24,7 @@ from pathlib import Path
 
 import click
 
+from turnpress.cli import fail_cleanly
 from turnpress.core.trace import (
     Trace,
     TraceError,
@@ -145,8 +146,6 @@ def import_command(files: tuple[str, ...], output: str, force: bool) -> None:
     keeps its runs and gets the new ones appended, as `run --save-trace x.jsonl`
     does; --force replaces it. Nothing is written if any input is bad.
     """
-    from turnpress.cli import fail_cleanly
-
     try:
         result = import_transcripts(files, output, replace=force)
     except TraceError as exc:

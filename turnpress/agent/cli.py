@@ -9,13 +9,23 @@ Exit codes: 0 the agent returned, 1 the run ended failed (any failure reason:
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 
-from turnpress.cli import CLIError
+from turnpress.agent.agent import INHERIT
+from turnpress.agent.display import RunView
+from turnpress.agent.llm import LLMError, MissingDependencyError, llm_from_spec
+from turnpress.agent.mission import expand_mission
+from turnpress.agent.system_prompt import system_prompt
+from turnpress.agent.tasks import DEFAULT_TASK, TaskError, bundled_task_names, load_task
+from turnpress.cli import CLIError, strategy_spec
+from turnpress.core.compression import normalize
+from turnpress.core.trace import append_jsonl, save_trace
 
 __all__ = ["run"]
 
@@ -31,8 +41,6 @@ class _OneLineErrors(click.Command):
 
 
 def _list_tasks(console: Console) -> None:
-    from turnpress.agent.tasks import DEFAULT_TASK, bundled_task_names, load_task
-
     console.print("Bundled tasks (run one with `turnpress run NAME`):")
     for name in bundled_task_names():
         task = load_task(name)
@@ -41,9 +49,6 @@ def _list_tasks(console: Console) -> None:
 
 
 def _compression(spec: str | None) -> Any:
-    from turnpress.agent.agent import INHERIT
-    from turnpress.cli import strategy_spec
-
     if spec is None:
         return INHERIT
     if strategy_spec(spec) != spec:  # none, off, false: the uncompressed full history
@@ -69,9 +74,6 @@ def check_trace_destination(path: str, *, force: bool) -> None:
     A ``.jsonl`` file gets the run appended (it is created if missing); an existing
     ``.json`` file holds one run, so it is overwritten only with ``--force``.
     """
-    import os
-    from pathlib import Path
-
     target = Path(path)
     parent = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
@@ -96,10 +98,6 @@ def _appends(path: Any) -> bool:
 
 def write_run(trace: Any, path: str) -> None:
     """Save ``trace``: appended as one line to a ``.jsonl`` file, else written as JSON."""
-    import tempfile
-    from pathlib import Path
-
-    from turnpress.core.trace import append_jsonl, save_trace
 
     target = Path(path)
     if not _appends(target):
@@ -113,9 +111,6 @@ def write_run(trace: Any, path: str) -> None:
 
 
 def _build_llm(spec: str, task: Any, base_url: str | None) -> tuple[Any, str]:
-    from turnpress.agent.llm import LLMError, MissingDependencyError, llm_from_spec
-    from turnpress.agent.tasks import TaskError
-
     try:
         if spec == "scripted":
             llm = task.scripted_llm()
@@ -165,12 +160,6 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
          ran out); the trace is still saved with --save-trace
       2  bad input (one Error: line); nothing was run
     """
-    from turnpress.agent.display import RunView
-    from turnpress.agent.mission import expand_mission
-    from turnpress.agent.system_prompt import system_prompt
-    from turnpress.agent.tasks import TaskError, load_task
-    from turnpress.core.compression import normalize
-
     console = Console(highlight=False, soft_wrap=True)
     if list_only:
         _list_tasks(console)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnpress.core.model import Message, Usage
+from turnpress.core.providers import to_anthropic
 from turnpress.core.trace import Trace, load_trace
 
 __all__ = [
@@ -271,8 +272,6 @@ class Anthropic:
 
     def request(self, messages: Iterable[Message]) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``messages``."""
-        from turnpress.core.providers import to_anthropic
-
         system, conversation = to_anthropic(
             list(messages), [(0, None)] if self.cache_system_prompt else [])
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens,

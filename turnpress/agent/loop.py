@@ -32,6 +32,7 @@ from turnpress.core.compression import (
     render,
 )
 from turnpress.core.model import Failure, Message, Tool, Turn
+from turnpress.lisp import run_program
 
 __all__ = ["FAIL_REASON", "TurnObserver", "run_loop"]
 
@@ -65,8 +66,6 @@ def run_loop(
     saved run carries what the provider billed.
     ``on_turn`` (if given) sees each turn as soon as it is appended.
     """
-    from turnpress.lisp import run_program
-
     if max_turns == 1:
         compression = False
     strategy = get_strategy(compression)  # once per run, not once per turn

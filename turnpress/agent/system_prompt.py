@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable
 
 from turnpress.core.templates import get_environment, resolve_template_dirs
+from turnpress.lisp import LANGUAGE_REFERENCE
 
 __all__ = ["SYSTEM_PROMPT_TEMPLATE", "system_prompt"]
 
@@ -20,8 +21,6 @@ SYSTEM_PROMPT_TEMPLATE = "agent/system_prompt.j2"
 
 def system_prompt(template_dirs: Iterable[str | os.PathLike[str]] = ()) -> str:
     """The default system prompt, rendered from :data:`SYSTEM_PROMPT_TEMPLATE`."""
-    from turnpress.lisp import LANGUAGE_REFERENCE
-
     env = get_environment(resolve_template_dirs(template_dirs))
     text = env.get_template(SYSTEM_PROMPT_TEMPLATE).render(
         language_reference=LANGUAGE_REFERENCE.strip("\n"))

@@ -16,6 +16,7 @@ Everything ``turnpress compare`` does is callable from Python::
 
 from turnpress.compare.engine import compare_traces, resolve_strategies, strategy_label
 from turnpress.compare.failures import CompareError
+from turnpress.compare.html import html_report, write_html_report
 from turnpress.compare.results import (
     AsRun,
     ComparisonResult,
@@ -26,6 +27,7 @@ from turnpress.compare.results import (
     TurnStats,
 )
 from turnpress.compare.sources import count_traces
+from turnpress.compare.table import comparison_table, print_comparison
 
 __all__ = [
     "AsRun",
@@ -45,15 +47,3 @@ __all__ = [
     "strategy_label",
     "write_html_report",
 ]
-
-
-def __getattr__(name: str):  # the table (rich) and the HTML report load on first use
-    if name in ("comparison_table", "print_comparison"):
-        from turnpress.compare import table
-
-        return getattr(table, name)
-    if name in ("html_report", "write_html_report"):
-        from turnpress.compare import html
-
-        return getattr(html, name)
-    raise AttributeError(f"module 'turnpress.compare' has no attribute {name!r}")

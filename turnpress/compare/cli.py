@@ -9,11 +9,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from turnpress.cli import CLIError, resolve_trace_path, strategy_spec, templates_option
 from turnpress.compare.cache import cache_model_names
+from turnpress.compare.engine import compare_traces
+from turnpress.compare.failures import CompareError
+from turnpress.compare.html import write_html_report
 from turnpress.compare.pricing import PRICE_PRESETS
+from turnpress.compare.sources import count_traces
+from turnpress.compare.table import print_comparison
 from turnpress.core.registry import PluginError
+from turnpress.core.trace import TraceError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -66,12 +81,6 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     facts the agent went on to use it still shows). Traces with billed usage add
     an "as run" row. A strategy that cannot run is listed with its reason.
     """
-    from rich.console import Console
-
-    from turnpress.compare.engine import compare_traces
-    from turnpress.compare.failures import CompareError
-    from turnpress.compare.sources import count_traces
-    from turnpress.core.trace import TraceError
 
     sources = [resolve_trace_path(t) for t in traces] or None
     if html_path is not None:
@@ -102,12 +111,8 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     if as_json:
         click.echo(result.dumps())
     else:
-        from turnpress.compare.table import print_comparison
-
         print_comparison(result, Console(soft_wrap=False))
     if html_path is not None:
-        from turnpress.compare.html import write_html_report
-
         try:
             write_html_report(result, html_path)
         except OSError as exc:
@@ -117,15 +122,6 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
 
 def _progress(console: Console, total: int) -> Progress:
     """A transient progress bar over ``total`` traces."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     # no refresh thread (auto_refresh=False): worker processes can then be forked
     bar = Progress(TextColumn("comparing"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("traces"), TimeElapsedColumn(), TimeRemainingColumn(),

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from types import TracebackType
 
+import jinja2
+
+from turnpress.core.registry import get_registry
+
 __all__ = ["CompareError", "describe_failure", "is_template_problem", "strategy_origin",
            "template_location", "tokenizer_origin"]
 
@@ -47,8 +51,6 @@ def template_location(exc: BaseException) -> str | None:
 def is_template_problem(exc: BaseException) -> bool:
     """Whether ``exc`` is a broken template (a Jinja2 error, or the registry's
     ``TemplateProblem``), rather than a fault of the strategy's own code."""
-    import jinja2
-
     return (isinstance(exc, jinja2.TemplateError)
             or any(c.__name__ == "TemplateProblem" for c in type(exc).__mro__))
 
@@ -75,8 +77,6 @@ def _origin(kind: str, name: str, found: dict) -> str:
 
 def strategy_origin(name: str) -> str:
     """``strategy 'x'``, plus ``of plugin 'p' (distribution d 1.0, ...)`` for a plugin's."""
-    from turnpress.core.registry import get_registry
-
     try:
         return _origin("strategy", name, get_registry().strategies())
     except Exception:  # the registry itself is broken: name the strategy only
@@ -85,8 +85,6 @@ def strategy_origin(name: str) -> str:
 
 def tokenizer_origin(name: str) -> str:
     """``tokenizer 'x'``, plus the plugin that registered it when it is not built in."""
-    from turnpress.core.registry import get_registry
-
     try:
         return _origin("tokenizer", name, get_registry().tokenizers())
     except Exception:

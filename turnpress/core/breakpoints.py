@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from turnpress.core.registry import get_registry
+
 __all__ = ["BreakpointError", "breakpoint_problem", "check_breakpoints"]
 
 SHAPE = "a list of (message_index: int, offset: int | None) pairs"
@@ -56,8 +58,6 @@ def strategy_origin(strategy: Any) -> str:
     """``strategy 'x'``, plus ``of plugin ...`` when a third-party plugin registered it."""
     name = getattr(strategy, "name", "") or type(strategy).__name__
     try:
-        from turnpress.core.registry import get_registry
-
         owner = get_registry().strategy_owner(type(strategy))
     except Exception:  # the registry itself is broken: name the strategy only
         owner = None

@@ -48,6 +48,7 @@ from turnpress.core.hooks.template_dirs import (
     TemplateLayout,
     builtin_template_names,
 )
+from turnpress.core.registry import get_registry
 
 __all__ = [
     "BUILTIN_TEMPLATE_DIR",
@@ -208,8 +209,6 @@ class _Environment(jinja2.Environment):
 def get_environment(dirs: tuple[Path, ...] = ()) -> jinja2.Environment:
     """A Jinja2 environment searching ``dirs``, plugin overrides, the built-in
     templates, then the plugins' own templates."""
-    from turnpress.core.registry import get_registry
-
     return _environment(tuple(dirs), get_registry().template_layout())
 
 
@@ -222,8 +221,6 @@ def unused_template_files(dirs: Iterable[Path], layout: TemplateLayout | None = 
     A file that a template in ``dirs`` names in quotes (``{% include "macros.j2" %}``)
     is used, so it is not listed.
     """
-    from turnpress.core.registry import get_registry
-
     layout = layout or get_registry().template_layout()
     known = sorted(builtin_template_names() | {name for name, _ in layout.own})
     files = [(path, path.relative_to(d).as_posix()) for d in dirs
@@ -293,8 +290,6 @@ def list_templates(template_dirs: Iterable[str | os.PathLike[str]] = ()) -> list
     A file of ``template_dirs`` that replaces no template is listed too (its origin
     says so) and gets a :class:`TemplateWarning`.
     """
-    from turnpress.core.registry import get_registry
-
     dirs = resolve_template_dirs(template_dirs)
     layout = get_registry().template_layout()
     found_unused = unused_template_files(dirs, layout)

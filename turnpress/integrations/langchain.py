@@ -31,7 +31,7 @@ __all__ = ["LangChainCompressor", "compress_messages", "from_openai", "to_openai
 
 def _core() -> Any:
     try:
-        from langchain_core import messages
+        from langchain_core import messages  # optional dependency: the [langchain] extra
     except ImportError:  # pragma: no cover - depends on the environment
         raise ImportError("turnpress.integrations.langchain needs langchain-core: "
                           "pip install 'turnpress[langchain]'") from None

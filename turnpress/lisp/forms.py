@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from turnpress.core.clojure import to_clojure
+
 __all__ = ["ListForm", "MapForm", "SetForm", "Symbol", "VectorForm", "form_text", "position"]
 
 
@@ -101,6 +103,4 @@ def form_text(form: Any) -> str:
     brackets = _BRACKETS.get(type(form).__name__)
     if brackets is not None:
         return brackets[0] + " ".join(form_text(x) for x in form) + brackets[1]
-    from turnpress.core.clojure import to_clojure
-
     return to_clojure(form)[0]

@@ -113,7 +113,7 @@ def _public_encoder(encoding: str) -> Callable[[str], list[int]]:
     """``bpe_openai.get_encoding(encoding).encode_ordinary`` (the documented API)."""
     with warnings.catch_warnings():  # its importlib.resources use is dated
         warnings.simplefilter("ignore", DeprecationWarning)
-        import bpe_openai
+        import bpe_openai  # heavy dependency (~1 s): loaded on the first exact count
 
         return bpe_openai.get_encoding(encoding).encode_ordinary
 
