@@ -16,7 +16,9 @@ text, the OpenAI shape and the Anthropic shape (with its cache breakpoints). A
 strategy that cannot render a trace gives the digest of its error. Then it runs
 ``turnpress compare --json`` on the same traces under ``--cache openai`` and
 ``--cache anthropic`` and writes the digest of each JSON document with its timing
-fields removed. Lines are sorted, so ``--jobs`` does not change the manifest.
+fields removed. Last, ``compress()`` of a few prefixes of each imported transcript's
+messages, under every strategy, in the OpenAI and the Anthropic shape. Lines are
+sorted, so ``--jobs`` does not change the manifest; ``--only`` picks sections.
 Run it under ``nice``: it takes minutes on the corpus.
 """
 
@@ -58,6 +60,9 @@ VARIANTS: dict[str, tuple[dict[str, Any], ...]] = {
 }
 #: keys of compare's JSON that measure time, not behaviour
 TIMING_KEYS = ("seconds", "elapsed", "time", "duration", "ms")
+#: how many message prefixes of each transcript go through compress()
+COMPRESS_CUTS = 4
+SECTIONS = ("render", "compare", "compress")
 
 
 def _digest(data: Any) -> str:
@@ -140,6 +145,41 @@ def _task(args: tuple[str, str, dict[str, Any]]) -> list[str]:
     return _render_lines(*args)
 
 
+def _compress_lines(path: str) -> list[str]:
+    """``compress()`` digests of a transcript's message prefixes (a few per run), every
+    strategy, OpenAI shape and Anthropic shape (the Anthropic input is the prefix as
+    ``full-history`` gives it in that shape)."""
+    from turnpress import compress
+    from turnpress.core.compression import strategy_names
+    from turnpress.core.trace import iter_traces
+
+    lines: list[str] = []
+    for index, trace in enumerate(iter_traces(path)):
+        if not trace.preamble:  # a PTC-Lisp run: no provider messages to compress
+            continue
+        where = f"{_label(Path(path))}#{index}:{trace.name}"
+        messages = [dict(m) for m in trace.preamble]
+        messages += [dict(m) for turn in trace.turns for m in turn.messages]
+        step = max(1, (len(messages) - len(trace.preamble)) // COMPRESS_CUTS)
+        cuts = sorted({*range(len(trace.preamble), len(messages) + 1, step), len(messages)})
+        for cut in cuts:
+            try:
+                system, body = compress(messages[:cut], strategy="full-history",
+                                        format="anthropic")
+            except Exception as exc:  # the error is the behaviour
+                system, body = "", [{"error": f"{type(exc).__name__}: {exc}"}]
+            for name in strategy_names():
+                for shape in ("openai", "anthropic"):
+                    try:
+                        out = (compress(messages[:cut], strategy=name) if shape == "openai"
+                               else compress({"system": system, "messages": body},
+                                             strategy=name, format="anthropic"))
+                    except Exception as exc:  # the error is the behaviour
+                        out = f"error:{type(exc).__name__}: {exc}"
+                    lines.append(f"{where}\tcompress:{name}\t{cut}\t{shape}\t{_digest(out)}")
+    return lines
+
+
 def _without_timing(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _without_timing(v) for k, v in value.items()
@@ -168,19 +208,21 @@ def compare_lines(files: Sequence[Path], jobs: int, src: Path | None) -> Iterato
             yield f"compare\t{group}\t{cache}\tjson\t{_digest(doc)}"
 
 
-def build_manifest(corpus: Path | None, jobs: int, src: Path | None) -> list[str]:
-    """Every line of the manifest, sorted."""
+def build_manifest(corpus: Path | None, jobs: int, src: Path | None,
+                   sections: Sequence[str] = SECTIONS) -> list[str]:
+    """Every line of the manifest (of ``sections``), sorted."""
     files = trace_files(corpus)
     tasks = [(str(f), name, options) for f in files for name, options in variants()]
     lines: list[str] = []
-    if jobs > 1:
-        with ProcessPoolExecutor(jobs) as pool:
+    with ProcessPoolExecutor(jobs) as pool:
+        if "render" in sections:
             for chunk in pool.map(_task, tasks, chunksize=1):
                 lines += chunk
-    else:
-        for task in tasks:
-            lines += _task(task)
-    lines += compare_lines(files, jobs, src)
+        if "compress" in sections:
+            for chunk in pool.map(_compress_lines, [str(f) for f in files], chunksize=1):
+                lines += chunk
+    if "compare" in sections:
+        lines += compare_lines(files, jobs, src)
     return sorted(lines)
 
 
@@ -215,11 +257,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"corpus folder (default {DEFAULT_CORPUS}; a missing one is "
                              "skipped)")
     parser.add_argument("--no-corpus", action="store_true", help="bundled traces only")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help=f"comma-separated sections to run (default: {','.join(SECTIONS)})")
     parser.add_argument("--src", type=Path, default=None,
                         help="import turnpress from this source tree instead")
     args = parser.parse_args(argv)
     if args.output is None and args.check is None:
         parser.error("give -o MANIFEST, --check MANIFEST, or both")
+    sections = [s.strip() for s in args.only.split(",") if s.strip()]
+    if not sections or set(sections) - set(SECTIONS):
+        parser.error(f"--only takes sections among {', '.join(SECTIONS)}, got {args.only!r}")
     if args.src is not None:
         sys.path.insert(0, str(args.src.resolve()))
         os.environ["PYTHONPATH"] = os.pathsep.join([str(args.src.resolve()),
@@ -227,7 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import turnpress
 
     print(f"turnpress from {Path(turnpress.__file__).parent}", file=sys.stderr)
-    manifest = build_manifest(None if args.no_corpus else args.corpus, args.jobs, args.src)
+    manifest = build_manifest(None if args.no_corpus else args.corpus, args.jobs, args.src,
+                              sections)
     if args.output is not None:
         args.output.write_text("\n".join(manifest) + "\n", encoding="utf-8")
         print(f"wrote {len(manifest)} lines to {args.output}", file=sys.stderr)

@@ -40,7 +40,7 @@ from turnpress.core.compression import (
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Tool, Turn
 from turnpress.core.providers import to_anthropic, to_openai
 from turnpress.core.tokens import get_tokenizer
-from turnpress.core.trace import Trace, TraceError
+from turnpress.core.trace import TraceError
 from turnpress.plugins.readers import anthropic_messages, openai_chat
 from turnpress.plugins.readers._messages_to_trace import Entry, build_trace, text_of, tools_from
 
@@ -88,21 +88,27 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
     the README's "Compress your own agent's messages").
     """
     _check_format(format)
-    get_strategy(strategy)  # an unknown strategy is an error even with no turn yet
+    chosen = get_strategy(strategy)  # an unknown strategy is an error even with no turn yet
+    # 1. messages -> entries: the format's reader, as `turnpress import` reads them
     if format == "anthropic":
         system, body, tools = _anthropic_input(messages, tools)
-        entries_source: Any = {"system": system, "messages": _plain_list(body)}
-        if not _has_assistant(body):
-            return _preamble_only(_anthropic_entries(system, body), format, _error_ids(body))
-        trace = anthropic_messages.read({**entries_source, "tools": None}, WHERE)
-        trace = replace(trace, tools=_tool_map(tools))
-        return _send(trace, strategy, turns_left, format, _error_ids(body))
-    body = _plain_list(messages)
-    if not _has_assistant(body):
-        return _preamble_only(_openai_entries(body, 0), format)
-    trace = openai_chat.trace_from_messages(body, tools=_tool_map(tools), where=WHERE)
-    return _send(trace, strategy, turns_left, format)
-
+        entries = anthropic_messages.message_entries(system, body, WHERE)
+        source, error_ids = anthropic_messages.FORMAT, _error_ids(body)
+    else:
+        body = _plain_list(messages)
+        entries = openai_chat.message_entries(body, WHERE)
+        source, error_ids = openai_chat.FORMAT, set()
+    if not _has_assistant(body):  # no turn yet: the messages go as they are
+        return _preamble_only(entries, format, error_ids)
+    # 2. entries -> trace: each assistant message starts a turn
+    trace = build_trace(entries, where=WHERE, source=source, tools=_tool_map(tools))
+    # 3. trace -> prompt: the next turn's, rendered by the strategy
+    args = trace.prompt_arguments(len(trace.turns) + 1)
+    args["turns_left"] = turns_left  # None: not known (RenderContext.turns_left_known)
+    args["memory"] = {}
+    prompt, points = render_with_breakpoints(**args, compression=chosen)
+    # 4. prompt -> the provider's shape
+    return _shaped(prompt, points, format, error_ids)
 
 class Compressor:
     """The incremental form of :func:`compress` for a live agent loop.
@@ -199,7 +205,7 @@ class Compressor:
     def _take(self, entry: Entry) -> None:
         role = entry.message.get("role") if isinstance(entry.message, dict) else None
         if role in ("user", *INSTRUCTION_ROLES):
-            text = _text(entry.message.get("content"))
+            text = text_of(entry.message.get("content"))
             if role != "user" and self._system_prompt is None:
                 self._system_prompt = text
             if role == "user" and self._mission is None:
@@ -271,10 +277,6 @@ def _has_assistant(messages: Sequence[Any]) -> bool:
     return any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in messages)
 
 
-def _text(content: Any) -> str:
-    return text_of(content)
-
-
 def _tool_map(tools: Any) -> dict[str, Tool]:
     if tools is None:
         return {}
@@ -329,15 +331,6 @@ def _preamble_only(entries: list[Entry], format: str, error_ids: Iterable[str] =
     _preamble_trace(entries)
     messages: list[Message] = [dict(e.message) for e in entries]  # type: ignore[misc]
     return _shaped(messages, [(0, None), (len(messages) - 1, None)], format, set(error_ids))
-
-
-def _send(trace: Trace, strategy: Compression, turns_left: int | None, format: str,
-          error_ids: Iterable[str] = ()) -> Any:
-    args = trace.prompt_arguments(len(trace.turns) + 1)
-    args["turns_left"] = turns_left  # None: not known (RenderContext.turns_left_known)
-    args["memory"] = {}
-    messages, points = render_with_breakpoints(**args, compression=strategy)
-    return _shaped(messages, points, format, set(error_ids))
 
 
 def _shaped(messages: list[Message], points: Sequence[Any], format: str,
