@@ -106,6 +106,7 @@ def _is_hashable_scalar(v: Any) -> bool:
 
 
 def is_container(v: Any) -> bool:
+    """Whether ``v`` holds other values (a list, tuple, map or set)."""
     return isinstance(v, (list, tuple, Mapping, set, frozenset))
 
 
