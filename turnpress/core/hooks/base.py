@@ -29,8 +29,7 @@ MakeRegistration = Callable[[PluginInfo, tuple[Any, ...]], Registration]
 class HookCalls(PluginLoader):
     """A :class:`PluginLoader` that calls ``register_*`` hooks and keeps their answers."""
 
-    def _collect(self, hook_name: str, kind: str,
-                 make: MakeRegistration
+    def _collect(self, hook_name: str, kind: str, make: MakeRegistration
                  ) -> dict[str, Registration]:
         """Call ``hook_name`` on each plugin separately, so one bad plugin stays alone."""
         cached = self._cache.get(hook_name)
