@@ -21,7 +21,7 @@ from turnpress.core.compression import Compression, get_strategy
 from turnpress.core.providers import to_anthropic
 from turnpress.plugins.readers import anthropic_messages
 
-__all__ = ["CompressOptions", "compress_chat", "provider_of"]
+__all__ = ["CompressOptions", "compress_chat", "message_key", "provider_of"]
 
 #: words in a model's class or name, and the provider whose cache model it bills by
 _PROVIDERS = ((re.compile(r"anthropic|claude"), "anthropic"),
@@ -72,22 +72,36 @@ def compress_chat(messages: Sequence[Mapping[str, Any]], *, failed: Collection[s
     entries = anthropic_messages.message_entries(system or None, out, "messages")
     same: dict[str, list[dict[str, Any]]] = {}
     for original in originals:
-        same.setdefault(_key(original), []).append(original)
+        same.setdefault(message_key(original), []).append(original)
     sent = []
     for entry in entries:
         message = _plain_chat(entry.message)
-        found = same.get(_key(message))
+        found = same.get(message_key(message))
         sent.append(found.pop(0) if found else message)
     return sent
 
 
-def _key(message: Mapping[str, Any]) -> str:
+def message_key(message: Mapping[str, Any]) -> str:
     """What a chat message says, with the round trip's differences evened out (empty
-    content is ``None``, ``name`` is not carried by the Anthropic shape, the order of
-    keys does not count)."""
+    content is ``None``, ``name`` is not carried by the Anthropic shape, neither the
+    order of keys nor the spacing of JSON arguments counts)."""
     plain = {k: v for k, v in _plain_chat(message).items()
              if v not in ("", None) and k != "name"}
+    if plain.get("tool_calls"):
+        plain["tool_calls"] = [_canonical_call(c) for c in plain["tool_calls"]]
     return json.dumps(plain, sort_keys=True, default=str)
+
+
+def _canonical_call(call: Any) -> Any:
+    """A tool call with its JSON ``arguments`` written one way."""
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping) or not isinstance(function.get("arguments"), str):
+        return call
+    try:
+        arguments = json.dumps(json.loads(function["arguments"]), sort_keys=True)
+    except ValueError:
+        return call
+    return {**call, "function": {**function, "arguments": arguments}}
 
 
 def _plain_chat(message: Mapping[str, Any]) -> dict[str, Any]:
