@@ -178,7 +178,12 @@ def test_cache_and_price_are_forwarded_only_when_given():
         TurnpressMiddleware("no-such-strategy")
 
 
+class _SmolModel:
+    model_id = "anthropic/claude-sonnet-4"
+
+
 @pytest.mark.parametrize(("model", "provider"), [
+    (_SmolModel(), "anthropic"),
     ("gpt-4o-mini", "openai"), ("o3-mini", "openai"), ("claude-sonnet-4-5", "anthropic"),
     ("anthropic:claude-3-5-haiku", "anthropic"), ("mistral-large", None), (None, None)])
 def test_provider_of_a_model_name(model, provider):

@@ -34,8 +34,8 @@ def provider_of(model: Any) -> str | None:
     provider)."""
     if model is None:
         return None
-    names = [type(model).__name__, str(getattr(model, "model_name", "") or ""),
-             str(getattr(model, "model", "") or ""), str(getattr(model, "system", "") or "")]
+    names = [type(model).__name__, *(str(getattr(model, a, "") or "") for a in (
+        "model_name", "model", "model_id", "system"))]
     if isinstance(model, str):
         names = [model]
     text = " ".join(names).lower()

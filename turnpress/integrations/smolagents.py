@@ -167,9 +167,9 @@ class TurnpressMemory:
         self.steps.append(step)
         self.turns.append(turn)
         self._turn[id(step)] = turn
-        self._rewrite(agent.memory, step, tools)
+        self._rewrite(agent.memory, step, tools, getattr(agent, "model", None))
 
-    def _rewrite(self, memory: Any, newest: ActionStep, tools: Any) -> None:
+    def _rewrite(self, memory: Any, newest: ActionStep, tools: Any, model: Any = None) -> None:
         """Replace the old action steps (all in memory: ``newest`` is appended by
         smolagents after its callbacks) by one view of them, where the first was. A
         step this callback did not see (added before it) is read without variables."""
@@ -183,7 +183,7 @@ class TurnpressMemory:
             s = steps[k]
             replaced.extend(s.steps if isinstance(s, TurnpressView) else [s])
         turns = [self._turn.get(id(s)) or turn_of(s, tools=tools) for s in replaced]
-        keywords = self.options.keywords()
+        keywords = self.options.keywords(model)
         rendered = render(turns, mission="", system_prompt=memory.system_prompt.system_prompt,
                           turns_left=None, compression=keywords.pop("strategy"), **keywords)
         view = TurnpressView(replaced, [m for m in rendered if m["role"] != "system"])
