@@ -104,6 +104,26 @@ def test_full_history_sends_what_the_agent_alone_sends(plain):
     assert requests(model) == requests(plain[1])
 
 
+def test_an_async_agent_goes_through_the_same_middleware():
+    import asyncio
+
+    from langchain.agents import create_agent
+
+    model = example.ScriptedModel(paths=["src/part_00.py", "nope.py", "src/part_01.py"])
+    repo = example.repository(2)
+
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return repo.get(path, f"Error: no such file {path!r}")
+
+    agent = create_agent(model, [read_file], system_prompt=example.SYSTEM,
+                         middleware=[TurnpressMiddleware()])
+    state = asyncio.run(agent.ainvoke({"messages": [{"role": "user",
+                                                     "content": example.MISSION}]}))
+    assert len(state["messages"]) == 8
+    assert [len(r) for r in model.requests] == [2, 2, 2, 2]
+
+
 def test_the_middleware_leaves_the_request_it_was_given_unchanged():
     from langchain.agents.middleware import ModelRequest
 

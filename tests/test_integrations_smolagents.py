@@ -24,6 +24,7 @@ from integration_checks import (
     run_readme_block,
 )
 from smolagents.memory import ActionStep, TaskStep
+from smolagents.memory import ToolCall as SmolToolCall
 from smolagents.monitoring import Timing
 from smolagents.utils import AgentExecutionError
 
@@ -127,6 +128,10 @@ def test_turn_of_an_action_step():
                         error=AgentExecutionError("division by zero", _Logger()))
     assert turn_of(failed).error == Failure("AgentExecutionError", "division by zero")
     assert tool_calls_in("def broken(:", {"read_file"}) == []
+    called = ActionStep(step_number=5, timing=Timing(start_time=0.0), observations="a.txt",
+                        tool_calls=[SmolToolCall("ls", {"path": "."}, "c1")])
+    assert turn_of(called).tool_calls == (ToolCall("ls", ({"path": "."},)),)  # no code
+    assert turn_of(called).prints == ("a.txt",)
 
 
 class _Logger:

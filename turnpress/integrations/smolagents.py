@@ -21,13 +21,15 @@ mission) and planning steps stay as they are. Each ``ActionStep`` becomes a turn
 - ``prints``: the execution logs of ``observations`` (what the code printed), and
   ``result`` the "Last output from code snippet";
 - ``tool_calls``: the agent's tools the code called, read from the code (name and
-  arguments: literals as values, other expressions as their source text);
+  arguments: literals as values, other expressions as their source text); for a
+  ``ToolCallingAgent`` (no code), the step's own ``tool_calls``;
 - ``memory``: the variables the code defined, as the Python executor holds them
   after the step (the coalesced views list them with their types);
 - a step with ``error`` is a failed turn (reason: the error's class, message: its
   text), which the coalesced views show while it is the latest.
 
-Nothing is lost: the view keeps the ``ActionStep``\\ s it replaced
+Images of old steps (``observations_images``) are not in the view (a coalesced
+view is text). Nothing is lost: the view keeps the ``ActionStep``\\ s it replaced
 (``TurnpressView.steps``) and the callback keeps every step (``TurnpressMemory.steps``).
 """
 
@@ -126,9 +128,12 @@ def turn_of(step: ActionStep, *, tools: Any = (), variables: Mapping[str, Any] |
     variables after the step."""
     code = step.code_action or ""
     prints, result = _observation(step.observations)
+    if step.code_action is None and step.tool_calls:  # a ToolCallingAgent's step
+        calls = [ToolCall(c.name, (c.arguments,)) for c in step.tool_calls]
+    else:
+        calls = tool_calls_in(code, tools)
     common: dict[str, Any] = {
-        "memory": dict(variables or {}), "prints": prints,
-        "tool_calls": tool_calls_in(code, tools),
+        "memory": dict(variables or {}), "prints": prints, "tool_calls": calls,
         "raw_response": str(step.model_output or code)}
     if step.error is not None:
         failure = Failure(type(step.error).__name__, str(step.error).strip())
