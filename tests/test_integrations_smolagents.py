@@ -23,8 +23,15 @@ from integration_checks import (
     readme_block,
     run_readme_block,
 )
+from smolagents import Model, ToolCallingAgent, tool
 from smolagents.memory import ActionStep, TaskStep
 from smolagents.memory import ToolCall as SmolToolCall
+from smolagents.models import (
+    ChatMessage,
+    ChatMessageToolCall,
+    ChatMessageToolCallFunction,
+    MessageRole,
+)
 from smolagents.monitoring import Timing
 from smolagents.utils import AgentExecutionError
 
@@ -159,8 +166,59 @@ def test_the_readme_section_runs_as_printed():
         """
         return repo[path]
 
-    from smolagents import tool
-
     printed = run_readme_block(block, model=example.ScriptedModel(list(repo)),
                                tools=[tool(read_file)], mission=example.MISSION)
     assert printed == "259\n['TaskStep', 'TurnpressView', 'ActionStep']\n"
+
+
+class ToolCallingModel(Model):
+    """A scripted smolagents model for a ``ToolCallingAgent``: five reads, then the answer."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(model_id="scripted")
+        self.name = name
+        self.requests: list = []
+
+    def generate(self, messages, stop_sequences=None, response_format=None,
+                 tools_to_call_from=None, **kwargs):
+        request = self._prepare_completion_kwargs(
+            messages=messages, stop_sequences=stop_sequences,
+            tools_to_call_from=tools_to_call_from, **kwargs)
+        self.requests.append(request["messages"])
+        k = len(self.requests)
+        name, args = ((self.name, {"path": f"src/part_0{k}.py"}) if k < 6
+                      else ("final_answer", {"answer": "done"}))
+        if k == 3:
+            args = {"path": "src/nope.py"}
+        function = ChatMessageToolCallFunction(name=name, arguments=args)
+        call = ChatMessageToolCall(id=f"c{k}", type="function", function=function)
+        return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+
+
+def test_a_tool_calling_agent_gets_the_view_of_its_tool_calls():
+    model = ToolCallingModel(name="read_file_of_the_example")
+    read_file = tool(read_file_of_the_example)
+    memory = TurnpressMemory()
+    agent = ToolCallingAgent(tools=[read_file], model=model, verbosity_level=-1,
+                             step_callbacks=[memory])
+    assert agent.run("Read the files.") == "done"
+    assert [type(s) for s in agent.memory.steps] == [TaskStep, TurnpressView, ActionStep]
+    last = text(model.requests[-1])
+    assert ';   read_file_of_the_example({:path "src/part_04.py"})' in last  # old calls
+    assert "LIMIT_5_59 = 559" in last  # the newest step's observation, as written
+    assert last.count("Calling tools:") == 1  # the newest step's only
+    after_error = text(model.requests[4])  # the failed step, old now, in the view
+    assert "Your previous attempt" in after_error
+    assert "Error executing tool 'read_file_of_the_example' with arguments {'path': " \
+        "'src/nope.py'}: KeyError" in after_error
+    # a step without code has its tool calls as its program
+    assert memory.turns[0].program == "read_file_of_the_example(path='src/part_01.py')"
+
+
+def read_file_of_the_example(path: str) -> str:
+    """Read a file of the example's repository.
+
+    Args:
+        path: the file's path
+    """
+    return example.repository(6)[path]

@@ -17,7 +17,7 @@ last code and that code's observation or error exactly), the ``TaskStep`` (the
 mission) and planning steps stay as they are. Each ``ActionStep`` becomes a turn:
 
 - ``program``: ``code_action`` (the coalesced views drop it; ``full-history``
-  shows it);
+  shows it); a ``ToolCallingAgent``'s step has its tool calls as Python calls;
 - ``prints``: the execution logs of ``observations`` (what the code printed), and
   ``result`` the "Last output from code snippet";
 - ``tool_calls``: the agent's tools the code called, read from the code (name and
@@ -121,6 +121,13 @@ def _variables(state: Mapping[str, Any], tools: Any) -> dict[str, Any]:
             and not isinstance(v, types.ModuleType) and not callable(v)}
 
 
+def _call_text(name: str, arguments: Any) -> str:
+    """A tool call as a line of Python: ``name(key='value', ...)``."""
+    if isinstance(arguments, Mapping):
+        return f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
+    return f"{name}({arguments!r})"
+
+
 def turn_of(step: ActionStep, *, tools: Any = (), variables: Mapping[str, Any] | None = None
             ) -> Turn:
     """One ``ActionStep`` as a turnpress :class:`~turnpress.Turn` (see the module
@@ -130,6 +137,7 @@ def turn_of(step: ActionStep, *, tools: Any = (), variables: Mapping[str, Any] |
     prints, result = _observation(step.observations)
     if step.code_action is None and step.tool_calls:  # a ToolCallingAgent's step
         calls = [ToolCall(c.name, (c.arguments,)) for c in step.tool_calls]
+        code = "\n".join(_call_text(c.name, c.arguments) for c in step.tool_calls)
     else:
         calls = tool_calls_in(code, tools)
     common: dict[str, Any] = {
