@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "pydantic_ai", "agents",
               "smolagents", "openai", "anthropic")
 
@@ -27,3 +29,21 @@ def test_import_turnpress_imports_no_framework():
 
 def test_the_integration_package_and_its_helpers_import_no_framework():
     assert loaded_after("import turnpress.integrations, turnpress.integrations._common") == set()
+
+
+@pytest.mark.parametrize(("module", "package", "extra"), [
+    ("smolagents", "smolagents", "smolagents"),
+    ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+    ("openai_agents", "agents", "openai-agents"),
+    ("langchain", "langchain", "langchain")])
+def test_a_missing_framework_is_one_line_naming_the_extra(module, package, extra):
+    """Without its framework, an integration says which extra to install (LangChain:
+    the list functions need langchain-core only; the middleware names the extra)."""
+    use = ("m.TurnpressMiddleware" if module == "langchain" else "m")
+    code = (f"import sys; sys.modules[{package!r}] = None\n"
+            f"try:\n    import turnpress.integrations.{module} as m; {use}\n"
+            f"except ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out.endswith(f"pip install 'turnpress[{extra}]'"), out
+    assert "\n" not in out

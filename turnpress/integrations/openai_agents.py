@@ -36,7 +36,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agents.run_config import CallModelData, ModelInputData
+try:
+    from agents.run_config import CallModelData, ModelInputData
+except ImportError:  # pragma: no cover - tested in a subprocess
+    raise ImportError("turnpress.integrations.openai_agents needs the OpenAI Agents SDK: "
+                      "pip install 'turnpress[openai-agents]'") from None
 
 from turnpress.core.compression import Compression
 from turnpress.integrations._common import CompressOptions, compress_chat, message_key

@@ -29,18 +29,22 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic_ai import RunContext
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        RetryPromptPart,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+except ImportError:  # pragma: no cover - tested in a subprocess
+    raise ImportError("turnpress.integrations.pydantic_ai needs pydantic-ai: "
+                      "pip install 'turnpress[pydantic-ai]'") from None
 
 try:  # pydantic-ai >= 2 takes history processors as a capability
     from pydantic_ai.capabilities import ProcessHistory

@@ -41,8 +41,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from smolagents.memory import ActionStep, MemoryStep
-from smolagents.models import ChatMessage, MessageRole
+try:
+    from smolagents.memory import ActionStep, MemoryStep
+    from smolagents.models import ChatMessage, MessageRole
+except ImportError:  # pragma: no cover - tested in a subprocess
+    raise ImportError("turnpress.integrations.smolagents needs smolagents: "
+                      "pip install 'turnpress[smolagents]'") from None
 
 from turnpress.core.compression import Compression, render
 from turnpress.core.model import Failure, ToolCall, Turn
