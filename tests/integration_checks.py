@@ -1,5 +1,6 @@
 """Checks the framework integrations' tests share: what a provider accepts of a request.
 
+``check_items`` holds Responses API input items to the API's rules.
 ``check_chat_request`` holds a list of OpenAI chat messages to the rules the OpenAI API
 enforces on tool use (each ``tool`` message answers a call of the assistant message
 before it, every call is answered before the next other message, ids are unique) and
@@ -72,3 +73,35 @@ def check_chat_request(messages: list[dict[str, Any]]) -> None:
 
     TypeAdapter(list[ChatCompletionMessageParam]).validate_python(messages, strict=True)
     check_chat_pairing(messages)
+
+
+def check_items(items: list[dict], produced: dict[str, dict]) -> None:
+    """What the Responses API requires of input items: each output answers an earlier
+    call, every call is answered, ids are unique, and each reasoning item is one the
+    model produced, unchanged, right before the item it preceded."""
+    from openai.types.responses import ResponseInputItemParam
+    from pydantic import TypeAdapter
+
+    TypeAdapter(list[ResponseInputItemParam]).validate_python(items)
+    calls: list[str] = []
+    answered: set[str] = set()
+    for k, item in enumerate(items):
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            assert item["call_id"] not in calls, f"item {k}: duplicate call id"
+            calls.append(item["call_id"])
+        elif kind == "function_call_output":
+            assert item["call_id"] in calls, f"item {k}: output without its call"
+            answered.add(item["call_id"])
+        elif kind == "reasoning":
+            assert item == produced[item["id"]], f"item {k}: reasoning item changed"
+            following = items[k + 1]
+            assert following.get("type") == "function_call", f"item {k}: reasoning alone"
+            assert following["id"] == item["id"].replace("rs_", "fc_")
+    assert set(calls) == answered, "a call left without its output"
+
+
+def produced_reasoning(plain_model: Any) -> dict[str, dict]:
+    """The reasoning items a scripted Agents SDK model produced, by id."""
+    return {i["id"]: i for _, items in plain_model.requests for i in items
+            if i.get("type") == "reasoning"}

@@ -17,15 +17,19 @@ import pytest
 pytest.importorskip("agents")
 
 from agents.run_config import CallModelData, ModelInputData
-from integration_checks import EXAMPLES, load_example, readme_block, run_readme_block
-from openai.types.responses import ResponseInputItemParam
-from pydantic import TypeAdapter
+from integration_checks import (
+    EXAMPLES,
+    check_items,
+    load_example,
+    produced_reasoning,
+    readme_block,
+    run_readme_block,
+)
 
 from turnpress.compress import count_tokens
 from turnpress.integrations.openai_agents import TurnpressFilter, default_is_error
 
 example = load_example("openai_agents_agent")
-ITEMS = TypeAdapter(list[ResponseInputItemParam])
 
 
 @pytest.fixture(scope="module")
@@ -36,34 +40,6 @@ def plain():
 @pytest.fixture(scope="module")
 def coalesced():
     return example.run("single-user-coalesced")
-
-
-def check_items(items: list[dict], produced: dict[str, dict]) -> None:
-    """What the Responses API requires of input items: each output answers an earlier
-    call, every call is answered, ids are unique, and each reasoning item is one the
-    model produced, unchanged, right before the item it preceded."""
-    ITEMS.validate_python(items)
-    calls: list[str] = []
-    answered: set[str] = set()
-    for k, item in enumerate(items):
-        kind = item.get("type", "message")
-        if kind == "function_call":
-            assert item["call_id"] not in calls, f"item {k}: duplicate call id"
-            calls.append(item["call_id"])
-        elif kind == "function_call_output":
-            assert item["call_id"] in calls, f"item {k}: output without its call"
-            answered.add(item["call_id"])
-        elif kind == "reasoning":
-            assert item == produced[item["id"]], f"item {k}: reasoning item changed"
-            following = items[k + 1]
-            assert following.get("type") == "function_call", f"item {k}: reasoning alone"
-            assert following["id"] == item["id"].replace("rs_", "fc_")
-    assert set(calls) == answered, "a call left without its output"
-
-
-def produced_reasoning(plain_model) -> dict[str, dict]:
-    return {i["id"]: i for _, items in plain_model.requests for i in items
-            if i.get("type") == "reasoning"}
 
 
 def test_the_example_runs_a_long_tool_loop_and_prints_its_savings():
