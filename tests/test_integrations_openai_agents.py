@@ -122,6 +122,16 @@ def test_a_list_without_a_model_response_yet_is_sent_as_it_is():
     assert out.input == items and out.instructions == "Be brief."
 
 
+def test_server_managed_state_sends_the_new_items_as_they_are():
+    """With previous_response_id, the input is only what came since: outputs of calls
+    the server holds. Nothing to compress, and nothing to refuse."""
+    items = [{"type": "function_call_output", "call_id": "c9", "output": "done"},
+             {"type": "function_call", "call_id": "c10", "name": "ls", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c10", "output": "a"}]
+    out = call(items)
+    assert out.input == items and out.instructions == "Be brief."
+
+
 def test_error_outputs():
     assert default_is_error("An error occurred while running the tool. Please try again.")
     assert default_is_error("Error: no such file") and not default_is_error("No errors.")

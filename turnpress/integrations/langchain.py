@@ -97,17 +97,22 @@ def _given_back(sent: Sequence[dict[str, Any]], originals: Sequence[BaseMessage]
 
 def compress_messages(messages: Sequence[BaseMessage], *, strategy: Any = True,
                       tools: Any = None, turns_left: int | None = None,
-                      cache: str | None = None, price: Any = None,
-                      _options: CompressOptions | None = None,
-                      _model: Any = None) -> list[BaseMessage]:
+                      cache: str | None = None, price: Any = None) -> list[BaseMessage]:
     """:func:`turnpress.compress` for ``BaseMessage`` lists: what to pass to the chat
     model next, as ``BaseMessage``s (a message sent as it was is a copy of the
     caller's, with its ``id``, metadata and ``status``). A ``ToolMessage`` with
     ``status="error"`` makes its turn a failed one for the strategy. ``cache`` and
     ``price`` are handed to ``compress()`` when given."""
-    options = _options or CompressOptions(strategy, cache=cache, price=price,
-                                          where="compress_messages")
-    keywords = {**options.keywords(_model), "tools": tools, "turns_left": turns_left}
+    options = CompressOptions(strategy, cache=cache, price=price, where="compress_messages")
+    return _compressed(messages, options, tools=tools, turns_left=turns_left)
+
+
+def _compressed(messages: Sequence[BaseMessage], options: CompressOptions, *,
+                tools: Any = None, turns_left: int | None = None,
+                model: Any = None) -> list[BaseMessage]:
+    """:func:`compress_messages` with checked options (``model``: the chat model the
+    messages go to, for the provider's cache model)."""
+    keywords = {**options.keywords(model), "tools": tools, "turns_left": turns_left}
     originals = list(messages)
     failed = {m.tool_call_id for m in originals
               if getattr(m, "type", None) == "tool" and getattr(m, "status", None) == "error"}
@@ -138,7 +143,7 @@ def pre_model_hook(strategy: Any = True, *, cache: str | None = None,
     def hook(state: Any) -> dict[str, Any]:
         """Compress the state's messages for this model call."""
         messages = state["messages"] if isinstance(state, dict) else state.messages
-        return {"llm_input_messages": compress_messages(messages, _options=options)}
+        return {"llm_input_messages": _compressed(messages, options)}
 
     return hook
 
@@ -200,9 +205,8 @@ if AgentMiddleware is not None:
             """``request`` with its system message and messages as the strategy renders
             them (a new request: the one given is unchanged)."""
             head = [request.system_message] if request.system_message is not None else []
-            sent = compress_messages([*head, *request.messages],
-                                     tools=_openai_tools(request.tools),
-                                     _options=self.options, _model=request.model)
+            sent = _compressed([*head, *request.messages], self.options,
+                               tools=_openai_tools(request.tools), model=request.model)
             system = None
             if sent and sent[0].type == "system":
                 system, sent = sent[0], sent[1:]

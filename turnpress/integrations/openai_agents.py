@@ -25,6 +25,11 @@ strategy, and writes the result back as Responses items:
   ``function_call_output``), with each call's ``call_id``, so every output follows
   its call and no output is left without one.
 
+With server-managed conversation state (``previous_response_id``,
+``conversation_id``) the input holds only the items added since the last response:
+an output whose call is not in the input means the server has the rest, and the
+filter sends the input as it is (there is nothing of the past to compress).
+
 A tool output that reports an error (by default: the SDK's own "An error occurred
 while running the tool" and text starting with ``Error``; pass ``is_error=``) makes
 its turn a failed one for the strategy.
@@ -194,7 +199,9 @@ class TurnpressFilter:
         """The input to send for this model call."""
         items, instructions = data.model_data.input, data.model_data.instructions
         forms, sources, aside, failed = to_chat(items, instructions, self.is_error)
-        if not any(f["role"] == "assistant" for f in forms):
+        calls = {c["id"] for f in forms for c in f.get("tool_calls") or ()}
+        if not any(f["role"] == "assistant" for f in forms) or any(
+                f["role"] == "tool" and f["tool_call_id"] not in calls for f in forms):
             return ModelInputData(input=list(items), instructions=instructions)
         model = getattr(getattr(data, "agent", None), "model", None)
         sent = compress_chat(forms, failed=failed, **self.options.keywords(model))
