@@ -8,7 +8,13 @@ error as a ``ToolMessage`` with ``status="error"``, which turnpress reads as a
 failed step). The chat model is a scripted fake (a LangChain ``BaseChatModel``), so the
 example runs offline: it reads the next file each step and, at the end, answers with
 the largest constant it can still see. It prints, per model call, the tokens the
-model received, then the same run without the middleware:
+model received, then the same run without the middleware.
+
+With ``single-user-coalesced`` the model sees the tool calls made and the newest
+outputs only (15 by default), so it misses the largest value, read 25 steps before
+the end, which the full history still shows: the recall a strategy trades for tokens,
+which ``turnpress compare`` measures on real runs. (The smolagents example keeps it:
+its code holds the value in a variable.)
 
     python examples/langchain_agent.py [--strategy NAME] [--files N]
 """
@@ -106,14 +112,15 @@ def tokens(messages: list[BaseMessage]) -> int:
 def main(strategy: str, files: int) -> None:
     """Run with and without the middleware; print what the model received."""
     state, model = run(strategy, files)
-    _, plain = run(None, files)
+    plain_state, plain = run(None, files)
     sent = [tokens(r) for r in model.requests]
     full = [tokens(r) for r in plain.requests]
     for number, (a, b) in enumerate(zip(sent, full, strict=True), 1):
         print(f"call {number}: {len(model.requests[number - 1])} messages, {a} tokens "
               f"(without turnpress: {len(plain.requests[number - 1])} messages, {b} tokens)")
     print(f"state keeps {len(state['messages'])} messages")
-    print(f"answer: {state['messages'][-1].content}")
+    print(f"answer: {state['messages'][-1].content} "
+          f"(without turnpress: {plain_state['messages'][-1].content})")
     print(f"tokens received: {sum(sent)}, without turnpress: {sum(full)}, "
           f"saved: {1 - sum(sent) / sum(full):.0%}")
 

@@ -9,7 +9,13 @@ tool raises; its ``failure_error_function`` hands the model ``Error: ...``). The
 model is a scripted implementation of the SDK's ``Model`` interface, so the example
 runs offline: it reads the next file each step and, at the end, answers with the
 largest constant it can still see. It prints, per model call, the tokens of the
-Responses input the model received, then the same run without the filter:
+Responses input the model received, then the same run without the filter.
+
+With ``single-user-coalesced`` the model sees the tool calls made and the newest
+outputs only (15 by default), so it misses the largest value, read 25 steps before
+the end, which the full history still shows: the recall a strategy trades for tokens,
+which ``turnpress compare`` measures on real runs. (The smolagents example keeps it:
+its code holds the value in a variable.)
 
     python examples/openai_agents_agent.py [--strategy NAME] [--files N]
 """
@@ -109,13 +115,13 @@ def run(strategy: str | None, files: int = 30) -> tuple[Any, ScriptedModel]:
 def main(strategy: str, files: int) -> None:
     """Run with and without the filter; print what the model received."""
     result, model = run(strategy, files)
-    _, plain = run(None, files)
+    plain_result, plain = run(None, files)
     sent = [count_tokens(r) for r in model.requests]
     full = [count_tokens(r) for r in plain.requests]
     for number, (a, b) in enumerate(zip(sent, full, strict=True), 1):
         print(f"call {number}: {len(model.requests[number - 1][1])} items, {a} tokens "
               f"(without turnpress: {len(plain.requests[number - 1][1])} items, {b} tokens)")
-    print(f"answer: {result.final_output}")
+    print(f"answer: {result.final_output} (without turnpress: {plain_result.final_output})")
     print(f"tokens received: {sum(sent)}, without turnpress: {sum(full)}, "
           f"saved: {1 - sum(sent) / sum(full):.0%}")
 

@@ -10,7 +10,13 @@ reads fail (the tool raises ``ModelRetry``: pydantic-ai hands the model a
 pydantic-ai's ``FunctionModel`` driven by a script, so the example runs offline: it
 reads the next file each step and, at the end, answers with the largest constant it
 can still see. It prints, per model call, the tokens the model received (the
-messages in the OpenAI chat shape), then the same run without the processor:
+messages in the OpenAI chat shape), then the same run without the processor.
+
+With ``single-user-coalesced`` the model sees the tool calls made and the newest
+outputs only (15 by default), so it misses the largest value, read 25 steps before
+the end, which the full history still shows: the recall a strategy trades for tokens,
+which ``turnpress compare`` measures on real runs. (The smolagents example keeps it:
+its code holds the value in a variable.)
 
     python examples/pydantic_ai_agent.py [--strategy NAME] [--files N]
 """
@@ -93,13 +99,13 @@ def tokens(messages: list[ModelMessage]) -> int:
 def main(strategy: str, files: int) -> None:
     """Run with and without the processor; print what the model received."""
     result, script, _ = run(strategy, files)
-    _, plain, _ = run(None, files)
+    plain_result, plain, _ = run(None, files)
     sent = [tokens(r) for r in script.requests]
     full = [tokens(r) for r in plain.requests]
     for number, (a, b) in enumerate(zip(sent, full, strict=True), 1):
         print(f"call {number}: {len(script.requests[number - 1])} messages, {a} tokens "
               f"(without turnpress: {len(plain.requests[number - 1])} messages, {b} tokens)")
-    print(f"answer: {result.output}")
+    print(f"answer: {result.output} (without turnpress: {plain_result.output})")
     print(f"tokens received: {sum(sent)}, without turnpress: {sum(full)}, "
           f"saved: {1 - sum(sent) / sum(full):.0%}")
 

@@ -48,6 +48,8 @@ def test_the_example_runs_a_long_tool_loop_and_prints_its_savings():
     out = subprocess.run([sys.executable, str(EXAMPLES / "langchain_agent.py")],
                          capture_output=True, text=True, timeout=300, check=True).stdout
     assert out.count("\ncall ") == 32 and out.startswith("call 1: ")
+    # the full history shows the largest value; the coalesced view, its newest 15 outputs
+    assert "(without turnpress: The largest is LIMIT_7_33 = 9000.)" in out
     assert "state keeps 66 messages" in out
     saved = int(out.rsplit("saved: ", 1)[1].split("%")[0])
     assert saved >= 40

@@ -71,7 +71,7 @@ def test_the_example_runs_and_prints_its_savings():
 
 def test_fewer_tokens_and_the_same_answer_from_what_the_code_learned(plain, coalesced):
     """At least 25% fewer tokens over the run (measured: 34%) with the default strategy,
-    and the same answer: the largest value, seen 26 steps before the end, lives on in the
+    and the same answer: the largest value, read 25 steps before the end, lives on in the
     code's variable ``best``."""
     (answer, agent, model), (plain_answer, _, plain_model) = coalesced, plain
     assert answer == plain_answer == 9000
