@@ -1,4 +1,16 @@
-"""LangChain adapter: compress ``BaseMessage`` lists (``pip install 'turnpress[langchain]'``).
+"""LangChain adapter: a v1 agent middleware, and ``BaseMessage`` lists compressed
+(``pip install 'turnpress[langchain]'``).
+
+In a LangChain v1 agent it is one line::
+
+    agent = create_agent(model, tools, middleware=[TurnpressMiddleware()])
+
+:class:`TurnpressMiddleware` wraps each model call (``wrap_model_call``): the
+request's system message and messages are compressed by the strategy and the model
+gets the result, while the graph state keeps every message, so ``result["messages"]``
+and a checkpointer still hold the full history to inspect. For a LangGraph
+``create_react_agent`` the same is :func:`pre_model_hook` (it returns
+``llm_input_messages``, which LangGraph sends instead of the state's messages).
 
 LangChain agents keep their state as ``langchain_core`` messages. This module
 converts them to the OpenAI chat shape turnpress reads and back, with
@@ -21,12 +33,19 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from turnpress.compress import Compressor, compress
+from turnpress.compress import Compressor
+from turnpress.integrations._common import CompressOptions, compress_chat
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
-__all__ = ["LangChainCompressor", "compress_messages", "from_openai", "to_openai"]
+try:  # the middleware needs langchain >= 1.0; the list functions need langchain-core only
+    from langchain.agents.middleware import AgentMiddleware
+except ImportError:  # pragma: no cover - depends on the environment
+    AgentMiddleware = None  # type: ignore[assignment,misc]
+
+__all__ = ["LangChainCompressor", "TurnpressMiddleware", "compress_messages", "from_openai",
+           "pre_model_hook", "to_openai"]
 
 
 def _core() -> Any:
@@ -77,17 +96,56 @@ def _given_back(sent: Sequence[dict[str, Any]], originals: Sequence[BaseMessage]
 
 
 def compress_messages(messages: Sequence[BaseMessage], *, strategy: Any = True,
-                      tools: Any = None, turns_left: int | None = None) -> list[BaseMessage]:
+                      tools: Any = None, turns_left: int | None = None,
+                      cache: str | None = None, price: Any = None) -> list[BaseMessage]:
     """:func:`turnpress.compress` for ``BaseMessage`` lists: what to pass to the chat
     model next, as ``BaseMessage``s (a message sent as it was is a copy of the
-    caller's, with its ``id``, metadata and ``status``)."""
+    caller's, with its ``id``, metadata and ``status``). A ``ToolMessage`` with
+    ``status="error"`` makes its turn a failed one for the strategy. ``cache`` and
+    ``price`` are handed to ``compress()`` when given."""
+    options = CompressOptions(strategy, cache=cache, price=price, where="compress_messages")
+    return _compressed(messages, options, tools=tools, turns_left=turns_left)
+
+
+def _compressed(messages: Sequence[BaseMessage], options: CompressOptions, *,
+                tools: Any = None, turns_left: int | None = None,
+                model: Any = None) -> list[BaseMessage]:
+    """:func:`compress_messages` with checked options (``model``: the chat model the
+    messages go to, for the provider's cache model)."""
+    keywords = {**options.keywords(model), "tools": tools, "turns_left": turns_left}
     originals = list(messages)
+    failed = {m.tool_call_id for m in originals
+              if getattr(m, "type", None) == "tool" and getattr(m, "status", None) == "error"}
     forms = to_openai(originals)
     if len(forms) != len(originals):  # not one form each: give back converted messages
-        return from_openai(compress(forms, strategy=strategy, tools=tools,
-                                    turns_left=turns_left))
-    return _given_back(compress(forms, strategy=strategy, tools=tools,
-                                turns_left=turns_left), originals, forms)
+        return from_openai(compress_chat(forms, failed=failed, **keywords))
+    return _given_back(compress_chat(forms, failed=failed, **keywords), originals, forms)
+
+
+def _openai_tools(tools: Sequence[Any]) -> list[dict[str, Any]] | None:
+    """A request's tools (``BaseTool``s or dicts) as OpenAI tool schemas, for the
+    strategy's ``ctx.tools``; ``None`` when there are none."""
+    if not tools:
+        return None
+    # optional dependency (the langchain extra), imported where it is used
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return [convert_to_openai_tool(t) for t in tools]
+
+
+def pre_model_hook(strategy: Any = True, *, cache: str | None = None,
+                   price: Any = None) -> Any:
+    """A LangGraph ``create_react_agent(pre_model_hook=...)`` node: it returns the
+    compressed messages as ``llm_input_messages`` (what LangGraph sends to the model
+    instead of the state's ``messages``), so the state keeps the full history."""
+    options = CompressOptions(strategy, cache=cache, price=price, where="pre_model_hook")
+
+    def hook(state: Any) -> dict[str, Any]:
+        """Compress the state's messages for this model call."""
+        messages = state["messages"] if isinstance(state, dict) else state.messages
+        return {"llm_input_messages": _compressed(messages, options)}
+
+    return hook
 
 
 class LangChainCompressor:
@@ -115,3 +173,57 @@ class LangChainCompressor:
         """What to send now, as ``BaseMessage``s."""
         return _given_back(self.compressor.messages(turns_left=turns_left),
                            self._originals, self._forms)
+
+
+if AgentMiddleware is not None:
+
+    class TurnpressMiddleware(AgentMiddleware):
+        """A LangChain v1 agent middleware: ``create_agent(model, tools,
+        middleware=[TurnpressMiddleware(strategy)])``.
+
+        Before each model call it compresses the request's system message and messages
+        with ``strategy`` (see :func:`turnpress.compress`) and calls the model with
+        them; the graph state is not touched, so the agent's ``messages`` keep the full
+        history. Tool-call ids and pairing are the strategy's (every shown tool result
+        follows its call); a message the strategy sends as it was is the caller's own
+        ``BaseMessage`` (content blocks such as reasoning, ``id`` and metadata kept).
+
+        ``cache`` (``"openai"`` / ``"anthropic"``) and ``price`` are handed to
+        ``compress()`` when given; when ``compress()`` takes a cache model and none is
+        given, the provider of the request's chat model is used where it can be told
+        (``ChatOpenAI`` / ``ChatAnthropic``). The request's tools reach a plugin
+        strategy as ``ctx.tools``.
+        """
+
+        def __init__(self, strategy: Any = True, *, cache: str | None = None,
+                     price: Any = None) -> None:
+            super().__init__()
+            self.options = CompressOptions(strategy, cache=cache, price=price,
+                                           where="TurnpressMiddleware")
+
+        def compressed(self, request: Any) -> Any:
+            """``request`` with its system message and messages as the strategy renders
+            them (a new request: the one given is unchanged)."""
+            head = [request.system_message] if request.system_message is not None else []
+            sent = _compressed([*head, *request.messages], self.options,
+                               tools=_openai_tools(request.tools), model=request.model)
+            system = None
+            if sent and sent[0].type == "system":
+                system, sent = sent[0], sent[1:]
+            return request.override(system_message=system, messages=list(sent))
+
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            """Call the model with the compressed request."""
+            return handler(self.compressed(request))
+
+        async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+            """Call the model with the compressed request (async agents)."""
+            return await handler(self.compressed(request))
+
+else:  # pragma: no cover - depends on the environment
+
+    def __getattr__(name: str) -> Any:
+        if name == "TurnpressMiddleware":
+            raise ImportError("TurnpressMiddleware needs langchain >= 1.0: "
+                              "pip install 'turnpress[langchain]'")
+        raise AttributeError(name)

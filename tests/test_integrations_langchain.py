@@ -1,0 +1,212 @@
+"""The LangChain v1 middleware (issue 19 item 1): ``create_agent(middleware=[...])``.
+
+The example ``examples/langchain_agent.py`` runs a real ``create_agent`` tool loop of
+33 model calls against a scripted ``BaseChatModel``; these tests run it with and
+without the middleware and check what the model received.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("langchain.agents")
+
+from integration_checks import (
+    EXAMPLES,
+    check_chat_request,
+    load_example,
+    readme_block,
+    run_readme_block,
+)
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_openai_messages
+
+from turnpress.compress import count_tokens
+from turnpress.integrations._common import CompressOptions, provider_of
+from turnpress.integrations.langchain import TurnpressMiddleware, pre_model_hook
+
+example = load_example("langchain_agent")
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return example.run(None)
+
+
+@pytest.fixture(scope="module")
+def coalesced():
+    return example.run("single-user-coalesced")
+
+
+def requests(model) -> list[list[dict]]:
+    return [convert_to_openai_messages(r) for r in model.requests]
+
+
+def test_the_example_runs_a_long_tool_loop_and_prints_its_savings():
+    out = subprocess.run([sys.executable, str(EXAMPLES / "langchain_agent.py")],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    assert out.count("\ncall ") == 32 and out.startswith("call 1: ")
+    # the full history shows the largest value; the coalesced view, its newest 15 outputs
+    assert "(without turnpress: The largest is LIMIT_7_33 = 9000.)" in out
+    assert "state keeps 66 messages" in out
+    saved = int(out.rsplit("saved: ", 1)[1].split("%")[0])
+    assert saved >= 40
+
+
+def test_the_model_receives_fewer_tokens_and_the_state_keeps_everything(plain, coalesced):
+    """At least 40% fewer tokens over the run (measured: 53%), the same steps taken, and
+    the graph state holds the full history, not what the model was sent."""
+    (state, model), (plain_state, plain_model) = coalesced, plain
+    assert len(model.requests) == len(plain_model.requests) == 33  # 32 tool steps + answer
+    sent = sum(count_tokens(r) for r in requests(model))
+    full = sum(count_tokens(r) for r in requests(plain_model))
+    assert sent <= 0.6 * full
+    assert len(state["messages"]) == len(plain_state["messages"]) == 66
+    assert [m.content for m in state["messages"][:-1]] == [
+        m.content for m in plain_state["messages"][:-1]]
+    assert len(model.requests[-1]) == 2  # what the model got: SYSTEM + one USER message
+
+
+def test_mission_and_errors_reach_the_model(coalesced):
+    _, model = coalesced
+    sent = requests(model)
+    assert sent[0][0] == {"role": "system", "content": example.SYSTEM}
+    assert all(example.MISSION in str(r[1]["content"]) for r in sent)
+    # each error is in the request right after it; the last one is in the last request
+    assert "no such file 'src/part_12_old.py'" in sent[13][-1]["content"]
+    assert "no such file 'src/summary.py'" in sent[-1][-1]["content"]
+    assert "no such file 'src/part_12_old.py'" not in sent[-1][-1]["content"]  # resolved
+
+
+@pytest.mark.parametrize("strategy", ["single-user-coalesced", "observation-masking",
+                                      "full-history"])
+def test_every_request_is_one_the_provider_accepts(strategy, coalesced):
+    """LangChain's own conversion (``convert_to_openai_messages``) of every request
+    validates against the OpenAI SDK's request types, with tool calls paired."""
+    _, model = coalesced if strategy == "single-user-coalesced" else example.run(strategy)
+    for request in requests(model):
+        check_chat_request(request)
+
+
+def test_observation_masking_keeps_ids_pairing_and_the_callers_messages():
+    _, model = example.run("observation-masking")
+    last = model.requests[-1]
+    calls = [c["id"] for m in last if isinstance(m, AIMessage) for c in m.tool_calls]
+    results = [m.tool_call_id for m in last if isinstance(m, ToolMessage)]
+    assert calls == results == [f"call_{k}" for k in range(32)]
+    assert [m.status for m in last if isinstance(m, ToolMessage)].count("error") == 2
+    # messages sent as they were are the caller's own (LangChain ids kept)
+    assert all(m.id for m in last if isinstance(m, AIMessage))
+
+
+def test_full_history_sends_what_the_agent_alone_sends(plain):
+    _, model = example.run("full-history")
+    assert requests(model) == requests(plain[1])
+
+
+def test_an_async_agent_goes_through_the_same_middleware():
+    import asyncio
+
+    from langchain.agents import create_agent
+
+    model = example.ScriptedModel(paths=["src/part_00.py", "nope.py", "src/part_01.py"])
+    repo = example.repository(2)
+
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return repo.get(path, f"Error: no such file {path!r}")
+
+    agent = create_agent(model, [read_file], system_prompt=example.SYSTEM,
+                         middleware=[TurnpressMiddleware()])
+    state = asyncio.run(agent.ainvoke({"messages": [{"role": "user",
+                                                     "content": example.MISSION}]}))
+    assert len(state["messages"]) == 8
+    assert [len(r) for r in model.requests] == [2, 2, 2, 2]
+
+
+def test_the_middleware_leaves_the_request_it_was_given_unchanged():
+    from langchain.agents.middleware import ModelRequest
+
+    messages = [HumanMessage("Count the files."),
+                AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}]),
+                ToolMessage("a\nb", tool_call_id="c1")]
+    request = ModelRequest(model=None, messages=list(messages), system_prompt="Be brief.")
+    got = []
+    TurnpressMiddleware().wrap_model_call(request, got.append)
+    assert request.messages == messages and request.system_prompt == "Be brief."
+    assert got[0].system_prompt == "Be brief."
+    assert [m.type for m in got[0].messages] == ["human"]
+    assert "a\nb" in got[0].messages[0].content
+
+
+def test_the_readme_section_runs_as_printed():
+    """README "In your agent framework / LangChain", run with the example's model."""
+    block = readme_block("TurnpressMiddleware")
+    assert len(block.splitlines()) <= 10
+    model = example.ScriptedModel(paths=["src/part_00.py", "src/part_01.py"])
+    repo = example.repository(2)
+
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return repo[path]
+
+    printed = run_readme_block(block, model=model, tools=[read_file],
+                               mission=example.MISSION)
+    assert printed == "6 messages kept; The largest is LIMIT_1_59 = 159.\n"
+    assert [len(r) for r in model.requests] == [1, 1, 1]  # no system prompt: one USER message
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_pre_model_hook_sends_compressed_messages_and_keeps_the_state():
+    from langgraph.prebuilt import create_react_agent
+
+    model = example.ScriptedModel(paths=["src/part_00.py", "src/part_01.py", "nope.py"])
+    repo = example.repository(2)
+
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return repo.get(path, f"Error: no such file {path!r}")
+
+    agent = create_react_agent(model, [read_file], prompt=example.SYSTEM,
+                               pre_model_hook=pre_model_hook())
+    state = agent.invoke({"messages": [{"role": "user", "content": example.MISSION}]})
+    assert len(state["messages"]) == 8  # mission, 3 calls and results, the answer
+    assert [len(r) for r in model.requests] == [2, 2, 2, 2]
+    assert "no such file 'nope.py'" in model.requests[-1][-1].content
+
+
+def test_cache_and_price_are_forwarded_only_when_given():
+    def old(messages, *, strategy=True):
+        """A compress() without cache= / price=."""
+
+    def new(messages, *, strategy=True, cache=None, price=None):
+        """A compress() with them."""
+
+    assert CompressOptions("full-history", function=old).keywords("gpt-4o") == {
+        "strategy": "full-history"}
+    with pytest.raises(TypeError, match="cache= needs a turnpress whose compress"):
+        CompressOptions(cache="anthropic", function=old)
+    with pytest.raises(TypeError, match="price="):
+        TurnpressMiddleware(price={"input": 3.0})  # today's compress() takes no price
+    options = CompressOptions(price={"input": 3.0}, function=new)
+    assert options.keywords("claude-sonnet-4") == {
+        "strategy": True, "cache": "anthropic", "price": {"input": 3.0}}
+    assert CompressOptions(cache="openai", function=new).keywords("claude")["cache"] == "openai"
+    assert "cache" not in CompressOptions(function=new).keywords(example.ScriptedModel(paths=[]))
+    with pytest.raises(ValueError, match="unknown"):
+        TurnpressMiddleware("no-such-strategy")
+
+
+class _SmolModel:
+    model_id = "anthropic/claude-sonnet-4"
+
+
+@pytest.mark.parametrize(("model", "provider"), [
+    (_SmolModel(), "anthropic"),
+    ("gpt-4o-mini", "openai"), ("o3-mini", "openai"), ("claude-sonnet-4-5", "anthropic"),
+    ("anthropic:claude-3-5-haiku", "anthropic"), ("mistral-large", None), (None, None)])
+def test_provider_of_a_model_name(model, provider):
+    assert provider_of(model) == provider

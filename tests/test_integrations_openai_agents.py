@@ -1,0 +1,161 @@
+"""The OpenAI Agents SDK input filter (issue 19 item 1): ``RunConfig.call_model_input_filter``
+on Responses API input items.
+
+``examples/openai_agents_agent.py`` runs a real ``Runner`` tool loop of 33 model calls
+against a scripted implementation of the SDK's ``Model`` interface (each call with a
+``reasoning`` item, as reasoning models send).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agents.run_config import CallModelData, ModelInputData
+from integration_checks import (
+    EXAMPLES,
+    check_items,
+    load_example,
+    produced_reasoning,
+    readme_block,
+    run_readme_block,
+)
+
+from turnpress.compress import count_tokens
+from turnpress.integrations.openai_agents import TurnpressFilter, default_is_error
+
+example = load_example("openai_agents_agent")
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return example.run(None)
+
+
+@pytest.fixture(scope="module")
+def coalesced():
+    return example.run("single-user-coalesced")
+
+
+def test_the_example_runs_a_long_tool_loop_and_prints_its_savings():
+    out = subprocess.run([sys.executable, str(EXAMPLES / "openai_agents_agent.py")],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    assert out.count("\ncall ") == 32 and out.startswith("call 1: ")
+    # the full history shows the largest value; the coalesced view, its newest 15 outputs
+    assert "(without turnpress: The largest is LIMIT_7_33 = 9000.)" in out
+    assert int(out.rsplit("saved: ", 1)[1].split("%")[0]) >= 40
+
+
+def test_fewer_tokens_and_the_run_keeps_every_item(plain, coalesced):
+    """At least 40% fewer tokens over the run (measured: 55%); the run's own items
+    (what ``to_input_list()`` gives) are the plain run's."""
+    (result, model), (plain_result, plain_model) = coalesced, plain
+    assert len(model.requests) == len(plain_model.requests) == 33
+    sent = sum(count_tokens(r) for r in model.requests)
+    full = sum(count_tokens(r) for r in plain_model.requests)
+    assert sent <= 0.6 * full
+    assert len(result.to_input_list()) == len(plain_result.to_input_list()) == 98
+    assert model.requests[-1][0] == example.INSTRUCTIONS  # the instructions as given
+
+
+def test_mission_and_errors_reach_the_model(coalesced):
+    _, model = coalesced
+    texts = [json.dumps(items) for _, items in model.requests]
+    assert all(example.MISSION in t for t in texts)
+    assert "no such file 'src/part_12_old.py'" in texts[13]
+    assert "no such file 'src/summary.py'" in texts[-1]
+    assert "no such file 'src/part_12_old.py'" not in texts[-1]
+
+
+@pytest.mark.parametrize("strategy", ["single-user-coalesced", "observation-masking",
+                                      "full-history"])
+def test_every_request_is_valid_responses_input(strategy, plain, coalesced):
+    """The Agents SDK sent every filtered input (it checks a filter's result is
+    ``ModelInputData``), and each validates against the Responses input item types,
+    with calls paired and reasoning items whole."""
+    _, model = coalesced if strategy == "single-user-coalesced" else example.run(strategy)
+    produced = produced_reasoning(plain[1])
+    assert len(model.requests) == 33
+    for _, items in model.requests:
+        check_items(items, produced)
+
+
+def test_observation_masking_keeps_ids_and_reasoning_with_their_calls(plain):
+    _, model = example.run("observation-masking")
+    last = model.requests[-1][1]
+    assert [i["id"] for i in last if i.get("type") == "reasoning"] == [
+        f"rs_{k}" for k in range(32)]
+    outputs = [i for i in last if i.get("type") == "function_call_output"]
+    assert sum("omitted" in i["output"] for i in outputs) >= 15
+    assert len(last) == len(plain[1].requests[-1][1])
+
+
+def test_full_history_sends_what_the_sdk_alone_sends(plain):
+    _, model = example.run("full-history")
+    assert model.requests == plain[1].requests
+
+
+def call(items: list, instructions: str | None = "Be brief.", strategy=True):
+    data = CallModelData(model_data=ModelInputData(input=items, instructions=instructions),
+                         agent=None, context=None)
+    return TurnpressFilter(strategy)(data)
+
+
+def test_compaction_items_are_sent_whole_and_first():
+    compaction = {"type": "compaction", "id": "cmp_1", "encrypted_content": "xyz"}
+    items = [compaction, {"role": "user", "content": "Count the files."},
+             {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "a\nb"}]
+    out = call(items)
+    assert out.input[0] == compaction and out.instructions == "Be brief."
+    assert [i.get("role") for i in out.input[1:]] == ["user"]
+    assert call(items, strategy="full-history").input == items
+    assert call(items, instructions=None, strategy="full-history").instructions is None
+
+
+def test_a_list_without_a_model_response_yet_is_sent_as_it_is():
+    items = [{"role": "user", "content": "Hi"}]
+    out = call(items)
+    assert out.input == items and out.instructions == "Be brief."
+
+
+def test_server_managed_state_sends_the_new_items_as_they_are():
+    """With previous_response_id, the input is only what came since: outputs of calls
+    the server holds. Nothing to compress, and nothing to refuse."""
+    items = [{"type": "function_call_output", "call_id": "c9", "output": "done"},
+             {"type": "function_call", "call_id": "c10", "name": "ls", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c10", "output": "a"}]
+    out = call(items)
+    assert out.input == items and out.instructions == "Be brief."
+
+
+def test_error_outputs():
+    assert default_is_error("An error occurred while running the tool. Please try again.")
+    assert default_is_error("Error: no such file") and not default_is_error("No errors.")
+    with pytest.raises(ValueError, match="unknown"):
+        TurnpressFilter("no-such-strategy")
+    with pytest.raises(TypeError, match="cache="):
+        TurnpressFilter(cache="openai")  # today's compress() takes no cache model
+
+
+def test_the_readme_section_runs_as_printed():
+    block = readme_block("TurnpressFilter")
+    assert len(block.splitlines()) <= 10
+    from agents import Agent, function_tool
+
+    repo = example.repository(2)
+
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return repo[path]
+
+    model = example.ScriptedModel(list(repo))
+    agent = Agent(name="auditor", model=model, tools=[function_tool(read_file)])
+    printed = run_readme_block(block, agent=agent, mission=example.MISSION)
+    assert printed == "The largest is LIMIT_1_59 = 159.\n"
+    assert [len(items) for _, items in model.requests] == [1, 1, 1]

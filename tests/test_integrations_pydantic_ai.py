@@ -1,0 +1,178 @@
+"""The pydantic-ai history processor (issue 19 item 1).
+
+``examples/pydantic_ai_agent.py`` runs a real pydantic-ai ``Agent`` tool loop of 33
+model calls against ``FunctionModel``; these tests run it with and without the
+processor and check what the model received.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+from integration_checks import (
+    EXAMPLES,
+    check_chat_request,
+    load_example,
+    readme_block,
+    run_readme_block,
+)
+from pydantic_ai.messages import (
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from turnpress.compress import count_tokens
+from turnpress.integrations.pydantic_ai import TurnpressHistory, from_chat, to_chat
+
+example = load_example("pydantic_ai_agent")
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return example.run(None)
+
+
+@pytest.fixture(scope="module")
+def coalesced():
+    return example.run("single-user-coalesced")
+
+
+def chat(request) -> list[dict]:
+    return to_chat(request)[0]
+
+
+def check_pairing(messages) -> None:
+    """Every tool return / retry answers a call of the response before it, and every
+    call of a response is answered by the request after it."""
+    for k, message in enumerate(messages):
+        if not isinstance(message, ModelRequest):
+            continue
+        answers = [p.tool_call_id for p in message.parts
+                   if isinstance(p, ToolReturnPart | RetryPromptPart) and p.tool_name]
+        before = messages[k - 1] if k else None
+        calls = [p.tool_call_id for p in before.parts if isinstance(p, ToolCallPart)] if (
+            isinstance(before, ModelResponse)) else []
+        assert sorted(answers) == sorted(calls), (k, answers, calls)
+
+
+def test_the_example_runs_a_long_tool_loop_and_prints_its_savings():
+    out = subprocess.run([sys.executable, str(EXAMPLES / "pydantic_ai_agent.py")],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    assert out.count("\ncall ") == 32 and out.startswith("call 1: ")
+    # the full history shows the largest value; the coalesced view, its newest 15 outputs
+    assert "(without turnpress: The largest is LIMIT_7_33 = 9000.)" in out
+    assert int(out.rsplit("saved: ", 1)[1].split("%")[0]) >= 40
+
+
+def test_fewer_tokens_and_the_processor_keeps_the_full_history(plain, coalesced):
+    """At least 40% fewer tokens over the run (measured: 54%); the processor's full
+    history is the plain run's history."""
+    (_, script, processor), (plain_result, plain_script, _) = coalesced, plain
+    assert len(script.requests) == len(plain_script.requests) == 33
+    sent = sum(count_tokens(chat(r)) for r in script.requests)
+    full = sum(count_tokens(chat(r)) for r in plain_script.requests)
+    assert sent <= 0.6 * full
+    kept = processor.full_history()
+    assert chat(kept) == chat(plain_script.requests[-1])
+    assert len(plain_result.all_messages()) == len(kept) + 1  # + the answer
+
+
+def test_mission_and_errors_reach_the_model(coalesced):
+    _, script, _ = coalesced
+    sent = [chat(r) for r in script.requests]
+    assert all(r[0] == {"role": "system", "content": example.SYSTEM} for r in sent)
+    assert all(example.MISSION in r[1]["content"] for r in sent)
+    assert "no such file 'src/part_12_old.py'" in sent[13][-1]["content"]
+    assert "no such file 'src/summary.py'" in sent[-1][-1]["content"]
+    assert "no such file 'src/part_12_old.py'" not in sent[-1][-1]["content"]
+
+
+@pytest.mark.parametrize("strategy", ["single-user-coalesced", "observation-masking",
+                                      "full-history"])
+def test_every_request_is_valid_for_pydantic_ai_and_the_provider(strategy, coalesced):
+    """Each request validates as pydantic-ai messages (its own ``ModelMessagesTypeAdapter``
+    round trip), pairs tool calls with returns, and its chat form is a valid OpenAI
+    request; pydantic-ai itself refused none (a processed history must end with a
+    ``ModelRequest``)."""
+    _, script, _ = coalesced if strategy == "single-user-coalesced" else example.run(strategy)
+    assert len(script.requests) == 33
+    for request in script.requests:
+        again = ModelMessagesTypeAdapter.validate_python(
+            ModelMessagesTypeAdapter.dump_python(request))
+        assert chat(again) == chat(request)
+        assert isinstance(request[-1], ModelRequest)
+        check_pairing(request)
+        check_chat_request(chat(request))
+
+
+def test_observation_masking_keeps_the_runs_own_objects_and_retry_parts():
+    _, script, processor = example.run("observation-masking")
+    _, plain, _ = example.run(None)
+    last, full = script.requests[-1], plain.requests[-1]
+    assert len(last) == len(full)
+    responses = [m for m in last if isinstance(m, ModelResponse)]
+    assert [p.tool_call_id for m in responses for p in m.parts] == [
+        f"call_{k}" for k in range(32)]
+    # the failed reads keep pydantic-ai's own failure marks, shortened or not
+    failed = [p for m in last if isinstance(m, ModelRequest) for p in m.parts
+              if getattr(p, "outcome", None) == "retried" or isinstance(p, RetryPromptPart)]
+    assert [p.tool_call_id for p in failed] == ["call_12", "call_31"]
+    assert "src/part_12_old.py" in failed[0].content and "src/summary.py" in failed[1].content
+    returns = [p for m in last if isinstance(m, ModelRequest) for p in m.parts
+               if isinstance(p, ToolReturnPart) and p.outcome == "success"]
+    assert sum("omitted" in p.content for p in returns) >= 15  # old outputs masked
+    own = processor.full_history()
+    kept = [m for m in last if any(m is n for n in own)]
+    assert len(kept) >= 40  # the run's own objects, where sent as they were
+
+
+def test_full_history_sends_what_the_agent_alone_sends(plain):
+    _, script, _ = example.run("full-history")
+    assert [chat(r) for r in script.requests] == [chat(r) for r in plain[1].requests]
+
+
+def test_a_response_sent_as_it_was_is_the_runs_own_object_with_its_thinking():
+    thinking = ModelResponse(parts=[ThinkingPart("ls first", signature="sig"),
+                                    ToolCallPart("ls", {"path": "."}, tool_call_id="c1")])
+    history = [ModelRequest(parts=[UserPromptPart("List the files.")]), thinking,
+               ModelRequest(parts=[ToolReturnPart("ls", "a.txt", tool_call_id="c1")])]
+    forms, _, failed = to_chat(history)
+    back = from_chat(forms, history)
+    assert back[1] is thinking and back[0] is history[0] and back[2] is history[2]
+    assert not failed
+
+
+def test_options_are_checked_when_the_processor_is_made():
+    with pytest.raises(ValueError, match="unknown"):
+        TurnpressHistory("no-such-strategy")
+    with pytest.raises(TypeError, match="cache="):
+        TurnpressHistory(cache="anthropic")  # today's compress() takes no cache model
+
+
+def test_the_readme_section_runs_as_printed():
+    block = readme_block("TurnpressHistory")
+    assert len(block.splitlines()) <= 10
+    from pydantic_ai.models.function import FunctionModel
+
+    script = example.Script(["src/part_00.py", "src/part_01.py"])
+    repo = example.repository(2)
+
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return repo[path]
+
+    printed = run_readme_block(block, model=FunctionModel(script), tools=[read_file],
+                               mission=example.MISSION)
+    assert printed == "The largest is LIMIT_1_59 = 159.\n"
+    assert [len(r) for r in script.requests] == [1, 1, 1]

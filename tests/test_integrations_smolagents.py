@@ -1,0 +1,224 @@
+"""The smolagents step callback (issue 19 item 1): a CodeAgent's old ActionSteps become
+turnpress's view of what the code learned.
+
+``examples/smolagents_agent.py`` runs a real ``CodeAgent`` loop of 33 steps (the code
+runs in smolagents' Python executor) against a scripted smolagents ``Model``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from itertools import pairwise
+
+import pytest
+
+pytest.importorskip("smolagents")
+
+from integration_checks import (
+    EXAMPLES,
+    check_chat_request,
+    load_example,
+    readme_block,
+    run_readme_block,
+)
+from smolagents import Model, ToolCallingAgent, tool
+from smolagents.memory import ActionStep, TaskStep
+from smolagents.memory import ToolCall as SmolToolCall
+from smolagents.models import (
+    ChatMessage,
+    ChatMessageToolCall,
+    ChatMessageToolCallFunction,
+    MessageRole,
+)
+from smolagents.monitoring import Timing
+from smolagents.utils import AgentExecutionError
+
+from turnpress import Failure, ToolCall
+from turnpress.compress import count_tokens
+from turnpress.integrations.smolagents import (
+    TurnpressMemory,
+    TurnpressView,
+    tool_calls_in,
+    turn_of,
+)
+
+example = load_example("smolagents_agent")
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return example.run(None)
+
+
+@pytest.fixture(scope="module")
+def coalesced():
+    return example.run("single-user-coalesced")
+
+
+def text(request: list[dict]) -> str:
+    return "\n".join(b["text"] for m in request for b in m["content"])
+
+
+def test_the_example_runs_and_prints_its_savings():
+    out = subprocess.run([sys.executable, str(EXAMPLES / "smolagents_agent.py")],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    assert out.count("\ncall ") == 32 and out.startswith("call 1: ")
+    assert "answer: 9000 (without turnpress: 9000)" in out
+    assert int(out.rsplit("saved: ", 1)[1].split("%")[0]) >= 25
+
+
+def test_fewer_tokens_and_the_same_answer_from_what_the_code_learned(plain, coalesced):
+    """At least 25% fewer tokens over the run (measured: 34%) with the default strategy,
+    and the same answer: the largest value, read 25 steps before the end, lives on in the
+    code's variable ``best``."""
+    (answer, agent, model), (plain_answer, _, plain_model) = coalesced, plain
+    assert answer == plain_answer == 9000
+    assert len(model.requests) == len(plain_model.requests) == 33
+    sent = sum(count_tokens(r) for r in model.requests)
+    full = sum(count_tokens(r) for r in plain_model.requests)
+    assert sent <= 0.75 * full
+    # memory: the task, one view of the old steps, the newest (final answer) step
+    assert [type(s) for s in agent.memory.steps] == [TaskStep, TurnpressView, ActionStep]
+    view = agent.memory.steps[1]
+    assert [s.step_number for s in view.steps] == list(range(1, 33))
+
+
+def test_code_is_dropped_and_tool_calls_variables_and_errors_are_kept(coalesced):
+    _, _, model = coalesced
+    last = text(model.requests[-1])
+    assert last.count("New task:\n" + example.MISSION) == 1
+    assert 'read_file(path="src/part_05.py")' not in last  # old code: gone
+    assert last.count("values = [int(") == 2  # the newest step's code (and its tool call)
+    assert ';   read_file({:path "src/part_28.py"})' in last  # the tool calls it made
+    assert "best" in last and "; = integer" in last  # the variables it defined
+    # the newest step's error, as smolagents wrote it
+    assert "FileNotFoundError: no such file 'src/summary.py'" in last
+    # an old step's error is shown while it is the latest of the old steps, then resolved
+    after = text(model.requests[14])
+    assert "Your previous attempt" in after and "src/part_12_old.py'" in after
+    assert "no such file 'src/part_12_old.py'" not in last
+
+
+def test_every_request_passed_smolagents_preparation_and_the_openai_types(coalesced):
+    """Each request went through smolagents' ``_prepare_completion_kwargs`` (the model
+    recorded its result) and is a valid OpenAI chat request, roles alternating."""
+    _, agent, model = coalesced
+    for request in model.requests:
+        plain = json.loads(json.dumps(request))
+        check_chat_request(plain)
+        roles = [m["role"] for m in plain]
+        assert roles[:2] == ["system", "user"]
+        assert all(a != b for a, b in pairwise(roles))  # merged as smolagents does
+    json.dumps(agent.memory.get_full_steps(), default=str)  # the memory still serialises
+
+
+def test_full_history_shows_every_step_code_included():
+    answer, _, model = example.run("full-history", files=4)
+    assert answer == 359
+    last = text(model.requests[-1])
+    assert all(f'read_file(path="src/part_0{i}.py")' in last for i in range(4))
+
+
+def test_turn_of_an_action_step():
+    step = ActionStep(step_number=3, timing=Timing(start_time=0.0),
+                      code_action='x = read_file("a.py")\ny = search(q=x[:3], limit=2)',
+                      observations="Execution logs:\nhello\nLast output from code snippet:\n42",
+                      model_output="Thought: go")
+    turn = turn_of(step, tools={"read_file", "search"}, variables={"x": "abc"})
+    assert turn.success and turn.number == 3 and turn.result == "42"
+    assert turn.prints == ("hello",) and dict(turn.memory) == {"x": "abc"}
+    assert turn.tool_calls == (ToolCall("read_file", ("a.py",)),
+                               ToolCall("search", ({"q": "x[:3]", "limit": 2},)))
+    failed = ActionStep(step_number=4, timing=Timing(start_time=0.0), code_action="1/0",
+                        error=AgentExecutionError("division by zero", _Logger()))
+    assert turn_of(failed).error == Failure("AgentExecutionError", "division by zero")
+    assert tool_calls_in("def broken(:", {"read_file"}) == []
+    called = ActionStep(step_number=5, timing=Timing(start_time=0.0), observations="a.txt",
+                        tool_calls=[SmolToolCall("ls", {"path": "."}, "c1")])
+    assert turn_of(called).tool_calls == (ToolCall("ls", ({"path": "."},)),)  # no code
+    assert turn_of(called).prints == ("a.txt",)
+
+
+class _Logger:
+    def log_error(self, *args, **kwargs):
+        """smolagents errors log themselves."""
+
+
+def test_options_are_checked_when_the_callback_is_made():
+    with pytest.raises(ValueError, match="unknown"):
+        TurnpressMemory("no-such-strategy")
+    with pytest.raises(TypeError, match="price="):
+        TurnpressMemory(price={"input": 3.0})  # render() takes no price (yet)
+
+
+def test_the_readme_section_runs_as_printed():
+    block = readme_block("TurnpressMemory()")
+    assert len(block.splitlines()) <= 10
+    repo = example.repository(3)
+
+    def read_file(path: str) -> str:
+        """Read a file.
+
+        Args:
+            path: the path
+        """
+        return repo[path]
+
+    printed = run_readme_block(block, model=example.ScriptedModel(list(repo)),
+                               tools=[tool(read_file)], mission=example.MISSION)
+    assert printed == "259\n['TaskStep', 'TurnpressView', 'ActionStep']\n"
+
+
+class ToolCallingModel(Model):
+    """A scripted smolagents model for a ``ToolCallingAgent``: five reads, then the answer."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(model_id="scripted")
+        self.name = name
+        self.requests: list = []
+
+    def generate(self, messages, stop_sequences=None, response_format=None,
+                 tools_to_call_from=None, **kwargs):
+        request = self._prepare_completion_kwargs(
+            messages=messages, stop_sequences=stop_sequences,
+            tools_to_call_from=tools_to_call_from, **kwargs)
+        self.requests.append(request["messages"])
+        k = len(self.requests)
+        name, args = ((self.name, {"path": f"src/part_0{k}.py"}) if k < 6
+                      else ("final_answer", {"answer": "done"}))
+        if k == 3:
+            args = {"path": "src/nope.py"}
+        function = ChatMessageToolCallFunction(name=name, arguments=args)
+        call = ChatMessageToolCall(id=f"c{k}", type="function", function=function)
+        return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+
+
+def test_a_tool_calling_agent_gets_the_view_of_its_tool_calls():
+    model = ToolCallingModel(name="read_file_of_the_example")
+    read_file = tool(read_file_of_the_example)
+    memory = TurnpressMemory()
+    agent = ToolCallingAgent(tools=[read_file], model=model, verbosity_level=-1,
+                             step_callbacks=[memory])
+    assert agent.run("Read the files.") == "done"
+    assert [type(s) for s in agent.memory.steps] == [TaskStep, TurnpressView, ActionStep]
+    last = text(model.requests[-1])
+    assert ';   read_file_of_the_example({:path "src/part_04.py"})' in last  # old calls
+    assert "LIMIT_5_59 = 559" in last  # the newest step's observation, as written
+    assert last.count("Calling tools:") == 1  # the newest step's only
+    after_error = text(model.requests[4])  # the failed step, old now, in the view
+    assert "Your previous attempt" in after_error
+    assert "Error executing tool 'read_file_of_the_example' with arguments {'path': " \
+        "'src/nope.py'}: KeyError" in after_error
+    # a step without code has its tool calls as its program
+    assert memory.turns[0].program == "read_file_of_the_example(path='src/part_01.py')"
+
+
+def read_file_of_the_example(path: str) -> str:
+    """Read a file of the example's repository.
+
+    Args:
+        path: the file's path
+    """
+    return example.repository(6)[path]

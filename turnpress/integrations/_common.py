@@ -1,0 +1,160 @@
+"""What every framework integration shares: the options it hands to :func:`turnpress.compress`.
+
+Each integration takes ``strategy=``, ``cache=`` and ``price=``. ``cache`` (the
+provider's cache model, e.g. ``"openai"`` or ``"anthropic"``) and ``price`` are
+forwarded to ``compress()`` only when given, so an integration works with a
+``compress()`` that does not take them yet; when one is given and this
+``compress()`` has no such parameter, the error says so at construction, not at
+the first model call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+from turnpress.compress import compress
+from turnpress.core.compression import Compression, get_strategy
+from turnpress.core.providers import to_anthropic
+from turnpress.plugins.readers import anthropic_messages
+
+__all__ = ["CompressOptions", "compress_chat", "message_key", "provider_of"]
+
+#: words in a model's class or name, and the provider whose cache model it bills by
+_PROVIDERS = ((re.compile(r"anthropic|claude"), "anthropic"),
+              (re.compile(r"openai|gpt|\bo\d"), "openai"))
+
+
+def provider_of(model: Any) -> str | None:
+    """The provider (``"openai"`` / ``"anthropic"``) a framework's model object or
+    model name bills by, or ``None`` when it cannot be told (a test model, another
+    provider)."""
+    if model is None:
+        return None
+    names = [type(model).__name__, *(str(getattr(model, a, "") or "") for a in (
+        "model_name", "model", "model_id", "system"))]
+    if isinstance(model, str):
+        names = [model]
+    text = " ".join(names).lower()
+    for pattern, provider in _PROVIDERS:
+        if pattern.search(text):
+            return provider
+    return None
+
+
+def compress_chat(messages: Sequence[Mapping[str, Any]], *, failed: Collection[str] = (),
+                  **keywords: Any) -> list[dict[str, Any]]:
+    """``compress(messages, **keywords)`` of OpenAI chat messages whose tool results
+    answering the calls in ``failed`` (tool-call ids) are errors.
+
+    The OpenAI chat shape has no error flag on a tool result, and ``compress()``
+    reads none, while frameworks keep one beside it (LangChain's
+    ``ToolMessage.status``, pydantic-ai's ``RetryPromptPart``). So that a strategy
+    sees those turns as failed (and shows the last failed attempt), the messages go
+    through ``compress()``'s Anthropic shape, where ``is_error`` is read, and come
+    back as chat messages (text blocks joined, cache markers dropped); a message the
+    strategy sent as it was comes back as the caller's own. Without ``failed`` this is
+    ``compress()`` itself.
+    """
+    if not failed:
+        return compress(list(messages), **keywords)
+    originals = [dict(m) for m in messages]
+    system, body = to_anthropic(originals, [])
+    for message in body:
+        for block in message["content"] if isinstance(message["content"], list) else ():
+            if block.get("type") == "tool_result" and block.get("tool_use_id") in failed:
+                block["is_error"] = True
+    system, out = compress({"system": system or None, "messages": body},
+                           format="anthropic", **keywords)
+    entries = anthropic_messages.message_entries(system or None, out, "messages")
+    same: dict[str, list[dict[str, Any]]] = {}
+    for original in originals:
+        same.setdefault(message_key(original), []).append(original)
+    sent = []
+    for entry in entries:
+        message = _plain_chat(entry.message)
+        found = same.get(message_key(message))
+        sent.append(found.pop(0) if found else message)
+    return sent
+
+
+def message_key(message: Mapping[str, Any]) -> str:
+    """What a chat message says, with the round trip's differences evened out (empty
+    content is ``None``, ``name`` is not carried by the Anthropic shape, neither the
+    order of keys nor the spacing of JSON arguments counts)."""
+    plain = {k: v for k, v in _plain_chat(message).items()
+             if v not in ("", None) and k != "name"}
+    if plain.get("tool_calls"):
+        plain["tool_calls"] = [_canonical_call(c) for c in plain["tool_calls"]]
+    return json.dumps(plain, sort_keys=True, default=str)
+
+
+def _canonical_call(call: Any) -> Any:
+    """A tool call with its JSON ``arguments`` written one way."""
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping) or not isinstance(function.get("arguments"), str):
+        return call
+    try:
+        arguments = json.dumps(json.loads(function["arguments"]), sort_keys=True)
+    except ValueError:
+        return call
+    return {**call, "function": {**function, "arguments": arguments}}
+
+
+def _plain_chat(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat message from the Anthropic round trip: a content list of text blocks
+    only becomes one string, ``cache_control`` markers and the reader's private
+    ``_``-keys are dropped."""
+    out = {k: v for k, v in message.items() if not k.startswith("_")}
+    content = out.get("content")
+    if isinstance(content, list) and all(isinstance(b, Mapping) and b.get("type") == "text"
+                                         for b in content):
+        out["content"] = "".join(str(b.get("text", "")) for b in content)
+    elif isinstance(content, list):
+        out["content"] = [{k: v for k, v in b.items() if k != "cache_control"}
+                          if isinstance(b, Mapping) else b for b in content]
+    return out
+
+
+def _parameters(function: Callable[..., Any]) -> set[str]:
+    return set(inspect.signature(function).parameters)
+
+
+class CompressOptions:
+    """The strategy, cache model and price an integration passes to ``compress()``.
+
+    The strategy is checked here (an unknown name is a ``ValueError`` when the
+    integration is built). ``keywords(model)`` gives the keyword arguments of one
+    ``compress()`` call: ``strategy``, and ``cache`` / ``price`` when given, or, for
+    ``cache``, the provider of the framework's ``model`` when ``compress()`` takes a
+    cache model and the provider can be told.
+    """
+
+    def __init__(self, strategy: Compression = True, *, cache: str | None = None,
+                 price: Any = None, where: str = "turnpress integration",
+                 function: Callable[..., Any] = compress) -> None:
+        get_strategy(strategy)
+        accepted = _parameters(function)
+        for name, value in (("cache", cache), ("price", price)):
+            if value is not None and name not in accepted:
+                raise TypeError(f"{where}: {name}= needs a turnpress whose compress() "
+                                f"takes {name}=; this one does not: leave {name} out")
+        self.strategy = strategy
+        self.cache = cache
+        self.price = price
+        self._infer_cache = cache is None and "cache" in accepted
+
+    def keywords(self, model: Any = None) -> dict[str, Any]:
+        """Keyword arguments for ``compress()`` (see the class docstring)."""
+        out: dict[str, Any] = {"strategy": self.strategy}
+        cache = self.cache
+        if cache is None and self._infer_cache:
+            cache = provider_of(model)
+        if cache is not None:
+            out["cache"] = cache
+        if self.price is not None:
+            out["price"] = self.price
+        return out

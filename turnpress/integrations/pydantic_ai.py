@@ -1,0 +1,234 @@
+"""pydantic-ai: a history processor (``pip install 'turnpress[pydantic-ai]'``).
+
+pydantic-ai runs every history processor before each model request::
+
+    agent = Agent(model, capabilities=[TurnpressHistory().capability()])  # pydantic-ai 2
+    agent = Agent(model, history_processors=[TurnpressHistory()])  # pydantic-ai 1
+
+:class:`TurnpressHistory` reads the run's ``ModelRequest`` / ``ModelResponse``
+messages as OpenAI chat messages (``SystemPromptPart`` and ``UserPromptPart`` as
+system and user messages, a ``ModelResponse``'s ``TextPart``\\ s and
+``ToolCallPart``\\ s as one assistant message, ``ToolReturnPart`` as a tool result, a
+``RetryPromptPart`` answering a tool call as a failed tool result, one answering
+nothing as a user message), compresses them with the strategy, and gives back
+pydantic-ai messages: a message the strategy sent as it was is the run's own object
+(``ThinkingPart``\\ s, ids, usage and timestamps kept), a rewritten one is new
+parts. Tool calls and returns stay paired by ``tool_call_id``, and the result ends
+with a ``ModelRequest`` as pydantic-ai requires.
+
+pydantic-ai stores what a history processor returns as the run's history, so the
+next call gets the compressed messages back plus the new ones. The processor keeps
+the full history of each run (by ``RunContext.run_id``) and compresses that, never
+a compressed view again; :meth:`TurnpressHistory.full_history` gives it back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        RetryPromptPart,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+except ImportError:  # pragma: no cover - tested in a subprocess
+    raise ImportError("turnpress.integrations.pydantic_ai needs pydantic-ai: "
+                      "pip install 'turnpress[pydantic-ai]'") from None
+
+try:  # pydantic-ai >= 2 takes history processors as a capability
+    from pydantic_ai.capabilities import ProcessHistory
+except ImportError:  # pragma: no cover - pydantic-ai 1
+    ProcessHistory = None
+
+from turnpress.core.compression import Compression
+from turnpress.integrations._common import CompressOptions, compress_chat, message_key
+
+__all__ = ["TurnpressHistory", "from_chat", "to_chat"]
+
+#: runs whose full history a processor keeps at once (the oldest is forgotten)
+RUNS_KEPT = 32
+#: outcomes of a ``ToolReturnPart`` (pydantic-ai 2) that are errors
+FAILED_OUTCOMES = ("failed", "retried")
+
+
+def _text(content: Any) -> str:
+    """A user prompt's content as text (non-text items as ``[their type]``)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(c if isinstance(c, str) else f"[{type(c).__name__}]" for c in content)
+
+
+def to_chat(messages: Sequence[ModelMessage]) -> tuple[list[dict[str, Any]], list[Any], set[str]]:
+    """``(chat messages, the part or response each came from, failed tool-call ids)``
+    of pydantic-ai ``messages`` (see the module docstring)."""
+    forms: list[dict[str, Any]] = []
+    sources: list[Any] = []
+    failed: set[str] = set()
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
+            calls = [{"id": p.tool_call_id, "type": "function",
+                      "function": {"name": p.tool_name, "arguments": p.args_as_json_str()}}
+                     for p in message.parts if isinstance(p, ToolCallPart)]
+            form: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                form["tool_calls"] = calls
+            forms.append(form)
+            sources.append(message)
+            continue
+        for part in message.parts:
+            if isinstance(part, SystemPromptPart):
+                form = {"role": "system", "content": part.content}
+            elif isinstance(part, UserPromptPart):
+                form = {"role": "user", "content": _text(part.content)}
+            elif isinstance(part, ToolReturnPart):
+                form = {"role": "tool", "tool_call_id": part.tool_call_id,
+                        "content": part.model_response_str()}
+                if getattr(part, "outcome", "success") in FAILED_OUTCOMES:
+                    failed.add(part.tool_call_id)
+            elif isinstance(part, RetryPromptPart) and part.tool_name:
+                form = {"role": "tool", "tool_call_id": part.tool_call_id,
+                        "content": part.model_response()}
+                failed.add(part.tool_call_id)
+            elif isinstance(part, RetryPromptPart):
+                form = {"role": "user", "content": part.model_response()}
+            else:  # a part turnpress has no chat form for is left out
+                continue
+            forms.append(form)
+            sources.append(part)
+    return forms, sources, failed
+
+
+def from_chat(sent: Sequence[dict[str, Any]], originals: Sequence[ModelMessage],
+              instructions: str | None = None) -> list[ModelMessage]:
+    """The chat messages ``sent`` as pydantic-ai messages: one equal to the chat form
+    of a part or response of ``originals`` is that part or response; consecutive
+    non-assistant messages make one ``ModelRequest`` (the original one when all its
+    parts come back in order, else a new one with ``instructions``). A rewritten tool
+    result is its original part with the new content (its kind, outcome and retry
+    information kept)."""
+    forms, sources, failed = to_chat(originals)
+    same: dict[str, list[Any]] = {}
+    for form, source in zip(forms, sources, strict=True):
+        same.setdefault(message_key(form), []).append(source)
+    names = {c["id"]: c["function"]["name"] for m in sent for c in m.get("tool_calls") or ()}
+    answers = {p.tool_call_id: p for p in sources
+               if isinstance(p, ToolReturnPart | RetryPromptPart) and p.tool_name}
+    parents = {id(p): m for m in originals if isinstance(m, ModelRequest) for p in m.parts}
+    out: list[ModelMessage] = []
+    parts: list[Any] = []
+
+    def close() -> None:
+        if not parts:
+            return
+        owner = parents.get(id(parts[0]))
+        if owner is not None and len(owner.parts) == len(parts) and all(
+                a is b for a, b in zip(owner.parts, parts, strict=True)):
+            out.append(owner)
+        else:
+            out.append(ModelRequest(parts=list(parts), instructions=instructions))
+        parts.clear()
+
+    for message in sent:
+        found = same.get(message_key(message))
+        source = found.pop(0) if found else None
+        role, content = message["role"], message.get("content")
+        if role == "assistant":
+            close()
+            out.append(source if isinstance(source, ModelResponse) else _response(message))
+        elif source is not None and not isinstance(source, ModelResponse):
+            parts.append(source)
+        elif role in ("system", "developer"):
+            parts.append(SystemPromptPart(_text_of(content)))
+        elif role == "tool" and message["tool_call_id"] in answers:
+            parts.append(dataclasses.replace(answers[message["tool_call_id"]],
+                                             content=_text_of(content)))
+        elif role == "tool":
+            call_id = message["tool_call_id"]
+            kind = RetryPromptPart if call_id in failed else ToolReturnPart
+            parts.append(kind(content=_text_of(content), tool_name=names.get(call_id, ""),
+                              tool_call_id=call_id))
+        else:
+            parts.append(UserPromptPart(_text_of(content)))
+    close()
+    return out
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return "" if content is None else str(content)
+
+
+def _response(message: dict[str, Any]) -> ModelResponse:
+    parts: list[Any] = [TextPart(message["content"])] if message.get("content") else []
+    parts += [ToolCallPart(c["function"]["name"], c["function"]["arguments"],
+                           tool_call_id=c["id"]) for c in message.get("tool_calls") or ()]
+    return ModelResponse(parts=parts)
+
+
+class TurnpressHistory:
+    """A pydantic-ai history processor: ``Agent(model,
+    capabilities=[TurnpressHistory().capability()])`` (pydantic-ai 2), or
+    ``Agent(model, history_processors=[TurnpressHistory()])`` (pydantic-ai 1).
+
+    Before each model request it compresses the run's full history with ``strategy``
+    (anything :func:`turnpress.normalize` accepts; an unknown one is a ``ValueError``
+    here) and returns pydantic-ai messages (see the module docstring). ``cache`` and
+    ``price`` are handed to ``compress()`` when given; when ``compress()`` takes a
+    cache model and none is given, the provider of the run's model is used where it
+    can be told.
+    """
+
+    def __init__(self, strategy: Compression = True, *, cache: str | None = None,
+                 price: Any = None) -> None:
+        self.options = CompressOptions(strategy, cache=cache, price=price,
+                                       where="TurnpressHistory")
+        #: run id -> (the run's full history, what was returned for it last)
+        self._runs: OrderedDict[Any, tuple[list[ModelMessage], list[ModelMessage]]] = (
+            OrderedDict())
+
+    def capability(self) -> Any:
+        """This processor as a pydantic-ai 2 capability (``ProcessHistory``), for
+        ``Agent(capabilities=[...])``."""
+        if ProcessHistory is None:  # pragma: no cover - pydantic-ai 1
+            raise TypeError("this pydantic-ai has no capabilities: pass the processor "
+                            "itself, Agent(history_processors=[TurnpressHistory()])")
+        return ProcessHistory(self)
+
+    def full_history(self, run_id: str | None = None) -> list[ModelMessage]:
+        """The full history of run ``run_id`` (default: the latest run) as the processor
+        last saw it, before compression."""
+        if run_id is None:
+            return list(next(reversed(self._runs.values()))[0]) if self._runs else []
+        return list(self._runs[run_id][0])
+
+    def __call__(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
+        """The messages to send for this model request."""
+        full, returned = self._runs.pop(ctx.run_id, ([], []))
+        if returned and len(messages) >= len(returned) and all(
+                a is b for a, b in zip(messages, returned, strict=False)):
+            full = [*full, *messages[len(returned):]]  # what was added since
+        else:
+            full = list(messages)  # a new run, or a history changed by someone else
+        forms, _, failed = to_chat(full)
+        keywords = self.options.keywords(getattr(ctx, "model", None))
+        sent = compress_chat(forms, failed=failed, **keywords)
+        instructions = next((m.instructions for m in reversed(full)
+                             if isinstance(m, ModelRequest) and m.instructions), None)
+        out = from_chat(sent, full, instructions)
+        self._runs[ctx.run_id] = (full, list(out))
+        while len(self._runs) > RUNS_KEPT:
+            self._runs.popitem(last=False)
+        return out
