@@ -30,6 +30,8 @@ LINT_IMPORTS = shutil.which("lint-imports", path=os.pathsep.join(
 FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
     # optional dependency: the [langchain] extra, imported only when the adapter is used
     ("turnpress/integrations/langchain.py", "langchain_core"): "optional extra",
+    ("turnpress/integrations/langchain.py", "langchain_core.utils.function_calling"):
+        "optional extra",
     # a dependency whose import takes about a second: loaded on the first exact count,
     # so a render that counts no tokens never pays for it
     ("turnpress/plugins/tokenizers.py", "bpe_openai"): "heavy dependency",
