@@ -127,8 +127,9 @@ def _openai_tools(tools: Sequence[Any]) -> list[dict[str, Any]] | None:
     strategy's ``ctx.tools``; ``None`` when there are none."""
     if not tools:
         return None
-    # optional dependency (the langchain extra), imported where it is used
-    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langchain_core.utils.function_calling import (  # optional dependency: [langchain]
+        convert_to_openai_tool,
+    )
 
     return [convert_to_openai_tool(t) for t in tools]
 
