@@ -174,19 +174,29 @@ def _turn_refs(turn: Turn) -> tuple[frozenset[str], frozenset[str]]:
     return shown, refs(turn.program or "")
 
 
+#: a name the outputs of at least this many turns showed is recurring
+RECURRING = 2
+
+
 def names_in_use(turns: Sequence[Turn], ctx: RenderContext) -> list[str]:
     """The names, paths and numbers that a turn's output showed and a later turn's own
-    message used, most recently used first (then the most used first)."""
-    origin: set[str] = set()
+    message used, most recently used first (then the most used first); then those that
+    the outputs of several turns showed (recurring), the most frequent first."""
+    origin: dict[str, int] = {}
     last: dict[str, int] = {}
     count: dict[str, int] = {}
     for pos, turn in enumerate(turns, 1):
         shown, used = ctx.per_turn(turn, ("price-scheduled.refs",), partial(_turn_refs, turn))
-        for name in used & origin if len(used) < len(origin) else origin & used:
+        for name in (used & origin.keys() if len(used) < len(origin) else
+                     [n for n in origin if n in used]):
             last[name] = pos
             count[name] = count.get(name, 0) + 1
-        origin |= shown
-    return sorted(last, key=lambda n: (-last[n], -count[n], n))
+        for name in shown:
+            origin[name] = origin.get(name, 0) + 1
+    used_first = sorted(last, key=lambda n: (-last[n], -count[n], n))
+    recurring = sorted((n for n, k in origin.items() if k >= RECURRING and n not in last),
+                       key=lambda n: (-origin[n], n))
+    return used_first + recurring
 
 
 class _PricedView(_CheckpointView):
@@ -251,7 +261,7 @@ class PriceScheduled(CheckpointCoalesced):
     Options: ``max_tokens`` (200000, >= 1000): a prompt that could pass this many tokens
     (about four characters each) rebuilds; ``names`` (150, >= 0): a rebuilt view lists
     up to this many names, paths and numbers that earlier outputs showed and the agent
-    went on to use, most recently used first (0: none); ``output_lines`` (20, >= 1) and
+    went on to use, most recently used first (0: none); ``output_lines`` (12, >= 1) and
     ``key_lines`` (3, >= 0) cut a long output in a delta to its first and last lines plus
     the lines that first showed a name; ``turn_lines`` (1), ``line_chars`` (100),
     ``println_limit`` (6), ``tool_call_limit`` (20) and ``errors`` (``"last"`` /
@@ -261,7 +271,7 @@ class PriceScheduled(CheckpointCoalesced):
 
     name = "price-scheduled"
 
-    def __init__(self, *, max_tokens: int = 200_000, names: int = 150, output_lines: int = 20,
+    def __init__(self, *, max_tokens: int = 200_000, names: int = 150, output_lines: int = 12,
                  key_lines: int = 3, turn_lines: int = 1, line_chars: int = 100,
                  println_limit: int = 6, tool_call_limit: int = 20,
                  errors: str = "last") -> None:
