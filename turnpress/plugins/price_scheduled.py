@@ -38,7 +38,12 @@ from typing import Any
 from turnpress.core.compression import RenderContext
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
-from turnpress.plugins._transcript import assistant_messages, content_text, feedback_text, words_at
+from turnpress.plugins._imported_messages import (
+    assistant_messages,
+    content_text,
+    feedback_text,
+    words_at,
+)
 from turnpress.plugins.checkpoint_coalesced import (
     CheckpointCoalesced,
     _CheckpointView,
@@ -87,20 +92,11 @@ class Rates:
     write: float
 
 
-#: the rates when nothing says (``RenderContext.price`` unset): OpenAI's gpt-4.1
-#: (cached read 0.25x, no write premium), the default of ``compare``
-DEFAULT_RATES = Rates(read=0.50, write=2.00)
-
-
 def rates(ctx: RenderContext) -> Rates:
-    """The scheduler's rates from ``ctx.price`` and ``ctx.cache`` (:data:`DEFAULT_RATES`
-    when the context has none): under Anthropic's cache a write costs the cache-write
-    price, under OpenAI's the input price (no premium), and with no cache every token
-    costs the input price."""
-    price = getattr(ctx, "price", None)
-    if price is None:
-        return DEFAULT_RATES
-    cache = getattr(ctx, "cache", None) or "openai"
+    """The scheduler's rates from ``ctx.price`` under ``ctx.cache`` (DESIGN §11): under
+    Anthropic's cache a write costs the cache-write price, under OpenAI's the input
+    price (no premium), and with no cache every token costs the input price."""
+    price, cache = ctx.price, ctx.cache.name
     if cache == "none":
         return Rates(price.input, price.input)
     if cache == "anthropic":
