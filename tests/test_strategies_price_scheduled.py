@@ -250,3 +250,31 @@ def test_strategy_never_imports_compare() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+# -- snapshots on a bundled run ------------------------------------------------------------
+
+
+def _rebuild_turn(trace, strategy: str, start: int = 10) -> int:
+    """The first prompt from turn ``start`` on that a rebuild made (the view alone,
+    no delta after it)."""
+    for n in range(start, len(trace.turns) + 1):
+        if len(trace.prompt(n, strategy)) == 2:
+            return n
+    raise AssertionError("no rebuild")
+
+
+def test_snapshot_at_a_rebuild_and_two_turns_after(snapshot) -> None:
+    """The default price (openai-gpt-4.1) on the bundled incident-triage run: the prompt
+    a rebuild made, and the prompt two turns later (the view, then two deltas)."""
+    from turnpress import load_trace
+    from turnpress.core.providers import format_text
+    from turnpress.examples import example_trace_paths
+
+    [path] = [p for p in example_trace_paths() if p.stem == "incident-triage"]
+    trace = load_trace(path)
+    n = _rebuild_turn(trace, "price-scheduled")
+    at, later = trace.prompt(n, "price-scheduled"), trace.prompt(n + 2, "price-scheduled")
+    assert len(later) == 6 and later[:2] == at[:2]
+    assert format_text(at) == snapshot(name="at-rebuild")
+    assert format_text(later) == snapshot(name="two-turns-after")
