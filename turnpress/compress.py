@@ -38,6 +38,7 @@ from turnpress.core.compression import (
     render_with_breakpoints,
 )
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Tool, Turn
+from turnpress.core.pricing import CacheRules, Price, resolve_pricing
 from turnpress.core.providers import to_anthropic, to_openai
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers import anthropic_messages, openai_chat
@@ -64,7 +65,8 @@ _PROBE: tuple[dict[str, Any], ...] = (
 
 
 def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
-             turns_left: int | None = None, format: Format = "openai") -> Any:
+             turns_left: int | None = None, format: Format = "openai",
+             cache: str | CacheRules | None = None, price: str | Price | None = None) -> Any:
     """The messages to send next: ``messages`` rendered by ``strategy``.
 
     ``strategy`` is anything :func:`turnpress.normalize` accepts (default: the
@@ -78,7 +80,11 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
     render a transcript the same with or without them (the request's own ``tools``
     describe the tools; a transcript has no turns-left line). Without ``turns_left``,
     ``ctx.turns_left_known`` is False and ``ctx.turns_left_line()`` gives ``""``.
-    Shapes per ``format``: see the module docstring. Pure: the same input gives the
+    Shapes per ``format``: see the module docstring. ``cache`` (``openai``,
+    ``anthropic`` or ``none``; None: the provider of ``format``) and ``price`` (a
+    preset, ``in=..,cached=..[,write=..]`` or a ``Price``; None: ``openai-gpt-4.1``
+    or ``anthropic-sonnet-4`` after the cache) tell the strategy what the prompts
+    cost (``ctx.cache``, ``ctx.price``, DESIGN §11). Pure: the same input gives the
     same output.
 
     Once the run has made a tool call, a user, system or developer message among the
@@ -88,6 +94,7 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
     """
     _check_format(format)
     get_strategy(strategy)  # an unknown strategy is an error even with no turn yet
+    pricing = _pricing(format, cache, price)
     if format == "anthropic":
         system, body, tools = _anthropic_input(messages, tools)
         entries_source: Any = {"system": system, "messages": _plain_list(body)}
@@ -95,12 +102,19 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
             return _preamble_only(_anthropic_entries(system, body), format, _error_ids(body))
         trace = anthropic_messages.read({**entries_source, "tools": None}, WHERE)
         trace = replace(trace, tools=_tool_map(tools))
-        return _send(trace, strategy, turns_left, format, _error_ids(body))
+        return _send(trace, strategy, turns_left, format, pricing, _error_ids(body))
     body = _plain_list(messages)
     if not _has_assistant(body):
         return _preamble_only(_openai_entries(body, 0), format)
     trace = openai_chat.trace_from_messages(body, tools=_tool_map(tools), where=WHERE)
-    return _send(trace, strategy, turns_left, format)
+    return _send(trace, strategy, turns_left, format, pricing)
+
+
+def _pricing(format: str, cache: str | CacheRules | None, price: str | Price | None
+             ) -> tuple[CacheRules, Price]:
+    """The cache rules and price for the strategy: ``cache`` (None: ``format``'s
+    provider) and ``price`` (None: that cache's default preset)."""
+    return resolve_pricing(cache if cache is not None else format, price)
 
 
 class Compressor:
@@ -111,7 +125,8 @@ class Compressor:
     send now, equal to ``compress()`` of every message added so far. Parsed turns
     are kept, so one call costs what the strategy's own rendering costs, not a
     re-read of the run. With ``format="anthropic"`` the system prompt is the
-    ``system`` argument and messages are Anthropic messages.
+    ``system`` argument and messages are Anthropic messages. ``cache`` and ``price``
+    are :func:`compress`'s (None: the provider of ``format`` and its default price).
 
     The strategy is checked at creation: an unknown one raises ``ValueError``, and
     one that cannot render chat transcripts raises
@@ -119,10 +134,12 @@ class Compressor:
     """
 
     def __init__(self, strategy: Compression = True, *, format: Format = "openai",
-                 tools: Any = None, system: Any = None) -> None:
+                 tools: Any = None, system: Any = None, cache: str | CacheRules | None = None,
+                 price: str | Price | None = None) -> None:
         _check_format(format)
         self.format = format
         self.strategy = get_strategy(strategy)
+        self.cache, self.price = _pricing(format, cache, price)
         self.tools = _tool_map(tools)
         self._entries: list[Entry] = []  # the preamble, then the open turn
         self._preamble: list[Entry] = []
@@ -190,7 +207,7 @@ class Compressor:
         messages, points = render_with_breakpoints(
             turns, {}, mission=self._mission or "", system_prompt=self._system_prompt or "",
             tools=self.tools, data=None, turns_left=turns_left,
-            compression=self.strategy, preamble=preamble)
+            compression=self.strategy, preamble=preamble, cache=self.cache, price=self.price)
         return _shaped(messages, points, self.format, self._error_ids)
 
     # -- incremental reading -------------------------------------------------------------
@@ -335,11 +352,12 @@ def _preamble_only(entries: list[Entry], format: str, error_ids: Iterable[str] =
 
 
 def _send(trace: Trace, strategy: Compression, turns_left: int | None, format: str,
-          error_ids: Iterable[str] = ()) -> Any:
+          pricing: tuple[CacheRules, Price], error_ids: Iterable[str] = ()) -> Any:
     args = trace.prompt_arguments(len(trace.turns) + 1)
     args["turns_left"] = turns_left  # None: not known (RenderContext.turns_left_known)
     args["memory"] = {}
-    messages, points = render_with_breakpoints(**args, compression=strategy)
+    messages, points = render_with_breakpoints(**args, compression=strategy,
+                                               cache=pricing[0], price=pricing[1])
     return _shaped(messages, points, format, set(error_ids))
 
 
