@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 
 import click
 
+from turnpress.core.strategy import DEFAULT_STRATEGY
+
 T = TypeVar("T")
 
 
@@ -221,7 +223,7 @@ templates_option = click.option(
 
 @main.command()
 @click.argument("trace", required=False)
-@click.option("--strategy", "-s", default="single-user-coalesced", show_default=True,
+@click.option("--strategy", "-s", default=DEFAULT_STRATEGY, show_default=True,
               metavar="NAME[:k=v,...]|none",
               help="Strategy and options, e.g. rolling-window:window=3; none: the full "
                    "history (full-history).")
@@ -351,7 +353,7 @@ def trace() -> None:
               show_default=True, help="full: every turn as it ran; compressed: the prompt "
               "each turn was given, then its reply.")
 @click.option("--raw", is_flag=True, help="Show raw LLM responses and the system prompt.")
-@click.option("--strategy", "-s", default="single-user-coalesced", show_default=True,
+@click.option("--strategy", "-s", default=DEFAULT_STRATEGY, show_default=True,
               metavar="NAME[:k=v,...]|none",
               help="Strategy for --view compressed; none: the full history (full-history).")
 @templates_option

@@ -70,7 +70,7 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
     """The messages to send next: ``messages`` rendered by ``strategy``.
 
     ``strategy`` is anything :func:`turnpress.normalize` accepts (default: the
-    library's default strategy, ``single-user-coalesced``; ``"full-history"``
+    library's default strategy, ``price-scheduled``; ``"full-history"``
     returns the input's messages as they were, in the OpenAI shape equal to the
     input, in the Anthropic shape with turnpress's own ``cache_control``
     breakpoints). ``tools`` is the request's ``tools`` list (OpenAI or Anthropic

@@ -28,7 +28,9 @@ __all__ = [
     "option_defaults",
 ]
 
-DEFAULT_STRATEGY = "single-user-coalesced"
+#: the strategy of ``compression=True`` (DESIGN §11): the compacted view rebuilt when
+#: the price says so; ``single-user-coalesced`` keeps its exact format by name
+DEFAULT_STRATEGY = "price-scheduled"
 BASELINE_STRATEGY = "full-history"
 
 Breakpoint = tuple[int, "int | None"]
@@ -147,7 +149,7 @@ def _option_defaults(cls: type) -> dict[str, Any]:
 Compression = (bool | str | type[Strategy] | Strategy
                | tuple[str | type[Strategy], Mapping[str, Any]] | None)
 """What ``compression=`` accepts (``render``, ``Agent``, ``get_strategy``, ``normalize``):
-``True`` (the default strategy, ``single-user-coalesced``; the default everywhere),
+``True`` (the default strategy, ``price-scheduled``; the default everywhere),
 ``False``/``None`` (the ``full-history`` baseline), a strategy name or spec string
 (``"rolling-window:window=3"``), a Strategy class, a Strategy instance, or
 ``(name_or_class, {options})``."""
