@@ -19,11 +19,14 @@ def test_public_names() -> None:
         assert hasattr(turnpress, name), name
 
 
-def test_api_001_true_means_single_user_coalesced() -> None:
-    """API-001 / ARC-005: compression=True enables the default strategy."""
-    assert normalize(True) == ("single-user-coalesced", {})
+def test_api_001_true_means_the_default_strategy() -> None:
+    """API-001 / ARC-005: compression=True enables the default strategy: since issue 18
+    ``price-scheduled`` (DESIGN §11); ``single-user-coalesced`` by name."""
+    assert normalize(True) == ("price-scheduled", {})
     sc = exploration()
     messages = render(sc.turns, compression=True, **sc.render_kwargs())
+    assert messages == render(sc.turns, compression="price-scheduled", **sc.render_kwargs())
+    messages = render(sc.turns, compression="single-user-coalesced", **sc.render_kwargs())
     assert [m["role"] for m in messages] == ["system", "user"]
 
 
@@ -49,8 +52,9 @@ def test_api_003_false_or_none_disables() -> None:
 
 
 def test_api_004_and_api_005_default_limits() -> None:
-    """API-004 / API-005: println_limit defaults to 15, tool_call_limit to 20."""
-    strategy = get_strategy(True)
+    """API-004 / API-005: println_limit defaults to 15, tool_call_limit to 20 (the
+    seed's strategy, by name; the default strategy is price-scheduled since issue 18)."""
+    strategy = get_strategy("single-user-coalesced")
     assert strategy.println_limit == 15 and strategy.tool_call_limit == 20
     assert strategy.option_defaults() == {"println_limit": 15, "tool_call_limit": 20,
                                           "errors": "last"}
@@ -59,7 +63,8 @@ def test_api_004_and_api_005_default_limits() -> None:
 def test_api_006_normalize_accepts_all_forms() -> None:
     """API-006: normalize() returns a (strategy, opts) tuple for true, false, a strategy
     (name or class) and (strategy, opts)."""
-    cls = type(get_strategy(True))
+    assert normalize(True) == (type(get_strategy(True)).name, {})
+    cls = type(get_strategy("single-user-coalesced"))
     assert normalize(cls) == ("single-user-coalesced", {})
     assert normalize("full-history") == ("full-history", {})
     assert normalize(cls(tool_call_limit=5)) == (
@@ -135,7 +140,8 @@ def test_memory_defaults_to_last_turn() -> None:
     sc = exploration()
     explicit = render(sc.turns, sc.turns[-1].memory, compression=True, **sc.render_kwargs())
     assert render(sc.turns, compression=True, **sc.render_kwargs()) == explicit
-    empty = render([], {"x": 1}, mission="m", turns_left=3)[1]["content"]
+    empty = render([], {"x": 1}, mission="m", turns_left=3,
+                   compression="single-user-coalesced")[1]["content"]
     assert "x                         ; = integer, sample: 1" in empty
 
 
@@ -201,7 +207,8 @@ def test_rendering_does_not_depend_on_the_hash_seed(tmp_path) -> None:
     save_trace(Trace(mission="m", turns=(turn, later), max_turns=3), tmp_path / "t.json")
     outputs = set()
     for seed in ("1", "2", "3"):
-        out = subprocess.run([sys.executable, "-m", "turnpress", "render", "-f", "json",
+        out = subprocess.run([sys.executable, "-m", "turnpress", "render", "-f", "json", "-s",
+                              "single-user-coalesced",
                               str(tmp_path / "t.json")], capture_output=True, text=True,
                              env={**os.environ, "PYTHONHASHSEED": seed}, check=True)
         outputs.add(out.stdout)

@@ -24,7 +24,7 @@ def test_render_text_matches_the_library() -> None:
     assert result.exit_code == 0, result.output
     trace = load_trace(PRODUCT)
     assert result.output == (f"# trace product-research, turn 4 of 4, strategy "
-                             f"single-user-coalesced\n\n{format_text(trace.prompt(4))}\n")
+                             f"price-scheduled\n\n{format_text(trace.prompt(4))}\n")
 
 
 def test_render_json_and_openai() -> None:

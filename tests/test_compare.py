@@ -103,17 +103,19 @@ def test_baseline_is_computed_even_when_not_compared():
 
 def test_json_document_shape(bundled):
     doc = bundled.to_json()
-    assert list(doc) == ["tokenizer", "cache", "price", "min_recall", "traces", "strategies",
-                         "as_run", "recommended", "not_compared"]
+    assert list(doc) == ["tokenizer", "cache", "price", "min_recall", "floor", "traces",
+                         "strategies", "as_run", "recommended", "not_compared"]
     assert doc["price"] == {"input": 3.0, "cached": 0.3, "write": 3.75}
     assert doc["traces"][0] == {"name": bundled.traces[0].name, "turns": bundled.traces[0].turns,
-                                "as_run": None}
+                                "as_run": None, "floor": round(bundled.traces[0].floor_usd, 8)}
     assert doc["as_run"] is None and doc["not_compared"] == []
-    assert list(doc["recommended"]) == ["name", "options", "cost_ratio", "needed_fact_recall"]
+    assert list(doc["recommended"]) == ["name", "options", "cost_ratio", "needed_fact_recall",
+                                        "min_trace_recall"]
     for entry in doc["strategies"]:
         assert list(entry) == ["name", "options", "input_tokens", "cached_tokens",
                                "written_tokens", "savings_vs_full_history", "cost_usd",
-                               "cost_ratio", "retention", "needed_fact_recall", "needed_facts",
+                               "cost_ratio", "retention", "needed_fact_recall",
+                               "min_trace_recall", "floor_ratio", "needed_facts",
                                "dropped_facts", "dropped", "dropped_examples", "per_turn"]
         assert isinstance(entry["input_tokens"], int)
         assert isinstance(entry["savings_vs_full_history"], float)
@@ -469,7 +471,8 @@ def test_recommended_is_the_cheapest_above_min_recall(bundled):
     doc = bundled.to_json()["recommended"]
     assert doc == {"name": best.name, "options": best.options,
                    "cost_ratio": round(best.cost_ratio, 6),
-                   "needed_fact_recall": round(best.needed_fact_recall, 6)}
+                   "needed_fact_recall": round(best.needed_fact_recall, 6),
+                   "min_trace_recall": round(best.min_trace_recall, 6)}
     full = bundled.strategy("full-history")
     assert full.cost_ratio == pytest.approx(1.0)
     assert best.cost_ratio == pytest.approx(best.cost_usd / full.cost_usd)

@@ -177,8 +177,12 @@ def test_sdk_message_objects_are_accepted() -> None:
 
 def test_anthropic_shapes_and_breakpoints() -> None:
     system, messages = as_anthropic(TRANSCRIPT)
-    by_pair = compress((system, messages), format="anthropic")
-    by_body = compress({"system": system, "messages": messages}, format="anthropic")
+    default = compress((system, messages), format="anthropic")
+    assert any("cache_control" in block for block in default[0])
+    by_pair = compress((system, messages), format="anthropic",
+                       strategy="single-user-coalesced")
+    by_body = compress({"system": system, "messages": messages}, format="anthropic",
+                       strategy="single-user-coalesced")
     assert by_pair == by_body
     out_system, out = by_pair
     assert any("cache_control" in block for block in out_system)

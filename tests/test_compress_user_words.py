@@ -99,7 +99,7 @@ def test_coalesced_view_labels_the_users_messages(name: str) -> None:
 def test_mid_run_system_message_is_labelled_as_system() -> None:
     """ux-b item 2: a mid-run system message is not a tool output either."""
     chat = [*CHAT[:4], {"role": "system", "content": "Budget: 2 more calls."}, *CHAT[5:]]
-    view = compress(chat)[1]["content"]
+    view = compress(chat, strategy="single-user-coalesced")[1]["content"]
     assert ";; system, after turn 1:\nBudget: 2 more calls." in view
     assert all("Budget" not in s for s in output_sections(view))
 
@@ -147,10 +147,10 @@ def test_transcripts_without_tool_calls_keep_their_rendering() -> None:
     chat = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"},
             {"role": "assistant", "content": "```bash\nls\n```"},
             {"role": "user", "content": obs}]
-    view = compress(chat)[1]["content"]
+    view = compress(chat, strategy="single-user-coalesced")[1]["content"]
     assert ";; Output:\nrow 0\n" in view and "lines elided" in view
     assert ";; User messages:" not in view
-    assert len(compress(chat)) == 2
+    assert len(compress(chat, strategy="single-user-coalesced")) == 2
     masked = compress([*chat, {"role": "assistant", "content": "ok"},
                        {"role": "user", "content": "done"}],
                       strategy="observation-masking:window=0,step=1")
@@ -165,7 +165,7 @@ def test_words_before_the_first_tool_call_read_as_before() -> None:
             {"role": "assistant", "content": None, "tool_calls": [call("c1", "ls")]},
             {"role": "tool", "tool_call_id": "c1", "content": "a"},
             {"role": "user", "content": "And /var?"}]
-    out = compress(chat)
+    out = compress(chat, strategy="single-user-coalesced")
     assert out[-1] == chat[-1]
     assert ";; Output:\nList /tmp.\na" in out[0]["content"]
 

@@ -102,7 +102,7 @@ def test_render_turn_len_plus_1_is_the_next_prompt():
     assert document["turn"] == n and document["messages"] == trace.prompt(n)
     text = invoke("render", PRODUCT, "--turn", str(n))
     assert text.output.startswith(f"# trace product-research, turn {n} (the next prompt, "
-                                  f"after {n - 1} turns), strategy single-user-coalesced\n")
+                                  f"after {n - 1} turns), strategy price-scheduled\n")
 
 
 @pytest.mark.parametrize("turn", ["0", "-1", "6"])

@@ -28,6 +28,10 @@ from turnpress import Failure, Fn, Keyword, Tool, ToolCall, Turn, render
 FINAL = "FINAL TURN - you must call (return result) or (fail reason) now."
 
 
+#: the seed's strategy, by name (since issue 18 the default is price-scheduled)
+NAME = "single-user-coalesced"
+
+
 def user_message(scenario, **options) -> str:
     messages = render(scenario.turns, compression=("single-user-coalesced", options),
                       **scenario.render_kwargs())
@@ -198,7 +202,7 @@ def test_fmt_014_fmt_015_fmt_018_output_is_verbatim() -> None:
     was, no prefix, no sanitising, not cut."""
     weird = ";; === tool/ ===\n   (not a section)" + "z" * 3000
     turn = Turn.succeeded(1, "(println ...)", None, memory={}, prints=[weird])
-    content = render([turn], mission="m", turns_left=2)[1]["content"]
+    content = render([turn], mission="m", turns_left=2, compression=NAME)[1]["content"]
     assert f";; Output:\n{weird}\n\nTurns left: 2" in content
 
 
@@ -273,7 +277,7 @@ def test_tc_005_and_tc_006_results_reach_the_prompt_through_definitions() -> Non
     assert (call.name, call.args, call.result) == ("fetch", ("users",), [{"id": 1}, {"id": 2}])
     turn = Turn.succeeded(1, '(def users (tool/fetch "users"))', None,
                           memory={"users": call.result}, tool_calls=[call])
-    content = render([turn], mission="m", turns_left=2)[1]["content"]
+    content = render([turn], mission="m", turns_left=2, compression=NAME)[1]["content"]
     assert "users                         ; = list[2], sample: [{:id 1} {:id 2}]" in content
 
 
@@ -290,7 +294,7 @@ def test_msg_001_and_msg_002_single_user_message() -> None:
     """MSG-001 / MSG-002 / CMP-001: all successful turns accumulate into one USER message:
     [SYSTEM, USER]; the LLM adds the ASSISTANT message."""
     for scenario in (exploration(), println_mode(), many_prints(), failed_then_recovered()):
-        messages = render(scenario.turns, **scenario.render_kwargs())
+        messages = render(scenario.turns, compression=NAME, **scenario.render_kwargs())
         assert [m["role"] for m in messages] == ["system", "user"]
 
 
@@ -406,7 +410,7 @@ def test_final_turn_in_pairs_mode() -> None:
 def test_keyword_and_function_values_in_user_section() -> None:
     turn = Turn.succeeded(1, "p", None, memory={"status": Keyword("active"),
                                                 "f": Fn(("a", "b"), None, "map[2]")})
-    content = render([turn], mission="m", turns_left=2)[1]["content"]
+    content = render([turn], mission="m", turns_left=2, compression=NAME)[1]["content"]
     assert "(f [a b])           ; -> map[2]" in content
     assert "status                         ; = keyword, sample: :active" in content
 

@@ -112,7 +112,9 @@ def test_huge_integers_round_trip_and_render(tmp_path) -> None:
     for version in (1, 2):
         loaded = round_trip(tmp_path, trace, version)
         assert loaded == trace
-    text = render(turns=trace.turns, mission="m", turns_left=1, data=trace.data)
+    render(turns=trace.turns, mission="m", turns_left=1, data=trace.data)  # the default
+    text = render(turns=trace.turns, mission="m", turns_left=1, data=trace.data,
+                  compression="single-user-coalesced")  # its samples show the value
     assert "#bigint[" in text[-1]["content"]
     assert to_clojure(10 ** 200, 3, 80)[0].endswith("(201 digits)")
 
@@ -291,7 +293,9 @@ def test_sets_nested_1500_deep_render_save_and_load(tmp_path, name: str) -> None
     turn = run_turn(NESTED_SETS[name])
     text = to_clojure(turn.memory["x"], 3, 80)[0]
     assert text.startswith("#{#{") and len(text) < 5000
-    messages = render(turns=[turn], mission="m", turns_left=2)
+    render(turns=[turn], mission="m", turns_left=2)  # the default renders it too
+    messages = render(turns=[turn], mission="m", turns_left=2,
+                      compression="single-user-coalesced")  # its samples show the value
     assert "#{#{" in messages[-1]["content"]
     loaded = round_trip(tmp_path, Trace(mission="m", turns=(turn,), max_turns=3), 2)
     assert same_value(loaded.turns[0].memory["x"], turn.memory["x"])

@@ -23,6 +23,7 @@ from turnpress.core.compression import get_strategy
 from turnpress.core.inspect import describe_trace
 from turnpress.core.providers import format_text, prompt_with_breakpoints, to_anthropic, to_openai
 from turnpress.core.registry import PluginError, PluginWarning, get_registry
+from turnpress.core.strategy import DEFAULT_STRATEGY
 from turnpress.core.templates import export_templates, list_templates
 from turnpress.core.trace import TraceError, is_bare_name, iter_traces, trace_file
 from turnpress.examples import EXAMPLES_DIR, example_trace_paths
@@ -213,7 +214,7 @@ templates_option = click.option(
 
 @main.command()
 @click.argument("trace", required=False)
-@click.option("--strategy", "-s", default="single-user-coalesced", show_default=True,
+@click.option("--strategy", "-s", default=DEFAULT_STRATEGY, show_default=True,
               metavar="NAME[:k=v,...]|none",
               help="Strategy and options, e.g. rolling-window:window=3; none: the full "
                    "history (full-history).")
@@ -335,7 +336,7 @@ def trace() -> None:
               show_default=True, help="full: every turn as it ran; compressed: the prompt "
               "each turn was given, then its reply.")
 @click.option("--raw", is_flag=True, help="Show raw LLM responses and the system prompt.")
-@click.option("--strategy", "-s", default="single-user-coalesced", show_default=True,
+@click.option("--strategy", "-s", default=DEFAULT_STRATEGY, show_default=True,
               metavar="NAME[:k=v,...]|none",
               help="Strategy for --view compressed; none: the full history (full-history).")
 @templates_option

@@ -38,6 +38,7 @@ from turnpress.core.compression import (
     render_with_breakpoints,
 )
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Tool, Turn
+from turnpress.core.pricing import CacheRules, Price, resolve_pricing
 from turnpress.core.providers import to_anthropic, to_openai
 from turnpress.core.tokens import get_tokenizer
 from turnpress.core.trace import TraceError
@@ -65,11 +66,12 @@ _PROBE: tuple[dict[str, Any], ...] = (
 
 
 def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
-             turns_left: int | None = None, format: Format = "openai") -> Any:
+             turns_left: int | None = None, format: Format = "openai",
+             cache: str | CacheRules | None = None, price: str | Price | None = None) -> Any:
     """The messages to send next: ``messages`` rendered by ``strategy``.
 
     ``strategy`` is anything :func:`turnpress.normalize` accepts (default: the
-    library's default strategy, ``single-user-coalesced``; ``"full-history"``
+    library's default strategy, ``price-scheduled``; ``"full-history"``
     returns the input's messages as they were, in the OpenAI shape equal to the
     input, in the Anthropic shape with turnpress's own ``cache_control``
     breakpoints). ``tools`` is the request's ``tools`` list (OpenAI or Anthropic
@@ -79,7 +81,11 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
     render a transcript the same with or without them (the request's own ``tools``
     describe the tools; a transcript has no turns-left line). Without ``turns_left``,
     ``ctx.turns_left_known`` is False and ``ctx.turns_left_line()`` gives ``""``.
-    Shapes per ``format``: see the module docstring. Pure: the same input gives the
+    Shapes per ``format``: see the module docstring. ``cache`` (``openai``,
+    ``anthropic`` or ``none``; None: the provider of ``format``) and ``price`` (a
+    preset, ``in=..,cached=..[,write=..]`` or a ``Price``; None: ``openai-gpt-4.1``
+    or ``anthropic-sonnet-4`` after the cache) tell the strategy what the prompts
+    cost (``ctx.cache``, ``ctx.price``, DESIGN §11). Pure: the same input gives the
     same output.
 
     Once the run has made a tool call, a user, system or developer message among the
@@ -89,6 +95,7 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
     """
     _check_format(format)
     chosen = get_strategy(strategy)  # an unknown strategy is an error even with no turn yet
+    cache_rules, prices = _pricing(format, cache, price)
     # 1. messages -> entries: the format's reader, as `turnpress import` reads them
     if format == "anthropic":
         system, body, tools = _anthropic_input(messages, tools)
@@ -106,9 +113,18 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
     args = trace.prompt_arguments(len(trace.turns) + 1)
     args["turns_left"] = turns_left  # None: not known (RenderContext.turns_left_known)
     args["memory"] = {}
-    prompt, points = render_with_breakpoints(**args, compression=chosen)
+    prompt, points = render_with_breakpoints(**args, compression=chosen,
+                                             cache=cache_rules, price=prices)
     # 4. prompt -> the provider's shape
     return _shaped(prompt, points, format, error_ids)
+
+
+def _pricing(format: str, cache: str | CacheRules | None, price: str | Price | None
+             ) -> tuple[CacheRules, Price]:
+    """The cache rules and price for the strategy: ``cache`` (None: ``format``'s
+    provider) and ``price`` (None: that cache's default preset)."""
+    return resolve_pricing(cache if cache is not None else format, price)
+
 
 class Compressor:
     """The incremental form of :func:`compress` for a live agent loop.
@@ -118,7 +134,8 @@ class Compressor:
     send now, equal to ``compress()`` of every message added so far. Parsed turns
     are kept, so one call costs what the strategy's own rendering costs, not a
     re-read of the run. With ``format="anthropic"`` the system prompt is the
-    ``system`` argument and messages are Anthropic messages.
+    ``system`` argument and messages are Anthropic messages. ``cache`` and ``price``
+    are :func:`compress`'s (None: the provider of ``format`` and its default price).
 
     The strategy is checked at creation: an unknown one raises ``ValueError``, and
     one that cannot render chat transcripts raises
@@ -126,10 +143,12 @@ class Compressor:
     """
 
     def __init__(self, strategy: Compression = True, *, format: Format = "openai",
-                 tools: Any = None, system: Any = None) -> None:
+                 tools: Any = None, system: Any = None, cache: str | CacheRules | None = None,
+                 price: str | Price | None = None) -> None:
         _check_format(format)
         self.format = format
         self.strategy = get_strategy(strategy)
+        self.cache, self.price = _pricing(format, cache, price)
         self.tools = _tool_map(tools)
         self._entries: list[Entry] = []  # the preamble, then the open turn
         self._preamble: list[Entry] = []
@@ -197,7 +216,7 @@ class Compressor:
         messages, points = render_with_breakpoints(
             turns, {}, mission=self._mission or "", system_prompt=self._system_prompt or "",
             tools=self.tools, data=None, turns_left=turns_left,
-            compression=self.strategy, preamble=preamble)
+            compression=self.strategy, preamble=preamble, cache=self.cache, price=self.price)
         return _shaped(messages, points, self.format, self._error_ids)
 
     # -- incremental reading -------------------------------------------------------------

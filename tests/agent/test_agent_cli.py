@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from click.testing import CliRunner
 from fake_openai import FakeLLMServer
@@ -22,12 +24,14 @@ def test_run_without_arguments_runs_the_default_example_offline():
     out = result.stdout
     task = load_task()
     assert "turnpress run product-research (bundled task)" in out
-    assert "LLM: scripted (4 replies)" in out and "strategy: single-user-coalesced" in out
+    assert "LLM: scripted (4 replies)" in out and "strategy: price-scheduled" in out
     for n in range(1, 5):
         assert f"Turn {n} of 5" in out
     assert "Turn 5 of 5" not in out
     # each turn shows its prompt, the reply and what ran
-    assert out.count("> prompt (2 messages)") == 4
+    # the default (price-scheduled): the view, then one delta pair per turn since the
+    # last rebuild (turn 4's prompt is a rebuild)
+    assert re.findall(r"> prompt \((\d+) messages\)", out) == ["2", "4", "6", "2"]
     assert "[1] system: (static system prompt," in out
     assert "Turns left: 5" in out and "Turns left: 2" in out
     assert "Electronics products (rating 4.0 or more)" in out  # the expanded mission
@@ -68,7 +72,7 @@ def test_task_file_and_overrides(tmp_path):
     result = invoke(str(path))
     assert result.exit_code == 0, result.output
     # no compression in the file: the one default, the default strategy (as render())
-    assert "strategy: single-user-coalesced" in result.stdout and "result: 3" in result.stdout
+    assert "strategy: price-scheduled" in result.stdout and "result: 3" in result.stdout
     cut = invoke(str(path), "--max-turns", "1", "--strategy", "single-user-coalesced")
     assert cut.exit_code == 1
     assert "did not succeed after 1 turn: max_turns" in cut.stdout

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnpress.core.model import Message, Usage
+from turnpress.core.pricing import CacheRules, Price, resolve_pricing
 from turnpress.core.providers import to_anthropic
 from turnpress.core.trace import Trace, load_trace
 
@@ -37,6 +38,7 @@ __all__ = [
     "ScriptedLLM",
     "call_llm",
     "llm_from_spec",
+    "llm_pricing",
 ]
 
 
@@ -211,14 +213,23 @@ class OpenAICompatible:
     ``base_url`` points at another server (``http://localhost:11434/v1``...);
     ``api_key`` defaults to ``$OPENAI_API_KEY`` (any text for a server that needs
     none). ``options`` are passed to ``chat.completions.create`` (``temperature``,
-    ``max_tokens``...). Needs ``pip install 'turnpress[openai]'``.
+    ``max_tokens``...). ``price`` (a preset, ``in=..,cached=..`` or a ``Price``; None:
+    ``openai-gpt-4.1``) is what the strategy is told the prompts cost, under OpenAI's
+    automatic prompt cache (``cache``, DESIGN §11). Needs ``pip install
+    'turnpress[openai]'``.
     """
 
+    #: the prompt cache this provider has (what ``Agent`` tells the strategy)
+    cache: str = "openai"
+    price: str | Price | None = None
+
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
-                 *, timeout: float = 120.0, max_retries: int = 2, **options: Any) -> None:
+                 *, timeout: float = 120.0, max_retries: int = 2,
+                 price: str | Price | None = None, **options: Any) -> None:
         """Build the client; raises :class:`MissingDependencyError` without the SDK."""
         openai = _import_sdk("openai", "openai", "OpenAI-compatible")
         api_key = _api_key(api_key, "OPENAI_API_KEY", base_url)
+        self.price = price
         self.model = model
         self.base_url = base_url
         self.options = options
@@ -250,15 +261,23 @@ class Anthropic:
     System messages become the ``system`` parameter; ``cache_system_prompt=True``
     marks it with a ``cache_control`` breakpoint (the system prompt is static, so
     every turn after the first reads it from the cache). ``api_key`` defaults to
-    ``$ANTHROPIC_API_KEY``. Needs ``pip install 'turnpress[anthropic]'``.
+    ``$ANTHROPIC_API_KEY``. ``price`` (None: ``anthropic-sonnet-4``) is what the
+    strategy is told the prompts cost, under Anthropic's explicit cache (``cache``,
+    DESIGN §11). Needs ``pip install 'turnpress[anthropic]'``.
     """
+
+    #: the prompt cache this provider has (what ``Agent`` tells the strategy)
+    cache: str = "anthropic"
+    price: str | Price | None = None
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
                  *, max_tokens: int = 4096, cache_system_prompt: bool = False,
-                 timeout: float = 120.0, max_retries: int = 2, **options: Any) -> None:
+                 timeout: float = 120.0, max_retries: int = 2,
+                 price: str | Price | None = None, **options: Any) -> None:
         """Build the client; raises :class:`MissingDependencyError` without the SDK."""
         anthropic = _import_sdk("anthropic", "anthropic", "Anthropic")
         api_key = _api_key(api_key, "ANTHROPIC_API_KEY", base_url)
+        self.price = price
         self.model = model
         self.base_url = base_url
         self.max_tokens = max_tokens
@@ -324,3 +343,19 @@ def llm_from_spec(spec: str, *, base_url: str | None = None,
     if not sep or not model.strip():
         raise ValueError(f"{spec!r} names no model; use {provider}:MODEL")
     return PROVIDERS[provider](model.strip(), base_url=base_url, api_key=api_key)
+
+
+def llm_pricing(llm: Any) -> tuple[CacheRules, Price]:
+    """The prompt cache and the price an LLM's prompts meet (``RenderContext.cache`` and
+    ``.price`` of the agent's renders): its ``cache`` and ``price`` attributes
+    (:class:`OpenAICompatible`: ``openai``; :class:`Anthropic`: ``anthropic``), else the
+    default (the ``openai`` cache, ``openai-gpt-4.1``). A bad value raises
+    ``ValueError`` naming the LLM."""
+    cache = getattr(llm, "cache", None)
+    price = getattr(llm, "price", None)
+    cache = cache if isinstance(cache, (str, CacheRules)) else None
+    price = price if isinstance(price, (str, Price)) else None
+    try:
+        return resolve_pricing(cache, price)
+    except ValueError as exc:
+        raise ValueError(f"llm {llm!r}: {exc}") from None

@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from turnpress.agent.llm import LLM, LLMReply, call_llm
+from turnpress.agent.llm import LLM, LLMReply, call_llm, llm_pricing
 from turnpress.agent.program import NO_PROGRAM, find_program
 from turnpress.agent.step import Step, sum_usage
 from turnpress.core.compression import (
@@ -69,6 +69,7 @@ def run_loop(
     if max_turns == 1:
         compression = False
     strategy = get_strategy(compression)  # once per run, not once per turn
+    cache, price = llm_pricing(llm)  # the prompt cache the LLM's provider has
     strategy_name = None if compression is None or compression is False else strategy.name
     template_dirs = tuple(template_dirs)
     run = RunState(mission=mission, system_prompt=system_prompt, max_turns=max_turns,
@@ -85,7 +86,8 @@ def run_loop(
 
     while len(turns) < max_turns:
         next_prompt = prompt_arguments(dataclasses.replace(run, turns=turns), len(turns) + 1)
-        messages = render(**next_prompt, compression=strategy, template_dirs=template_dirs)
+        messages = render(**next_prompt, compression=strategy, template_dirs=template_dirs,
+                          cache=cache, price=price)
         sent.append(messages)
         try:
             reply: LLMReply = call_llm(llm, messages)

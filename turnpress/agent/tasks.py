@@ -5,7 +5,7 @@ name = "product-research"            # optional; default: the file name
 description = "One line for `turnpress run --list`"
 mission = "Find well-reviewed {{category}} products"   # {{placeholders}} come from [data]
 max_turns = 5                        # optional (5)
-compression = "single-user-coalesced"  # optional: true, false, or "NAME[:k=v,...]" (true)
+compression = true                   # optional: true (default), false, "NAME[:k=v,...]"
 
 [data]                               # the agent's data/ namespace; any TOML values
 category = "Electronics"

@@ -17,9 +17,10 @@ from turnpress.compare.reuse import PromptTrack, roles
 from turnpress.core.compression import RenderContext
 from turnpress.core.model import Message
 from turnpress.core.providers import anthropic_breakpoints
+from turnpress.core.strategy import breakpoints_for
 from turnpress.core.tokens import TokenCounter, TokenizedPrompt, Tokenizer
 
-__all__ = ["PromptCounter", "split_turns"]
+__all__ = ["PromptCounter", "leading_system", "split_turns"]
 
 
 class PromptCounter:
@@ -67,8 +68,7 @@ class PromptCounter:
         (none under the other models)."""
         if self.cache != "anthropic":
             return []
-        method = getattr(strategy, "cache_breakpoints", None)
-        raw = [(0, None)] if method is None else list(method(turns, memory, ctx))
+        raw = list(breakpoints_for(strategy, turns, memory, ctx, messages))
         flat = [m if isinstance(m.get("content"), str) else
                 {"role": m["role"], "content": self.counter.body(m)} for m in messages]
         return anthropic_breakpoints(flat, raw)
@@ -87,3 +87,12 @@ def split_turns(messages: Sequence[Message], body: Callable[[Message], str]
         else:
             head.append(body(m))
     return "\n".join(head), [("\n".join(a), "\n".join(f)) for a, f in turns]
+
+
+def leading_system(messages: Sequence[Message]) -> int:
+    """How many messages at the start of ``messages`` are system messages (the system
+    prompt, which the floor reads from the cache)."""
+    count = 0
+    while count < len(messages) and messages[count].get("role") == "system":
+        count += 1
+    return count

@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from turnpress.compare.cache import new_cache_model
-from turnpress.compare.counting import PromptCounter, split_turns
+from turnpress.compare.counting import PromptCounter, leading_system, split_turns
 from turnpress.compare.failures import (
     CompareError,
     describe_failure,
     is_template_problem,
     strategy_origin,
 )
-from turnpress.compare.pricing import Price, cost_usd, get_price
+from turnpress.compare.pricing import Price, cost_usd, floor_cost, get_price
 from turnpress.compare.results import (
     DEFAULT_MIN_RECALL,
     ComparisonResult,
@@ -60,6 +60,7 @@ from turnpress.core.compression import (
     strategy_names,
 )
 from turnpress.core.model import Message, Turn
+from turnpress.core.pricing import CacheRules, get_cache_rules
 from turnpress.core.templates import resolve_template_dirs
 from turnpress.core.tokens import DEFAULT_TOKENIZER, Tokenizer, get_tokenizer
 from turnpress.core.trace import Trace
@@ -126,6 +127,11 @@ class _Settings:
     template_dirs: tuple[Path, ...]
     price: Price
 
+    @property
+    def rules(self) -> CacheRules:
+        """The cache model's rules, as strategies see them (``RenderContext.cache``)."""
+        return get_cache_rules(self.cache)
+
 
 class _Worker:
     """Compares the strategies on one trace at a time (one per process)."""
@@ -146,7 +152,8 @@ class _Worker:
         return args["turns"], RenderContext(
             mission=args["mission"], system_prompt=args["system_prompt"],
             tools=args["tools"], data=args["data"], turns_left=args["turns_left"],
-            template_dirs=self.settings.template_dirs, preamble=args["preamble"])
+            template_dirs=self.settings.template_dirs, preamble=args["preamble"],
+            cache=self.settings.rules, price=self.settings.price)
 
     def compare(self, index: int, trace: Trace) -> TraceOutcome:
         s = self.settings
@@ -173,6 +180,7 @@ class _Worker:
         base_track = PromptTrack()
         tracks = [PromptTrack() for _ in strategies]
         base_tokens, base_cost, billed_base_cost = 0, 0.0, 0.0
+        floor, head, seen = 0.0, 0, 0  # the floor; the system prompt's and the last tokens
         for n in range(1, last + 1):
             turns, ctx = self._context(trace, n)
             memory = turns[-1].memory if turns else {}
@@ -185,6 +193,10 @@ class _Worker:
             base_prompt, base_bodies = self.counting.tokenize(base, base_points, base_track, same)
             usage = base_cache.account(base_prompt)
             base_tokens += base_prompt.total
+            if n == 1:
+                head = seen = base_prompt.tokens_before(leading_system(base))
+            floor += floor_cost(s.price, s.cache, max(0, base_prompt.total - seen), head)
+            seen = base_prompt.total
             prompt_cost = cost_usd(s.price, base_prompt.total, usage.cached, usage.written)
             base_cost += prompt_cost
             if trace.turns[n - 1].usage is not None:
@@ -247,7 +259,7 @@ class _Worker:
                 prompts.prompts.append(kept_messages)
                 prompts.tokens.append(kept_tokens)
         as_run, billed = billed_usage(trace, s.price, billed_base_cost)
-        info = TraceInfo(trace.name, last, base_tokens, base_cost, as_run, billed)
+        info = TraceInfo(trace.name, last, base_tokens, base_cost, as_run, billed, floor)
         self.counter.start_run()
         return TraceOutcome(index, info, rows, dropped, status, prompts)
 

@@ -1,5 +1,8 @@
 """Token prices: presets as data, ``--price`` parsing and the cost of a prompt.
 
+The price list itself lives in :mod:`turnpress.core.pricing` (strategies read it from
+their render context); it is re-exported here, beside :func:`cost_usd`.
+
 Prices are USD per million tokens: ordinary input, cached input (read from the
 prompt cache) and cache write (Anthropic's first write of a prefix; ``None``
 when the provider has no write premium). A write without a write price costs
@@ -8,8 +11,14 @@ when the provider has no write premium). A write without a write price costs
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from turnpress.core.pricing import (
+    CACHE_WRITE_PREMIUM,
+    PRICE_PRESETS,
+    Price,
+    default_price,
+    get_price,
+    parse_price,
+)
 
 __all__ = [
     "CACHE_WRITE_PREMIUM",
@@ -17,97 +26,10 @@ __all__ = [
     "Price",
     "cost_usd",
     "default_price",
+    "floor_cost",
     "get_price",
     "parse_price",
 ]
-
-CACHE_WRITE_PREMIUM = 1.25
-
-
-@dataclass(frozen=True)
-class Price:
-    """USD per million tokens: ``input``, ``cached`` input and cache ``write`` (or None)."""
-
-    input: float
-    cached: float
-    write: float | None = None
-    name: str | None = None
-
-    @property
-    def effective_write(self) -> float:
-        """The price of a cache write: ``write``, or 1.25x ``input`` when it is unset."""
-        return self.write if self.write is not None else self.input * CACHE_WRITE_PREMIUM
-
-    def to_json(self) -> dict[str, float | None]:
-        """``{"input": float, "cached": float, "write": float | None}``."""
-        return {"input": self.input, "cached": self.cached, "write": self.write}
-
-    def __str__(self) -> str:
-        parts = f"in={self.input:g},cached={self.cached:g}"
-        if self.write is not None:
-            parts += f",write={self.write:g}"
-        return f"{self.name} ({parts})" if self.name else parts
-
-
-# USD per million tokens: input / cached input / cache write (None: no write premium).
-PRICE_PRESETS: dict[str, Price] = {
-    "openai-gpt-4.1": Price(2.00, 0.50, None, "openai-gpt-4.1"),
-    "openai-gpt-4o": Price(2.50, 1.25, None, "openai-gpt-4o"),
-    "anthropic-sonnet-4": Price(3.00, 0.30, 3.75, "anthropic-sonnet-4"),
-    "anthropic-haiku-3.5": Price(0.80, 0.08, 1.00, "anthropic-haiku-3.5"),
-}
-
-_KEYS = {"in": "input", "input": "input", "cached": "cached", "write": "write"}
-
-
-def parse_price(text: str) -> Price:
-    """A preset name, or ``in=..,cached=..[,write=..]`` (USD per million tokens).
-
-    A ``ValueError`` names the problem and the presets.
-    """
-    text = text.strip()
-    if text in PRICE_PRESETS:
-        return PRICE_PRESETS[text]
-    presets = ", ".join(PRICE_PRESETS)
-    usage = f"use a preset ({presets}) or in=USD,cached=USD[,write=USD] per million tokens"
-    if "=" not in text:
-        raise ValueError(f"unknown price preset {text!r}; {usage}")
-    values: dict[str, float] = {}
-    for item in (p.strip() for p in text.split(",")):
-        key, eq, raw = item.partition("=")
-        field = _KEYS.get(key.strip().lower())
-        if not eq or field is None:
-            raise ValueError(f"malformed price {text!r}: {item!r} is not in=, cached= or "
-                             f"write=; {usage}")
-        if field in values:
-            raise ValueError(f"malformed price {text!r}: {key.strip()!r} given twice")
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ValueError(f"malformed price {text!r}: {raw.strip()!r} is not a number") \
-                from None
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"malformed price {text!r}: {key.strip()} must be a "
-                             f"non-negative number")
-        values[field] = value
-    missing = [k for k in ("input", "cached") if k not in values]
-    if missing:
-        name = "in" if missing[0] == "input" else missing[0]
-        raise ValueError(f"malformed price {text!r}: {name}= is missing; {usage}")
-    return Price(values["input"], values["cached"], values.get("write"))
-
-
-def get_price(price: str | Price | None, cache: str = "openai") -> Price:
-    """``price`` as a :class:`Price` (``None``: the default for ``cache``)."""
-    if isinstance(price, Price):
-        return price
-    return parse_price(price if price is not None else default_price(cache))
-
-
-def default_price(cache: str) -> str:
-    """The preset used when no price is given: ``anthropic-sonnet-4`` for the
-    Anthropic cache model, else ``openai-gpt-4.1``."""
-    return "anthropic-sonnet-4" if cache == "anthropic" else "openai-gpt-4.1"
 
 
 def cost_usd(price: Price, input_tokens: int, cached: int = 0, written: int = 0) -> float:
@@ -119,3 +41,11 @@ def cost_usd(price: Price, input_tokens: int, cached: int = 0, written: int = 0)
                          f"prompt's {input_tokens} tokens")
     return (uncached * price.input + cached * price.cached
             + written * price.effective_write) / 1_000_000
+
+
+def floor_cost(price: Price, cache: str, new_tokens: int, head_tokens: int) -> float:
+    """One prompt's share of the floor (DESIGN §11): its ``new_tokens`` (what it adds to
+    the run's previous prompt) sent once at the input price, and the system prompt
+    (``head_tokens``) read from the cache (at the input price when there is none)."""
+    head_price = price.input if cache == "none" else price.cached
+    return (new_tokens * price.input + head_tokens * head_price) / 1_000_000

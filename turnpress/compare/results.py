@@ -94,11 +94,15 @@ class TraceInfo:
     baseline_cost_usd: float = 0.0
     as_run: AsRun | None = None
     billed: tuple[tuple[int, int] | None, ...] = field(default=(), repr=False)
+    #: the floor: what the run would cost if each new message were sent once and
+    #: nothing were re-read, the system prompt read from the cache (DESIGN §11)
+    floor_usd: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """This trace's entry of the ``--json`` document."""
         return {"name": self.name, "turns": self.turns,
-                "as_run": self.as_run.to_json() if self.as_run else None}
+                "as_run": self.as_run.to_json() if self.as_run else None,
+                "floor": round(self.floor_usd, 8)}
 
 
 class TurnStats(NamedTuple):
@@ -150,6 +154,8 @@ class StrategyResult:
     needed: int = 0
     needed_shown: int = 0
     baseline_cost_usd: float = 0.0
+    #: the floor of the traces this strategy ran on (see :attr:`TraceInfo.floor_usd`)
+    floor_usd: float = 0.0
     dropped: Counter[str] = field(default_factory=Counter)
     dropped_facts: int = 0
     dropped_examples: list[DroppedFact] = field(default_factory=list)
@@ -184,6 +190,23 @@ class StrategyResult:
     def cost_ratio(self) -> float:
         """This strategy's cost as a multiple of ``full-history``'s on the same prompts."""
         return self.cost_usd / self.baseline_cost_usd if self.baseline_cost_usd else 1.0
+
+    @property
+    def floor_ratio(self) -> float:
+        """This strategy's cost as a multiple of the floor (1.0 when the floor is 0)."""
+        return self.cost_usd / self.floor_usd if self.floor_usd else 1.0
+
+    @property
+    def min_trace_recall(self) -> float:
+        """The needed-fact recall of the worst single trace (traces with needed facts
+        only; 1.0 when none has any)."""
+        needed: dict[int, int] = {}
+        shown: dict[int, int] = {}
+        for trace, n, k in zip(self._trace, self._needed, self._needed_shown, strict=True):
+            if n:
+                needed[trace] = needed.get(trace, 0) + n
+                shown[trace] = shown.get(trace, 0) + k
+        return min((shown[t] / needed[t] for t in needed), default=1.0)
 
     @property
     def savings_vs_full_history(self) -> float:
@@ -233,6 +256,8 @@ class StrategyResult:
             "cost_ratio": round(self.cost_ratio, 6),
             "retention": round(self.retention, 6),
             "needed_fact_recall": round(self.needed_fact_recall, 6),
+            "min_trace_recall": round(self.min_trace_recall, 6),
+            "floor_ratio": round(self.floor_ratio, 6),
             "needed_facts": self.needed,
             "dropped_facts": self.dropped_facts,
             "dropped": dict(self.dropped.most_common()),
@@ -268,6 +293,8 @@ class ComparisonResult:
     strategies: list[StrategyResult] = field(default_factory=list)
     baseline_tokens: int = 0
     baseline_cost_usd: float = 0.0
+    #: the floor over all traces (see :attr:`TraceInfo.floor_usd`)
+    floor_usd: float = 0.0
     kept_prompts: list[TracePrompts] = field(default_factory=list)
     min_recall: float = DEFAULT_MIN_RECALL
     #: ``(label, "n/a" | "failed", reason)`` of strategies that could not even be created
@@ -327,13 +354,15 @@ class ComparisonResult:
             "cache": self.cache,
             "price": self.price.to_json(),
             "min_recall": self.min_recall,
+            "floor": round(self.floor_usd, 8),
             "traces": [t.to_json() for t in self.traces],
             "strategies": [s.to_json() for s in self.compared],
             "as_run": as_run.to_json() if as_run else None,
             "recommended": None if best is None else {
                 "name": best.name, "options": _jsonable(best.options),
                 "cost_ratio": round(best.cost_ratio, 6),
-                "needed_fact_recall": round(best.needed_fact_recall, 6)},
+                "needed_fact_recall": round(best.needed_fact_recall, 6),
+                "min_trace_recall": round(best.min_trace_recall, 6)},
             "not_compared": [{"strategy": label, "status": status, "reason": reason}
                              for label, status, reason in self.not_compared],
         }
@@ -385,6 +414,7 @@ def add_outcome(result: ComparisonResult, outcome: TraceOutcome, names: list[str
     names.append(info.name)
     result.baseline_tokens += info.baseline_tokens
     result.baseline_cost_usd += info.baseline_cost_usd
+    result.floor_usd += info.floor_usd
     for sr, rows, dropped, status in zip(result.strategies, outcome.rows, outcome.dropped,
                                          outcome.status, strict=True):
         if sr.status is not None:
@@ -395,6 +425,7 @@ def add_outcome(result: ComparisonResult, outcome: TraceOutcome, names: list[str
         add_rows(sr, trace_index, rows, result.price)
         sr.baseline_tokens += info.baseline_tokens
         sr.baseline_cost_usd += info.baseline_cost_usd
+        sr.floor_usd += info.floor_usd
         distinct = set()
         for turn, fact in dropped:
             sr.dropped[fact.kind] += 1

@@ -93,10 +93,16 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
               f"{kept}: mean share of the history's facts shown (retention); {drop}: how "
               f"many distinct facts some prompt lacked",
               "recall: share of the facts the agent went on to use that the prompt still shows"]
+    if result.baseline_cost_usd:
+        lines.append(f"floor: {format_cost(result.floor_usd)} "
+                     f"({result.floor_usd / result.baseline_cost_usd:.2f}x full-history), each "
+                     f"new message sent once and nothing re-read, the system prompt read from "
+                     f"the cache")
     best = result.recommended
     if best is not None:
-        lines.append(f"{RECOMMENDED_MARK} recommended: {best.label}, the cheapest with recall "
-                     f">= {result.min_recall:g} (--min-recall)")
+        lines.append(f"{RECOMMENDED_MARK} recommended: {best.label} (recall "
+                     f"{best.needed_fact_recall:.3f}, worst run {best.min_trace_recall:.3f}), "
+                     f"the cheapest with recall >= {result.min_recall:g} (--min-recall)")
     elif result.compared and not any(s.needed for s in result.compared):
         lines.append("no recommendation: no prompt had a needed fact, so recall measured "
                      "nothing (the runs are too short, or have no turns)")
@@ -106,9 +112,24 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
     if result.as_run is not None:
         lines.append(f"{AS_RUN_LABEL}: what the provider billed, in its own tokenizer "
                      f"({result.as_run.prompts} prompts with usage)")
+    lines += never_cached(result)
     for label, status, reason in result.not_compared:
         lines.append(f"{label}: {status}: {reason}")
     return lines
+
+
+def never_cached(result: ComparisonResult) -> list[str]:
+    """A line for each strategy whose prompts never reached a cached prefix under a cache
+    model that caches (so it pays the full input price on every call)."""
+    if result.cache == "none":
+        return []
+    why = ("no prompt repeats an earlier prompt's first 1024 tokens" if result.cache == "openai"
+           else "no cache_control breakpoint falls on a prefix of 1024+ tokens that a later "
+                "prompt repeats: mark the end of the stable head (cache_breakpoints, "
+                "docs/plugins.md)")
+    return [f"{s.label}: its prompts never reach a cached prefix (0.0% cached): {why}"
+            for s in result.compared if s.prompts > len(result.traces) and not s.cached_tokens
+            and not _is_baseline(s)]
 
 
 def comparison_table(result: ComparisonResult, *, gap: int = 2) -> Table:
@@ -136,7 +157,7 @@ def comparison_table(result: ComparisonResult, *, gap: int = 2) -> Table:
         if anthropic:
             row.append(compact_tokens(s.written_tokens))
         row += [short_cost(s.cost_usd), f"{s.cost_ratio:.2f}x", f"{s.retention:.2f}",
-                f"{s.needed_fact_recall:.2f}", str(s.dropped_facts)]
+                f"{s.needed_fact_recall:.3f}", str(s.dropped_facts)]
         table.add_row(*row)
     for label, status, _reason in result.unresolved:
         table.add_row(label, status, *[""] * (7 + anthropic))

@@ -27,6 +27,7 @@ from turnpress.core.history import (
     printed_lines,
 )
 from turnpress.core.model import MESSAGE_ROLES, Message, Turn, coerce_tools
+from turnpress.core.pricing import CacheRules, Price, resolve_pricing
 from turnpress.core.registry import get_registry
 from turnpress.core.render_context import (
     ARG_LIMIT,
@@ -45,6 +46,7 @@ from turnpress.core.strategy import (
     Compression,
     Strategy,
     StrategyNotApplicable,
+    breakpoints_for,
     option_defaults,
 )
 from turnpress.core.strategy_lookup import (
@@ -156,6 +158,8 @@ def _prepare(
     compression: Compression,
     template_dirs: Iterable[str | os.PathLike[str]],
     preamble: Iterable[Mapping[str, Any]] = (),
+    cache: str | CacheRules | None = None,
+    price: str | Price | None = None,
 ) -> tuple[Any, tuple[Turn, ...], Mapping[str, Any], RenderContext]:
     """Check ``render()``'s arguments; return (strategy, turns, memory, context)."""
     turns = tuple(turns)
@@ -173,6 +177,7 @@ def _prepare(
     if memory is None:
         memory = turns[-1].memory if turns else {}
     strategy = get_strategy(compression)
+    rules, cost = resolve_pricing(cache, price)
     registry = get_registry()
     dirs = resolve_template_dirs(template_dirs)
     shared = run_cache_for(tools, data, dirs, registry)
@@ -189,6 +194,8 @@ def _prepare(
         preamble=tuple(preamble),  # type: ignore[arg-type]
         run_cache=shared,
         turns_left_known=known,
+        cache=rules,
+        price=cost,
     )
     return strategy, turns, memory, ctx
 
@@ -205,6 +212,8 @@ def render(
     compression: Compression = True,
     template_dirs: Iterable[str | os.PathLike[str]] = (),
     preamble: Iterable[Mapping[str, Any]] = (),
+    cache: str | CacheRules | None = None,
+    price: str | Price | None = None,
 ) -> list[Message]:
     """Render the history into the messages for the next LLM call.
 
@@ -212,13 +221,15 @@ def render(
     ``compression`` picks the strategy (see :func:`normalize`); ``False`` renders
     the ``full-history`` baseline. ``preamble`` is an imported transcript's
     original messages before its first turn (``Trace.preamble``). ``turns_left=None``:
-    not known, no turns-left line (``RenderContext.turns_left_known``). Pure: the same
-    input gives the same output.
+    not known, no turns-left line (``RenderContext.turns_left_known``). ``cache`` and
+    ``price`` tell the strategy the prompt cache and the price list
+    (``RenderContext.cache`` / ``.price``; None: the ``openai`` cache, priced
+    ``openai-gpt-4.1``). Pure: the same input gives the same output.
     """
     strategy, turns, memory, ctx = _prepare(
         turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
         turns_left=turns_left, compression=compression, template_dirs=template_dirs,
-        preamble=preamble)
+        preamble=preamble, cache=cache, price=price)
     return _handed_out(check_messages(strategy.to_messages(turns, memory, ctx), strategy))
 
 
@@ -253,22 +264,26 @@ def render_with_breakpoints(
     compression: Compression = True,
     template_dirs: Iterable[str | os.PathLike[str]] = (),
     preamble: Iterable[Mapping[str, Any]] = (),
+    cache: str | CacheRules | None = None,
+    price: str | Price | None = None,
 ) -> tuple[list[Message], list[Breakpoint]]:
     """``render(...)``'s messages and the strategy's cache breakpoints for them.
 
     Takes exactly :func:`render`'s arguments; the breakpoints come from
-    ``strategy.cache_breakpoints`` called with the same turns, memory and context
-    (a bad result raises :class:`~turnpress.core.breakpoints.BreakpointError`, a
+    ``strategy.cache_breakpoints`` called with the same turns, memory and context, or
+    for a strategy without its own, the end of the leading system messages and the
+    end of the prompt (:func:`~turnpress.core.strategy.breakpoints_for`; a bad result
+    raises :class:`~turnpress.core.breakpoints.BreakpointError`, a
     ``ValueError`` naming the strategy and its plugin). Feed both to
     :func:`turnpress.core.providers.to_anthropic`.
     """
     strategy, turns, memory, ctx = _prepare(
         turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
         turns_left=turns_left, compression=compression, template_dirs=template_dirs,
-        preamble=preamble)
+        preamble=preamble, cache=cache, price=price)
     messages = check_messages(strategy.to_messages(turns, memory, ctx), strategy)
-    points = check_breakpoints(strategy.cache_breakpoints(turns, memory, ctx), len(messages),
-                               strategy)
+    points = check_breakpoints(breakpoints_for(strategy, turns, memory, ctx, messages),
+                               len(messages), strategy)
     return _handed_out(messages), points
 
 

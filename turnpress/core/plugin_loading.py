@@ -59,6 +59,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "turnpress.plugins.full_history",
     "turnpress.plugins.observation_masking",
     "turnpress.plugins.per_turn_summary",
+    "turnpress.plugins.price_scheduled",
     "turnpress.plugins.progressive_batch",
     "turnpress.plugins.rolling_window",
     "turnpress.plugins.single_user_coalesced",

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from turnpress.core.clojure import to_clojure
 from turnpress.core.history import error_message, has_printed, newest_items
 from turnpress.core.model import Memory, Message, Tool, Turn
+from turnpress.core.pricing import CACHE_RULES, DEFAULT_CACHE, CacheRules, Price, get_price
 from turnpress.core.registry import PluginError, Registry, get_registry
 from turnpress.core.run_cache import MAX_TEXTS, NotPlain, RunCache, run_cache_for, value_key
 from turnpress.core.templates import get_environment
@@ -128,6 +129,12 @@ class RenderContext:
     #: ``Compressor.messages()`` without ``turns_left``): ``turns_left`` is then 0 and
     #: :meth:`turns_left_line` gives ``""``, so no strategy prints a made-up count
     turns_left_known: bool = True
+    #: the prompt cache the prompts will meet (its name, ``openai`` / ``anthropic`` /
+    #: ``none``, and its rules) and the price list (DESIGN §11): set by ``compare
+    #: --cache/--price``, ``compress(cache=, price=)`` and ``Agent`` from its LLM
+    #: adapter; when nothing says, the ``openai`` cache priced ``openai-gpt-4.1``
+    cache: CacheRules = CACHE_RULES[DEFAULT_CACHE]
+    price: Price = field(default_factory=lambda: get_price(None, DEFAULT_CACHE))
 
     def __post_init__(self) -> None:
         if self.run_cache is None:

@@ -23,10 +23,14 @@ __all__ = [
     "Compression",
     "Strategy",
     "StrategyNotApplicable",
+    "breakpoints_for",
+    "default_breakpoints",
     "option_defaults",
 ]
 
-DEFAULT_STRATEGY = "single-user-coalesced"
+#: the strategy of ``compression=True`` (DESIGN §11): the compacted view rebuilt when
+#: the price says so; ``single-user-coalesced`` keeps its exact format by name
+DEFAULT_STRATEGY = "price-scheduled"
 BASELINE_STRATEGY = "full-history"
 
 Breakpoint = tuple[int, "int | None"]
@@ -76,7 +80,7 @@ class Strategy:
         prompt wrote), so a strategy whose boundary moves next turn may still mark
         its end; every other breakpoint must be repeated by the following prompts.
         """
-        return [(0, None)]
+        return default_breakpoints(self.to_messages(turns, memory, ctx))
 
     @classmethod
     def option_defaults(cls) -> dict[str, Any]:
@@ -145,7 +149,30 @@ def _option_defaults(cls: type) -> dict[str, Any]:
 Compression = (bool | str | type[Strategy] | Strategy
                | tuple[str | type[Strategy], Mapping[str, Any]] | None)
 """What ``compression=`` accepts (``render``, ``Agent``, ``get_strategy``, ``normalize``):
-``True`` (the default strategy, ``single-user-coalesced``; the default everywhere),
+``True`` (the default strategy, ``price-scheduled``; the default everywhere),
 ``False``/``None`` (the ``full-history`` baseline), a strategy name or spec string
 (``"rolling-window:window=3"``), a Strategy class, a Strategy instance, or
 ``(name_or_class, {options})``."""
+
+
+def default_breakpoints(messages: Sequence[Message]) -> list[Breakpoint]:
+    """The breakpoints of a strategy that says nothing about caching: the end of the
+    leading system messages (the stable head) and the end of the prompt."""
+    head = 0
+    while head < len(messages) and messages[head].get("role") == "system":
+        head += 1
+    points: list[Breakpoint] = [(head - 1, None)] if head else []
+    if messages and len(messages) - 1 != head - 1:
+        points.append((len(messages) - 1, None))
+    return points
+
+
+def breakpoints_for(strategy: Any, turns: Sequence[Turn], memory: Mapping[str, Any],
+                    ctx: RenderContext, messages: Sequence[Message]) -> Any:
+    """``strategy.cache_breakpoints(turns, memory, ctx)`` when the strategy defines its
+    own, else :func:`default_breakpoints` of the ``messages`` it rendered (without
+    rendering them again). The result is not checked here."""
+    method = getattr(type(strategy), "cache_breakpoints", None)
+    if method is None or method is Strategy.cache_breakpoints:
+        return default_breakpoints(messages)
+    return strategy.cache_breakpoints(turns, memory, ctx)

@@ -168,7 +168,8 @@ def get_strategy(compression: Compression = True, /, registry: Registry | None =
 def normalize(compression: Compression) -> tuple[str | None, dict[str, Any]]:
     """Normalize a ``compression=`` value to ``(strategy_name | None, options)``.
 
-    ``True`` -> ``("single-user-coalesced", {})``; ``False``/``None`` -> ``(None, {})``;
+    ``True`` -> ``("price-scheduled", {})`` (``DEFAULT_STRATEGY``); ``False``/``None`` ->
+    ``(None, {})``;
     a registered name (or ``"name:k=v,..."``), a Strategy class, an instance, or
     ``(name_or_class, {options})``. Anything else, an unknown name or an unknown
     option raises ``ValueError`` naming the bad value and the valid ones.

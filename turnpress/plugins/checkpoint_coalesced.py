@@ -328,7 +328,12 @@ class CheckpointCoalesced(Strategy):
     def _checkpoints(self, turns: Sequence[Turn], ctx: RenderContext) -> tuple[int, int, bool]:
         """``(c, previous, moves)``: :meth:`checkpoints` plus the checkpoint before ``c``."""
         last = self._prefixes(turns, ctx)[-1]
-        return last.c, last.previous, self._due(len(turns) + 1, last.c, last.appended)
+        return last.c, last.previous, self._due_after(last, len(turns) + 1)
+
+    def _due_after(self, node: _Prefix, pos: int) -> bool:
+        """Whether the ``pos``-th turn makes a checkpoint, given the state ``node`` after
+        the turns before it (a strategy built on this one decides differently here)."""
+        return self._due(pos, node.c, node.appended)
 
     def _due(self, pos: int, c: int, appended: int) -> bool:
         return pos - c >= self.every or (self.delta_chars > 0 and appended >= self.delta_chars)
@@ -358,7 +363,7 @@ class CheckpointCoalesced(Strategy):
         """The state after the ``pos``-th turn, from the state ``before`` it."""
         names = turn_names(turns[pos - 1])
         seen = before.seen | names if names else before.seen
-        if self._due(pos, before.c, before.appended):
+        if self._due_after(before, pos):
             return _Prefix(before, seen, pos, before.c, 0, None)
         delta = self.delta(ctx, turns, pos, {pos - 1: before.seen})
         return _Prefix(before, seen, before.c, before.previous,
@@ -437,7 +442,7 @@ class CheckpointCoalesced(Strategy):
         a prefix later prompts share; the end marker still saves the re-read.
         """
         nodes = self._prefixes(turns, ctx)
-        moves = self._due(len(turns) + 1, nodes[-1].c, nodes[-1].appended)
+        moves = self._due_after(nodes[-1], len(turns) + 1)
         view = self._view(turns, nodes, ctx)
         if ctx.is_transcript:
             points: list[Breakpoint] = transcript_head_breakpoints(ctx)

@@ -1,0 +1,181 @@
+"""What a prompt costs a strategy: the price list and the rules of the prompt cache.
+
+Both are part of the render context (``RenderContext.price``, ``RenderContext.cache``,
+DESIGN §11), so a strategy can schedule its work by what it costs; ``compare`` bills
+with the same objects (``turnpress.compare.pricing`` re-exports them).
+
+Prices are USD per million tokens: ordinary input, cached input (read from the
+prompt cache) and cache write (Anthropic's first write of a prefix; ``None``
+when the provider has no write premium). A write without a write price costs
+1.25x the input price, Anthropic's premium.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = [
+    "CACHE_RULES",
+    "CACHE_WRITE_PREMIUM",
+    "DEFAULT_CACHE",
+    "PRICE_PRESETS",
+    "CacheRules",
+    "Price",
+    "default_price",
+    "get_cache_rules",
+    "get_price",
+    "parse_price",
+    "resolve_pricing",
+]
+
+CACHE_WRITE_PREMIUM = 1.25
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens: ``input``, ``cached`` input and cache ``write`` (or None)."""
+
+    input: float
+    cached: float
+    write: float | None = None
+    name: str | None = None
+
+    @property
+    def effective_write(self) -> float:
+        """The price of a cache write: ``write``, or 1.25x ``input`` when it is unset."""
+        return self.write if self.write is not None else self.input * CACHE_WRITE_PREMIUM
+
+    def to_json(self) -> dict[str, float | None]:
+        """``{"input": float, "cached": float, "write": float | None}``."""
+        return {"input": self.input, "cached": self.cached, "write": self.write}
+
+    def __str__(self) -> str:
+        parts = f"in={self.input:g},cached={self.cached:g}"
+        if self.write is not None:
+            parts += f",write={self.write:g}"
+        return f"{self.name} ({parts})" if self.name else parts
+
+
+# USD per million tokens: input / cached input / cache write (None: no write premium).
+PRICE_PRESETS: dict[str, Price] = {
+    "openai-gpt-4.1": Price(2.00, 0.50, None, "openai-gpt-4.1"),
+    "openai-gpt-4o": Price(2.50, 1.25, None, "openai-gpt-4o"),
+    "anthropic-sonnet-4": Price(3.00, 0.30, 3.75, "anthropic-sonnet-4"),
+    "anthropic-haiku-3.5": Price(0.80, 0.08, 1.00, "anthropic-haiku-3.5"),
+}
+
+_KEYS = {"in": "input", "input": "input", "cached": "cached", "write": "write"}
+
+
+def parse_price(text: str) -> Price:
+    """A preset name, or ``in=..,cached=..[,write=..]`` (USD per million tokens).
+
+    A ``ValueError`` names the problem and the presets.
+    """
+    text = text.strip()
+    if text in PRICE_PRESETS:
+        return PRICE_PRESETS[text]
+    presets = ", ".join(PRICE_PRESETS)
+    usage = f"use a preset ({presets}) or in=USD,cached=USD[,write=USD] per million tokens"
+    if "=" not in text:
+        raise ValueError(f"unknown price preset {text!r}; {usage}")
+    values: dict[str, float] = {}
+    for item in (p.strip() for p in text.split(",")):
+        key, eq, raw = item.partition("=")
+        field = _KEYS.get(key.strip().lower())
+        if not eq or field is None:
+            raise ValueError(f"malformed price {text!r}: {item!r} is not in=, cached= or "
+                             f"write=; {usage}")
+        if field in values:
+            raise ValueError(f"malformed price {text!r}: {key.strip()!r} given twice")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError(f"malformed price {text!r}: {raw.strip()!r} is not a number") \
+                from None
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"malformed price {text!r}: {key.strip()} must be a "
+                             f"non-negative number")
+        values[field] = value
+    missing = [k for k in ("input", "cached") if k not in values]
+    if missing:
+        name = "in" if missing[0] == "input" else missing[0]
+        raise ValueError(f"malformed price {text!r}: {name}= is missing; {usage}")
+    return Price(values["input"], values["cached"], values.get("write"))
+
+
+def get_price(price: str | Price | None, cache: str = "openai") -> Price:
+    """``price`` as a :class:`Price` (``None``: the default for ``cache``)."""
+    if isinstance(price, Price):
+        return price
+    return parse_price(price if price is not None else default_price(cache))
+
+
+def default_price(cache: str) -> str:
+    """The preset used when no price is given: ``anthropic-sonnet-4`` for the
+    Anthropic cache model, else ``openai-gpt-4.1``."""
+    return "anthropic-sonnet-4" if cache == "anthropic" else "openai-gpt-4.1"
+
+
+@dataclass(frozen=True)
+class CacheRules:
+    """How a provider's prompt cache works, as a strategy needs to know it.
+
+    ``name``: ``"openai"`` (automatic prefix cache), ``"anthropic"`` (explicit
+    ``cache_control`` breakpoints, writes billed at the write price) or ``"none"``;
+    ``min_tokens``: the smallest prefix that is cached; ``step``: cached lengths are
+    rounded down to a multiple of it; ``breakpoints``: how many explicit breakpoints a
+    prompt may carry (0: the cache is automatic, or there is none).
+    """
+
+    name: str
+    min_tokens: int = 1024
+    step: int = 1
+    breakpoints: int = 0
+
+    @property
+    def cached(self) -> bool:
+        """Whether prompts are cached at all."""
+        return self.name != "none"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+#: the cache models ``compare --cache`` and ``compress(cache=)`` accept
+CACHE_RULES: dict[str, CacheRules] = {
+    "openai": CacheRules("openai", min_tokens=1024, step=128),
+    "anthropic": CacheRules("anthropic", min_tokens=1024, breakpoints=4),
+    "none": CacheRules("none", min_tokens=0),
+}
+
+#: the cache model when nothing says (``compare``'s default too); its price is
+#: :func:`default_price` of it (``openai-gpt-4.1``)
+DEFAULT_CACHE = "openai"
+
+
+def get_cache_rules(cache: str | CacheRules | None) -> CacheRules:
+    """``cache`` as :class:`CacheRules` (``None``: :data:`DEFAULT_CACHE`); an unknown name
+    raises ``ValueError`` listing the valid ones."""
+    if isinstance(cache, CacheRules):
+        return cache
+    name = DEFAULT_CACHE if cache is None else cache
+    try:
+        return CACHE_RULES[name]
+    except (KeyError, TypeError):
+        valid = ", ".join(CACHE_RULES)
+        raise ValueError(f"unknown cache model {cache!r}; valid: {valid}") from None
+
+
+def resolve_pricing(cache: str | CacheRules | None = None,
+                    price: str | Price | None = None) -> tuple[CacheRules, Price]:
+    """The cache rules and the price a render uses: ``cache`` (None: ``openai``) and
+    ``price`` (a preset name, ``in=..,cached=..[,write=..]``, a :class:`Price`, or None:
+    the default for the cache, ``openai-gpt-4.1`` or ``anthropic-sonnet-4``). A bad
+    value raises ``ValueError`` saying what was wrong and what is accepted."""
+    rules = get_cache_rules(cache)
+    if price is not None and not isinstance(price, (str, Price)):
+        raise ValueError(f"price must be a preset name, 'in=..,cached=..[,write=..]' or a "
+                         f"Price, got {type(price).__name__} {price!r:.60}")
+    return rules, get_price(price, rules.name)

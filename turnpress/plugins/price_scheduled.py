@@ -1,0 +1,347 @@
+"""Built-in plugin: ``price-scheduled``, a compacted prefix rebuilt when the price says so.
+
+``checkpoint-coalesced`` rebuilds its coalesced view every ``every`` turns. No fixed
+count is right for every price list and every run: Anthropic bills a cache write at
+1.25x the input price and a read at 0.1x, OpenAI bills no write premium and a read at
+0.25x, and a run that prints a lot grows its stale part faster than one that does not.
+This strategy keeps the same layout (the coalesced view as of the last rebuild, then
+one compact delta per later turn) and decides each turn, from the price
+(``RenderContext.price``, DESIGN §11) and the run so far, whether the next prompt
+appends the new turn's delta or rebuilds the view.
+
+The rule is ski rental (:class:`RebuildRule`). Appending costs, on every call, reading
+the stale part again at the cached price: the deltas since the last rebuild, less what
+those turns would take in a rebuilt view. Rebuilding costs writing the rebuilt view
+once. The strategy rebuilds as soon as the reading it paid since the last rebuild
+reaches the cost of that write; so it never pays more than about twice what the best
+schedule chosen in hindsight pays (see ``tests/test_strategies_price_scheduled.py``),
+and how often it rebuilds follows from the prices and from how fast the run grows. A
+prompt that would pass ``max_tokens`` (about four characters a token) rebuilds too.
+
+What a rebuild keeps is decided from the run so far, never from a measure of recall:
+the view of ``checkpoint-coalesced`` (tool calls made, each turn's output as key lines,
+the recent turns' output cut to head plus tail, the open error) plus the names, paths
+and numbers that earlier outputs showed and the agent went on to use (tool results
+later referred to, files being edited), most recently used first
+(:func:`names_in_use`). Never larger: the view only lists a name the rest of it does
+not show, and a delta that would not be shorter than its turn keeps the turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache, partial
+from typing import Any
+
+from turnpress.core.compression import RenderContext
+from turnpress.core.hookspecs import hookimpl
+from turnpress.core.model import Message, Turn
+from turnpress.plugins._imported_messages import (
+    assistant_messages,
+    content_text,
+    feedback_text,
+    words_at,
+)
+from turnpress.plugins.checkpoint_coalesced import (
+    CheckpointCoalesced,
+    _CheckpointView,
+    _Prefix,
+    _size,
+    turn_names,
+)
+from turnpress.plugins.single_user_coalesced import ERROR_MODES
+
+#: about this many characters make a token (the scheduler counts characters: only the
+#: ratio of two costs decides, and ``max_tokens`` is a ceiling, not a bill)
+CHARS_PER_TOKEN = 4
+
+#: a name, path or number in a text: a path (``src/a/b.py``, ``./x``), a file name with
+#: an extension, a name with an inner ``_``, ``.`` or ``-`` or in camelCase, a number of
+#: three or more digits
+_REF = re.compile(
+    r"(?<![\w.\-/])(?:"
+    r"(?:[\w.\-]*/)+[\w.\-]+"  # a path
+    r"|[A-Za-z_]\w*(?:[.\-]\w+)+"  # dotted or dashed: fields.py, np.nan, schema-level
+    r"|\w*[a-z0-9]_\w+|_\w+_\w*"  # inner underscore: sky_diffuse, _invoke_validators
+    r"|[A-Za-z]*[a-z][A-Z]\w*"  # camelCase: isScalar, ZeroDivisionError
+    r"|\d{3,}(?![\w.])"  # a number of 3+ digits (a line, an id, a size)
+    r")"
+)
+
+
+@lru_cache(maxsize=1 << 14)
+def refs(text: str) -> frozenset[str]:
+    """The names, paths and numbers ``text`` shows (see :data:`_REF`), each of at least
+    three characters, without a trailing ``.``, ``-`` or ``/``."""
+    found = (m.group(0).rstrip(".-/") for m in _REF.finditer(text))
+    return frozenset(f for f in found if len(f) >= 3)
+
+
+# -- the rule ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rates:
+    """What one token costs the scheduler, in any unit: ``read`` from the cache and
+    ``write`` (a prefix sent for the first time: the cache-write price where the
+    provider bills one, else the uncached input price)."""
+
+    read: float
+    write: float
+
+
+def rates(ctx: RenderContext) -> Rates:
+    """The scheduler's rates from ``ctx.price`` under ``ctx.cache`` (DESIGN §11): under
+    Anthropic's cache a write costs the cache-write price, under OpenAI's the input
+    price (no premium), and with no cache every token costs the input price."""
+    price, cache = ctx.price, ctx.cache.name
+    if cache == "none":
+        return Rates(price.input, price.input)
+    if cache == "anthropic":
+        return Rates(price.cached, price.effective_write)
+    return Rates(price.cached, price.input)
+
+
+@dataclass(frozen=True)
+class RebuildRule:
+    """The ski-rental rule of ``price-scheduled`` on sizes alone (any unit, e.g. tokens).
+
+    Between rebuilds each prompt carries the rebuilt view of size ``view`` and the deltas
+    appended since, of total size ``appended``; a rebuild now would give a view of size
+    ``view + growth`` (``growth``: what the turns since the last rebuild add to a view).
+    The stale part ``appended - growth`` is re-read on every call at ``rates.read``:
+    that is the rent. Rebuilding costs writing the new view once, at ``rates.write``:
+    that is the price of buying. :meth:`due` says buy once the rent paid since the last
+    rebuild reaches it. ``limit``: a prompt larger than this (with ``head``) rebuilds.
+    """
+
+    rates: Rates
+    limit: float = float("inf")
+
+    def rent(self, appended: float, growth: float) -> float:
+        """What one call pays for re-reading the stale part."""
+        return self.rates.read * max(0.0, appended - growth)
+
+    def due(self, paid: float, view: float, growth: float, appended: float,
+            head: float = 0.0, margin: float = 0.0) -> bool:
+        """Whether to rebuild now: the rent ``paid`` since the last rebuild reached the
+        cost of writing the rebuilt view, or appending one more delta (about ``margin``)
+        could pass the limit."""
+        if head + view + appended + margin > self.limit:
+            return True
+        return paid > 0 and paid >= self.rates.write * (view + growth)
+
+
+def schedule(deltas: Sequence[float], compact: Sequence[float], rule: RebuildRule,
+             view: float = 0.0) -> list[int]:
+    """The turns (1-based) after which :class:`RebuildRule` rebuilds on a run whose turn
+    ``i`` appends a delta of size ``deltas[i-1]`` and adds ``compact[i-1]`` to a rebuilt
+    view (``view``: the view before the first turn). Each decision uses only the turns
+    before it, as the strategy does."""
+    out: list[int] = []
+    paid = growth = appended = 0.0
+    for pos, (d, k) in enumerate(zip(deltas, compact, strict=True), 1):
+        if rule.due(paid, view, growth, appended):
+            out.append(pos)
+            view, paid, growth, appended = view + growth + k, 0.0, 0.0, 0.0
+            continue
+        appended += d
+        growth += k
+        paid += rule.rent(appended, growth)
+    return out
+
+
+# -- what a rebuild keeps ------------------------------------------------------------------
+
+
+def _turn_refs(turn: Turn) -> tuple[frozenset[str], frozenset[str]]:
+    """``(shown, used)``: the names a turn's output showed, and those its own message
+    (the assistant's text and tool calls on a transcript, the program otherwise) used."""
+    if turn.messages:
+        said = "\n".join(content_text(m) + " " + " ".join(
+            str(c.get("function", {}).get("arguments", "")) for c in m.get("tool_calls") or ())
+            for m in assistant_messages(turn))
+        return refs(feedback_text(turn)), refs(said)
+    shown = refs("\n".join(turn.prints)) if turn.prints else frozenset()
+    if not turn.success and turn.result is not None:
+        shown |= refs(str(turn.result))
+    return shown, refs(turn.program or "")
+
+
+#: a name the outputs of at least this many turns showed is recurring
+RECURRING = 2
+
+
+def names_in_use(turns: Sequence[Turn], ctx: RenderContext) -> list[str]:
+    """The names, paths and numbers that a turn's output showed and a later turn's own
+    message used, most recently used first (then the most used first); then those that
+    the outputs of several turns showed (recurring), the most frequent first."""
+    origin: dict[str, int] = {}
+    last: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for pos, turn in enumerate(turns, 1):
+        shown, used = ctx.per_turn(turn, ("price-scheduled.refs",), partial(_turn_refs, turn))
+        for name in (used & origin.keys() if len(used) < len(origin) else
+                     [n for n in origin if n in used]):
+            last[name] = pos
+            count[name] = count.get(name, 0) + 1
+        for name in shown:
+            origin[name] = origin.get(name, 0) + 1
+    used_first = sorted(last, key=lambda n: (-last[n], -count[n], n))
+    recurring = sorted((n for n, k in origin.items() if k >= RECURRING and n not in last),
+                       key=lambda n: (-origin[n], n))
+    return used_first + recurring
+
+
+class _PricedView(_CheckpointView):
+    """``checkpoint-coalesced``'s view plus the names in use (:func:`names_in_use`) that
+    the rest of it does not show, up to ``names`` of them."""
+
+    names: int = 150
+
+    def names_section(self, turns: Sequence[Turn], ctx: RenderContext, shown: str) -> str | None:
+        """The ``;; Names in use`` section, or None when there is nothing to add."""
+        if not self.names:
+            return None
+        listed = []
+        for name in names_in_use(turns, ctx):
+            if len(listed) >= self.names:
+                break
+            if not re.search(r"(?<![\w.\-/])" + re.escape(name) + r"(?![\w\-/])", shown):
+                listed.append(name)
+        if not listed:
+            return None
+        return ctx.template("price_scheduled/names.j2", names=listed)
+
+    def transcript_content(self, turns: Sequence[Turn], ctx: RenderContext) -> str:
+        """``checkpoint-coalesced``'s transcript view, then the names in use."""
+        text = super().transcript_content(turns, ctx)
+        extra = self.names_section(turns, ctx, text)
+        return f"{text}\n\n{extra}" if extra else text
+
+    def output_section(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
+        """The Output section turn by turn, then the names in use."""
+        section = super().output_section(turns, ctx)
+        shown = "\n".join([section or "", ctx.tool_calls(turns, self.tool_call_limit) or ""])
+        extra = self.names_section(turns, ctx, shown)
+        if extra is None:
+            return section
+        return f"{section}\n\n{extra}" if section else extra
+
+
+# -- the strategy ----------------------------------------------------------------------------
+
+
+class _Priced(_Prefix):
+    """A prefix state with what the rule needs: the size of the view at the last
+    rebuild (``view``), what the turns since would add to it (``growth``), the rent paid
+    since (``paid``) and the largest delta of the run (``widest``)."""
+
+    __slots__ = ("growth", "head", "paid", "rule", "view", "widest")
+
+    def __init__(self, before: _Prefix | None, seen: frozenset[str], c: int, previous: int,
+                 appended: int, delta: list[Message] | None, *, rule: RebuildRule,
+                 view: float, growth: float, paid: float, widest: int, head: int) -> None:
+        super().__init__(before, seen, c, previous, appended, delta)
+        self.rule = rule
+        self.view, self.growth, self.paid, self.widest, self.head = (
+            view, growth, paid, widest, head)
+
+
+class PriceScheduled(CheckpointCoalesced):
+    """The coalesced view, rebuilt when re-reading its stale part has cost as much as
+    writing it anew (ski rental on ``ctx.price``); compact deltas appended in between.
+
+    Options: ``max_tokens`` (200000, >= 1000): a prompt that could pass this many tokens
+    (about four characters each) rebuilds; ``names`` (150, >= 0): a rebuilt view lists
+    up to this many names, paths and numbers that earlier outputs showed and the agent
+    went on to use, most recently used first (0: none); ``output_lines`` (12, >= 1) and
+    ``key_lines`` (3, >= 0) cut a long output in a delta to its first and last lines plus
+    the lines that first showed a name; ``turn_lines`` (1), ``line_chars`` (100),
+    ``println_limit`` (6), ``tool_call_limit`` (20) and ``errors`` (``"last"`` /
+    ``"pairs"``) shape the rebuilt view as in ``checkpoint-coalesced``. No option says
+    how often to rebuild: that follows from the price and the run.
+    """
+
+    name = "price-scheduled"
+
+    def __init__(self, *, max_tokens: int = 200_000, names: int = 150, output_lines: int = 12,
+                 key_lines: int = 3, turn_lines: int = 1, line_chars: int = 100,
+                 println_limit: int = 6, tool_call_limit: int = 20,
+                 errors: str = "last") -> None:
+        super().__init__(every=1, delta_chars=0, output_lines=output_lines,
+                         println_limit=println_limit, tool_call_limit=tool_call_limit,
+                         errors=self.check_choice("errors", errors, ERROR_MODES),
+                         turn_lines=turn_lines, line_chars=line_chars, key_lines=key_lines)
+        self.max_tokens = self.check_int("max_tokens", max_tokens, minimum=1000)
+        self.names = self.check_int("names", names)
+        view = _PricedView(println_limit=self.println_limit,
+                           tool_call_limit=self.tool_call_limit, errors=self.errors)
+        view.output_lines, view.turn_lines = self.output_lines, self.turn_lines
+        view.line_chars, view.keys, view.names = self.line_chars, self.key_lines, self.names
+        self._coalesced = view
+
+    def rule(self, ctx: RenderContext) -> RebuildRule:
+        """The rebuild rule under ``ctx``'s price, in characters."""
+        return RebuildRule(rates(ctx), self.max_tokens * CHARS_PER_TOKEN)
+
+    def _key(self, ctx: RenderContext, turns: Sequence[Turn]) -> tuple[Any, ...]:
+        return (*super()._key(ctx, turns), rates(ctx), self.names)
+
+    def _due_after(self, node: _Prefix, pos: int) -> bool:
+        if not isinstance(node, _Priced):  # the root: nothing to rebuild yet
+            return False
+        return node.rule.due(node.paid, node.view, node.growth, node.appended, node.head,
+                             node.widest)
+
+    def compact_size(self, turns: Sequence[Turn], pos: int, ctx: RenderContext,
+                     seen: frozenset[str]) -> int:
+        """About what the ``pos``-th turn adds to a rebuilt view: its output's key lines
+        and its tool calls (the same key lines the view shows, made once per turn)."""
+        turn = turns[pos - 1]
+        view = self._coalesced
+        if turn.messages:
+            kind = "outputs" if words_at(turns, pos) else "feedback"
+            text = view._turn_text(turn, ctx, kind, 0, seen)
+        elif turn.success and turn.prints:
+            text = view._turn_text(turn, ctx, "prints", 0, seen)
+        else:
+            text = ""
+        calls = sum(len(c.name) + min(len(str(c.args)), 300) + 8 for c in turn.tool_calls)
+        return len(text) + calls + (16 if text else 0)
+
+    def _step(self, before: _Prefix, turns: Sequence[Turn], pos: int,
+              ctx: RenderContext) -> _Prefix:
+        names = turn_names(turns[pos - 1])
+        seen = before.seen | names if names else before.seen
+        rule = self.rule(ctx)
+        if isinstance(before, _Priced):
+            view, growth, paid, widest, head = (before.view, before.growth, before.paid,
+                                                before.widest, before.head)
+        else:
+            head = len(ctx.system_prompt) + len(ctx.mission) + sum(
+                len(content_text(m)) for m in ctx.preamble)
+            view, growth, paid, widest = 0.0, 0.0, 0.0, 0
+        k = self.compact_size(turns, pos, ctx, before.seen)
+        if self._due_after(before, pos):
+            return _Priced(before, seen, pos, before.c, 0, None, rule=rule, view=view + growth + k,
+                           growth=0.0, paid=0.0, widest=widest, head=head)
+        delta = self.delta(ctx, turns, pos, {pos - 1: before.seen})
+        size = _size(delta)
+        appended = before.appended + size
+        growth += k
+        return _Priced(before, seen, before.c, before.previous, appended, delta, rule=rule,
+                       view=view, growth=growth, paid=paid + rule.rent(appended, growth),
+                       widest=max(widest, size), head=head)
+
+
+@hookimpl
+def register_strategies(register: Callable[[type], None]) -> None:
+    """Register ``price-scheduled``."""
+    register(PriceScheduled)
+
+
+__all__ = ["PriceScheduled", "Rates", "RebuildRule", "names_in_use", "rates", "refs",
+           "schedule"]
