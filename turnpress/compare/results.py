@@ -404,26 +404,25 @@ class ComparisonResult:
 
     @property
     def candidate(self) -> Candidate | None:
-        """When nothing is recommended, the strategy more runs could settle: the
-        cheapest whose recall is at least :attr:`min_recall` but whose interval reaches
-        under it, else the one with the highest recall whose interval reaches
-        :attr:`min_recall`; None when a strategy is recommended, when recall measured
-        nothing, or when every interval lies wholly under the bar."""
-        if self.recommended is not None or not any(s.needed for s in self.compared):
+        """The strategy more runs could settle: of the compared strategies cheaper than
+        :attr:`recommended` (all of them when nothing is), those whose recall interval
+        straddles :attr:`min_recall`; the cheapest whose recall is at least the bar,
+        else the cheapest. None when there is none, or when recall measured nothing."""
+        if not any(s.needed for s in self.compared):
             return None
         ci = self.intervals()
+        best = self.recommended
         bar = self.min_recall - 1e-12
-        above = [s for s in self.compared if s.needed_fact_recall >= bar]
-        if above:
-            best = min(above, key=lambda s: s.cost_usd)
-        else:
-            reach = [s for s in self.compared if ci[s.label]["needed_fact_recall"].high >= bar]
-            if not reach:
-                return None
-            best = max(reach, key=lambda s: s.needed_fact_recall)
-        recall = ci[best.label]["needed_fact_recall"]
-        return Candidate(best, recall, runs_to_settle(len(self.traces),
-                                                      best.needed_fact_recall, recall,
+        open_ = [s for s in self.compared
+                 if (best is None or s.cost_usd < best.cost_usd)
+                 and ci[s.label]["needed_fact_recall"].low < bar
+                 <= ci[s.label]["needed_fact_recall"].high]
+        if not open_:
+            return None
+        pick = min(open_, key=lambda s: (s.needed_fact_recall < bar, s.cost_usd))
+        recall = ci[pick.label]["needed_fact_recall"]
+        return Candidate(pick, recall, runs_to_settle(len(self.traces),
+                                                      pick.needed_fact_recall, recall,
                                                       self.min_recall))
 
     @property

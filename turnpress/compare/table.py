@@ -93,23 +93,27 @@ def _ci_cell(value: str, interval: Interval, decimals: int) -> Text:
 
 
 def _recommendation_notes(result: ComparisonResult) -> list[str]:
-    """What the footer says about the recommendation, from the recall intervals."""
+    """What the footer says about the recommendation, from the recall intervals: the
+    recommended strategy, and the cheaper candidate more runs could settle."""
     pct = f"{CONFIDENCE * 100:g}%"
-    best = result.recommended
+    best, bar = result.recommended, result.min_recall
+    lines = []
     if best is not None:
-        return [f"{RECOMMENDED_MARK} recommended: {best.label}, the cheapest whose recall is "
-                f">= {result.min_recall:g} (--min-recall) at the lower bound of its {pct} "
-                f"interval"]
-    if not result.compared:
+        lines.append(f"{RECOMMENDED_MARK} recommended: {best.label}, the cheapest whose "
+                     f"recall is >= {bar:g} (--min-recall) at the lower bound of its {pct} "
+                     f"interval")
+    elif not result.compared:
         return []
-    if not any(s.needed for s in result.compared):
+    elif not any(s.needed for s in result.compared):
         return ["no recommendation: no prompt had a needed fact, so recall measured "
                 "nothing (the runs are too short, or have no turns)"]
     candidate = result.candidate
     if candidate is None:
-        return [f"no recommendation: no strategy has recall >= {result.min_recall:g} "
-                f"(--min-recall), even at the upper bound of its {pct} interval"]
-    s, ci, bar = candidate.strategy, candidate.recall, result.min_recall
+        if best is None:
+            lines.append(f"no recommendation: no strategy has recall >= {bar:g} "
+                         f"(--min-recall), even at the upper bound of its {pct} interval")
+        return lines
+    s, ci = candidate.strategy, candidate.recall
     runs = len(result.traces)
     where = (f"{s.label} has recall {s.needed_fact_recall:.3f}, {pct} interval "
              f"{ci.low:.3f}-{ci.high:.3f} over {runs} run{'s' * (runs != 1)}")
@@ -119,11 +123,14 @@ def _recommendation_notes(result: ComparisonResult) -> list[str]:
         settle = "no number of runs would settle it (its recall is on the bar)"
     else:
         settle = f"about {candidate.runs_to_settle} runs in all would settle it"
+    head = "no recommendation" if best is None else "undecided, and cheaper"
     if s.needed_fact_recall >= bar - 1e-12:
-        return [f"no recommendation: the best candidate, {where}: the interval reaches under "
-                f"{bar:g} (--min-recall); {more}: {settle}, if its recall holds"]
-    return [f"no recommendation: no strategy has recall >= {bar:g} (--min-recall); the "
-            f"closest, {where}, could still reach it; {more}: {settle}"]
+        lines.append(f"{head}: the best candidate, {where}: the interval reaches under "
+                     f"{bar:g} (--min-recall); {more}: {settle}, if its recall holds")
+    else:
+        lines.append(f"{head}: {where}: under {bar:g} (--min-recall), but the interval "
+                     f"reaches it; {more}: {settle}")
+    return lines
 
 
 def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
