@@ -86,6 +86,19 @@ def bootstrap_intervals(figures: Sequence[RatioOfSums], *, seed: int = 0,
             raise ValueError("every figure needs one numerator and one denominator per run")
     if runs <= 1:
         return [Interval(f.value(), f.value()) for f in figures]
+    # each distinct vector (full-history's cost is every figure's denominator...) is
+    # summed once per replicate
+    vectors: list[Sequence[float]] = []
+    where: dict[tuple[float, ...], int] = {}
+
+    def slot(vector: Sequence[float]) -> int:
+        key = tuple(vector)
+        if key not in where:
+            where[key] = len(vectors)
+            vectors.append(vector)
+        return where[key]
+
+    pairs = [(slot(f.numerators), slot(f.denominators), f.empty) for f in figures]
     rng = random.Random(seed)
     samples: list[list[float]] = [[] for _ in figures]
     population = range(runs)
@@ -93,8 +106,9 @@ def bootstrap_intervals(figures: Sequence[RatioOfSums], *, seed: int = 0,
         weights = [0] * runs
         for i in rng.choices(population, k=runs):
             weights[i] += 1
-        for values, figure in zip(samples, figures, strict=True):
-            values.append(figure.value(weights))
+        sums = [sum(map(mul, weights, v)) for v in vectors]
+        for values, (num, den, empty) in zip(samples, pairs, strict=True):
+            values.append(sums[num] / sums[den] if sums[den] else empty)
     tail = (1.0 - confidence) / 2
     lo = max(0, math.floor(tail * replicates))
     hi = min(replicates - 1, math.ceil((1.0 - tail) * replicates) - 1)
