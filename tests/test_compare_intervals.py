@@ -261,3 +261,24 @@ def test_a_sampled_comparison_says_a_larger_sample_would_settle_it():
     few.sample = SampleInfo(10, 500, 0)
     [line] = [ln for ln in notes(few) if ln.startswith("no recommendation")]
     assert "a larger --sample, or all of them" in line
+
+
+def test_the_terminal_table_shows_an_interval_under_a_figure_only_where_it_is_wider():
+    from rich.console import Console
+
+    from turnpress.compare.table import print_comparison
+
+    result = synthetic_result([10, 9, 10, 8, 10, 10, 9, 10], full=True)
+    console = Console(width=80, force_terminal=True, record=True, color_system=None)
+    print_comparison(result, console, plain=False)
+    lines = console.export_text().splitlines()
+    ci = result.intervals()["lossy"]
+    row = next(i for i, ln in enumerate(lines) if ln.startswith("lossy"))
+    under = lines[row + 1].split()
+    low, high = ci["cost_ratio"].low, ci["cost_ratio"].high
+    assert under[0] == f"{low:.2f}-{high:.2f}".replace("0.", ".")
+    assert under[1] == f"{ci['needed_fact_recall'].low:.2f}-" \
+        f"{ci['needed_fact_recall'].high:.2f}".replace("0.", ".")
+    full = next(i for i, ln in enumerate(lines) if ln.startswith("full-history"))
+    assert lines[full + 1].startswith("lossy")  # no interval line: 1.00x exactly
+    assert any("95% bootstrap interval over runs" in ln for ln in lines)
