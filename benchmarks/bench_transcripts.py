@@ -9,28 +9,33 @@ with a message when it is absent, or when no installed reader reads the format).
    provider really billed (``Turn.usage``), for the median run and for the corpus
    total. Shares, not token counts, are compared: the provider's tokenizer is not
    o200k. Target: within 3 percentage points.
-2. **Speed** (issue 9 item 9): the time of ``compare`` over every run, all strategies,
-   ``jobs=2``, against the floor: tokenizing every distinct message of those runs
-   once. Target: at most 3x. Both are measured in this one run.
-3. **Budget**: what that 3x leaves for the comparison's own work once the parts no
-   exact comparison can skip are paid: reading the runs, and counting each distinct
-   message of the compared prompts once (the strategies that rewrite one message every
-   turn make ~19x the floor's characters of distinct text), plus one minimal Jinja
-   render per prompt. On this corpus those parts alone take more than the 3x.
+2. **Speed** (issue 20 item 4): the floor is what no exact comparison can skip:
+   reading the runs, and counting each distinct message of the compared prompts once
+   (the strategies that rewrite one message every turn make ~19x the runs' own text).
+   ``compare`` over every run, all strategies, ``--jobs 2``, against it. Target: at
+   most 8x, both measured in this one run, in CPU seconds (a busy machine stretches
+   wall time; the wall ratio is printed beside it).
+3. **Where the time goes**: ``compare --jobs 1`` with its parts timed (rendering,
+   counting, retention, recall, the cache model, the engine's own loop).
 
 Run: ``python benchmarks/bench_transcripts.py [CORPUS_DIR]``.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import resource
 import statistics
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from turnpress import load_trace
 from turnpress.compare import compare_traces
-from turnpress.core.tokens import get_tokenizer, message_body, message_text
+from turnpress.core.tokens import message_body, message_text
 from turnpress.core.trace import Trace, TraceError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,110 +119,130 @@ def calibration(traces: list[Trace]) -> None:
               f"(target within 3 pp: {verdict})")
 
 
-def render_seconds(traces: list[Trace], strategies: list[str]) -> float:
-    """Seconds (one process) to render every prompt of every run under ``strategies``:
-    the strategies' own share of the comparison's work."""
-    from turnpress.core.compression import RenderContext, get_strategy
-
-    start = time.perf_counter()
-    for name in strategies:
-        strategy = get_strategy(name)
-        for trace in traces:
-            for n in range(1, len(trace.turns) + 1):
-                args = trace.prompt_arguments(n)
-                ctx = RenderContext(mission=trace.mission, system_prompt=trace.system_prompt,
-                                    tools=trace.tools, data=trace.data,
-                                    turns_left=args["turns_left"], preamble=trace.preamble)
-                turns = args["turns"]
-                try:
-                    strategy.to_messages(turns, turns[-1].memory if turns else {}, ctx)
-                except Exception:  # n/a or failing: compare reports it
-                    break
-    return time.perf_counter() - start
+def cpu_now() -> float:
+    """CPU seconds of this process and of its children that have ended (the workers of a
+    process pool, once it is shut down)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def speed(paths: list[Path], traces: list[Trace]) -> None:
-    """compare (all strategies, jobs=2) against tokenizing each distinct message once."""
-    texts = distinct_messages(traces)
-    encode = get_tokenizer("o200k_base").encode
-    assert encode is not None
-    start = time.perf_counter()
-    tokens = sum(len(encode(t)) for t in texts)
-    floor = time.perf_counter() - start
-    start = time.perf_counter()
-    result = compare_traces(paths, None, jobs=2)
-    took = time.perf_counter() - start
-    print(f"speed: {len(texts):,} distinct messages ({tokens:,} tokens) tokenized once: "
-          f"{floor:.2f} s")
-    print(f"       compare, {len(result.compared)} strategies, {result.prompts} prompts each, "
-          f"--jobs 2: {took:.2f} s")
-    verdict = "OK" if took <= 3 * floor else "MISSED"
-    print(f"       ratio compare / floor: {took / floor:.2f}x (target at most 3x: {verdict})")
-    start = time.perf_counter()
-    cpu = time.process_time()
-    compare_traces(traces, None, jobs=1)
-    alone, alone_cpu = time.perf_counter() - start, time.process_time() - cpu
-    print(f"       compare --jobs 1 (traces already loaded): {alone:.2f} s, {alone_cpu:.2f} s CPU "
-          f"= {alone_cpu / floor:.0f}x the floor (on a busy machine --jobs 2 gains little)")
-    rendering = render_seconds(traces, [s.label for s in result.compared])
-    print(f"       of which the strategies' rendering alone (one process, every prompt): "
-          f"{rendering:.2f} s CPU = {rendering / floor:.0f}x the floor")
-    for label, status, reason in result.not_compared:
-        print(f"       {label}: {status}: {reason}")
-    budget(paths, traces, floor, took)
-
-
-def budget(paths: list[Path], traces: list[Trace], floor: float, took: float) -> None:
-    """What the 3x target leaves for the comparison's own work, from parts measured here
-    that no exact comparison of these prompts can skip: reading the runs, and counting
-    every distinct message of every compared prompt once, each distinct line encoded
-    once (the engine's line cache, without its digests: cheaper than encoding whole
-    messages, and a lower bound on the engine's counting)."""
-    import jinja2
-
+def floor_parts(paths: list[Path], traces: list[Trace]) -> tuple[float, float, int, int]:
+    """The parts no exact comparison can skip (issue 20 item 4: the floor), in CPU
+    seconds: reading the runs, and counting each distinct message of the compared
+    prompts once (each distinct line encoded once, as the engine's line cache does,
+    without its digests). Returns (reading, counting, distinct messages, characters)."""
     from turnpress.core.tokens import TokenCounter
 
-    start = time.perf_counter()
+    start = time.process_time()
     for p in paths:
         load_trace(p)
-    reading = time.perf_counter() - start
+    reading = time.process_time() - start
     kept = compare_traces(traces, None, jobs=1, keep_prompts=len(traces))
     seen: dict[tuple[str, str], None] = {}
-    prompts = 0
     for trace_prompts in kept.kept_prompts:
         for per_strategy in trace_prompts.prompts:
             for messages in per_strategy:
-                prompts += bool(messages)
                 for m in messages:
                     seen.setdefault((m["role"], message_body(m)), None)
     texts = [message_text(role, body) for role, body in seen]
-    chars = sum(len(body) for _, body in seen)
-    # the counter's line cache alone, for every text: no digests, no Segment objects
     encode_lines = TokenCounter("o200k_base")._encode_pieces
-    start = time.perf_counter()
+    start = time.process_time()
     for text in texts:
         encode_lines(text)
-    counting = time.perf_counter() - start
-    template = jinja2.Environment().from_string("{{ a }} of {{ b }}")
-    start = time.perf_counter()
-    for i in range(prompts):
-        template.render(a=i, b=prompts)
-    jinja = time.perf_counter() - start
-    cpu = 3 * floor * 2  # 3x the floor on each of 2 worker processes
-    fixed = reading + counting
-    left = cpu - fixed - jinja
-    print(f"budget: 3x the floor with --jobs 2 is {cpu:.2f} s CPU for {prompts:,} prompts; "
-          f"parts no exact comparison skips:")
-    print(f"       reading the {len(paths)} runs: {reading:.2f} s; counting the "
-          f"{len(seen):,} distinct messages of the compared prompts ({chars / 1e6:.1f} M "
-          f"characters, {chars / max(1, sum(len(b) for b in distinct_bodies(traces))):.0f}x "
-          f"the floor's) once: {counting:.2f} s")
-    print(f"       = {fixed / floor:.1f}x the floor in CPU; one minimal Jinja render per "
-          f"prompt adds {jinja:.2f} s")
-    print(f"       left for rendering, retention, recall and the cache model: "
-          f"{max(left, 0.0):.2f} s CPU = {max(left, 0.0) / prompts * 1e6:.0f} us per prompt")
-    print(f"       compare --jobs 2 took {took / (fixed / 2):.1f}x those parts on 2 processes "
-          f"({fixed / 2:.2f} s)")
+    counting = time.process_time() - start
+    return reading, counting, len(texts), sum(len(body) for _, body in seen)
+
+
+#: where ``compare``'s own time goes: (category, class, method) timed in one process
+PARTS = (
+    ("rendering the strategies' prompts", "engine", "_Worker", "_render"),
+    ("the render context of each turn", "engine", "_Worker", "_context"),
+    ("counting tokens (past the floor's share)", "counting", "PromptCounter", "tokenize"),
+    ("cache breakpoints", "counting", "PromptCounter", "points"),
+    ("retention: searching facts", "retention", "FactIndex", "shown"),
+    ("retention: searching facts", "retention", "FactIndex", "shown_tracked"),
+    ("retention: searching facts", "retention", "FactIndex", "ids"),
+    ("retention: searching facts", "retention", "FactIndex", "track"),
+    ("retention: searching facts", "retention", "FactIndex", "__init__"),
+    ("retention: the run's facts per turn", "retention", "RunFacts", "pairs"),
+    ("recall: needed facts", "retention", "FactIndex", "shows"),
+    ("recall: needed facts", "retention", "NeededFacts", "__init__"),
+    ("recall: needed facts", "retention", "NeededFacts", "for_turn"),
+    ("the prompt-cache model", "cache", "OpenAICache", "account"),
+)
+
+
+def breakdown(traces: list[Trace]) -> tuple[float, dict[str, float]]:
+    """CPU seconds of ``compare --jobs 1`` on ``traces`` and of each part of it
+    (:data:`PARTS`, timed at their outermost call; the rest is the engine's own loop)."""
+    import importlib
+
+    spent: dict[str, float] = defaultdict(float)
+    depth = [0]
+    saved = []
+
+    def timed(category: str, method: Any) -> Any:
+        @functools.wraps(method)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if depth[0]:
+                return method(*args, **kwargs)
+            depth[0] += 1
+            start = time.process_time()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                spent[category] += time.process_time() - start
+                depth[0] -= 1
+        return call
+
+    for category, module, cls_name, name in PARTS:
+        cls = getattr(importlib.import_module(f"turnpress.compare.{module}"), cls_name)
+        saved.append((cls, name, cls.__dict__[name]))
+        setattr(cls, name, timed(category, cls.__dict__[name]))
+    try:
+        start = time.process_time()
+        compare_traces(traces, None, jobs=1)
+        total = time.process_time() - start
+    finally:
+        for cls, name, method in saved:
+            setattr(cls, name, method)
+    return total, dict(spent)
+
+
+def speed(paths: list[Path], traces: list[Trace]) -> None:
+    """compare (all strategies, --jobs 2) against the floor: reading the runs and counting
+    each distinct message of the compared prompts once. Target: at most 8x, in CPU
+    seconds (compare's driver and workers against the floor's parts; on an idle machine
+    with two cores, wall time over half the floor's CPU gives the same ratio), and in
+    wall time as the issue measured it. Then where the rest of the time goes."""
+    reading, counting, distinct, chars = floor_parts(paths, traces)
+    floor = reading + counting
+    floor_chars = sum(len(b) for b in distinct_bodies(traces))
+    print(f"floor: reading the {len(paths)} runs {reading:.2f} s CPU + counting the "
+          f"{distinct:,} distinct messages of the compared prompts once ({chars / 1e6:.1f} M "
+          f"characters, {chars / max(1, floor_chars):.0f}x the runs' own) {counting:.2f} s "
+          f"CPU = {floor:.2f} s CPU")
+    cpu, wall = cpu_now(), time.perf_counter()
+    result = compare_traces(paths, None, jobs=2)
+    took_cpu, took = cpu_now() - cpu, time.perf_counter() - wall
+    ratio = took_cpu / floor
+    print(f"speed: compare, {len(result.compared)} strategies, {result.prompts} prompts each, "
+          f"--jobs 2: {took:.2f} s wall, {took_cpu:.2f} s CPU (driver and workers)")
+    print(f"       ratio compare / floor, CPU: {ratio:.2f}x (target at most 8x: "
+          f"{'OK' if ratio <= 8 else 'MISSED'})")
+    print(f"       ratio compare / floor, wall over the floor's parts on 2 processes: "
+          f"{took / (floor / 2):.2f}x (load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores: on a busy machine this one measures the others too)")
+    for label, status, reason in result.not_compared:
+        print(f"       {label}: {status}: {reason}")
+    total, spent = breakdown(traces)
+    print(f"where compare's time goes (--jobs 1, {total:.2f} s CPU = {total / floor:.2f}x the "
+          f"floor; the floor's counting is inside 'counting tokens'):")
+    rest = total - sum(spent.values())
+    for category, seconds in sorted([*spent.items(), ("the engine's own loop, results",
+                                                      rest)], key=lambda kv: -kv[1]):
+        print(f"       {category:42} {seconds:6.2f} s  {seconds / total:4.0%}  "
+              f"{seconds / floor:5.2f}x the floor")
 
 
 def main(directory: str | None = None) -> None:

@@ -104,19 +104,25 @@ def test_baseline_is_computed_even_when_not_compared():
 def test_json_document_shape(bundled):
     doc = bundled.to_json()
     assert list(doc) == ["tokenizer", "cache", "price", "min_recall", "floor", "traces",
-                         "strategies", "as_run", "recommended", "not_compared"]
+                         "strategies", "as_run", "recommended", "not_compared", "candidate",
+                         "sample", "intervals"]
+    assert doc["sample"] is None and doc["intervals"]["unit"] == "run"
     assert doc["price"] == {"input": 3.0, "cached": 0.3, "write": 3.75}
     assert doc["traces"][0] == {"name": bundled.traces[0].name, "turns": bundled.traces[0].turns,
                                 "as_run": None, "floor": round(bundled.traces[0].floor_usd, 8)}
     assert doc["as_run"] is None and doc["not_compared"] == []
     assert list(doc["recommended"]) == ["name", "options", "cost_ratio", "needed_fact_recall",
-                                        "min_trace_recall"]
+                                        "min_trace_recall", "ci"]
     for entry in doc["strategies"]:
         assert list(entry) == ["name", "options", "input_tokens", "cached_tokens",
                                "written_tokens", "savings_vs_full_history", "cost_usd",
                                "cost_ratio", "retention", "needed_fact_recall",
-                               "min_trace_recall", "floor_ratio", "needed_facts",
+                               "min_trace_recall", "floor_ratio", "ci", "needed_facts",
                                "dropped_facts", "dropped", "dropped_examples", "per_turn"]
+        assert list(entry["ci"]) == ["cost_ratio", "needed_fact_recall",
+                                     "savings_vs_full_history"]
+        for ci in entry["ci"].values():
+            assert list(ci) == ["low", "high"] and ci["low"] <= ci["high"]
         assert isinstance(entry["input_tokens"], int)
         assert isinstance(entry["savings_vs_full_history"], float)
         assert isinstance(entry["cost_usd"], float)
@@ -465,14 +471,19 @@ def test_needed_fact_recall_on_a_transcript(fresh_registry):
 
 
 def test_recommended_is_the_cheapest_above_min_recall(bundled):
-    ok = [s for s in bundled.compared if s.needed_fact_recall >= bundled.min_recall]
+    ci = bundled.intervals()
+    ok = [s for s in bundled.compared
+          if ci[s.label]["needed_fact_recall"].low >= bundled.min_recall]
     best = bundled.recommended
     assert best is not None and best.cost_usd == min(s.cost_usd for s in ok)
     doc = bundled.to_json()["recommended"]
+    interval = ci[best.label]
     assert doc == {"name": best.name, "options": best.options,
                    "cost_ratio": round(best.cost_ratio, 6),
                    "needed_fact_recall": round(best.needed_fact_recall, 6),
-                   "min_trace_recall": round(best.min_trace_recall, 6)}
+                   "min_trace_recall": round(best.min_trace_recall, 6),
+                   "ci": {k: interval[k].to_json() for k in ("cost_ratio",
+                                                             "needed_fact_recall")}}
     full = bundled.strategy("full-history")
     assert full.cost_ratio == pytest.approx(1.0)
     assert best.cost_ratio == pytest.approx(best.cost_usd / full.cost_usd)

@@ -40,6 +40,7 @@ from turnpress.compare.results import (
     DEFAULT_MIN_RECALL,
     ComparisonResult,
     Row,
+    SampleInfo,
     StrategyResult,
     TraceInfo,
     TraceOutcome,
@@ -49,7 +50,13 @@ from turnpress.compare.results import (
 )
 from turnpress.compare.retention import Fact, FactIndex, NeededFacts, RunFacts
 from turnpress.compare.reuse import PromptTrack
-from turnpress.compare.sources import TraceSource, as_sources, load_task, trace_tasks
+from turnpress.compare.sources import (
+    TraceSample,
+    TraceSource,
+    as_sources,
+    load_task,
+    trace_tasks,
+)
 from turnpress.core.compression import (
     BASELINE_STRATEGY,
     RenderContext,
@@ -375,6 +382,8 @@ def compare_traces(
     template_dirs: Iterable[str | os.PathLike[str]] = (),
     progress: Callable[[TraceInfo], None] | None = None,
     min_recall: float = DEFAULT_MIN_RECALL,
+    sample: int | None = None,
+    seed: int = 0,
 ) -> ComparisonResult:
     """Compare strategies on traces.
 
@@ -392,7 +401,10 @@ def compare_traces(
     ``if __name__ == "__main__":``). ``keep_prompts``: keep
     the rendered prompts of the first N traces (for the HTML report).
     ``progress`` is called with each trace once it is done. ``min_recall``: the
-    needed-fact recall a strategy needs to be :attr:`ComparisonResult.recommended`.
+    needed-fact recall a strategy needs to be :attr:`ComparisonResult.recommended`
+    (at the lower bound of its 95% interval over runs). ``sample``: compare only that
+    many of the runs, drawn stratified by length (:class:`TraceSample`); ``seed``: the
+    seed of that draw and of the bootstrap intervals (:meth:`ComparisonResult.intervals`).
 
     Bad names, options, prices and traces raise ``ValueError`` (``TraceError``
     for traces). A strategy that raises ``StrategyNotApplicable`` is marked
@@ -411,17 +423,24 @@ def compare_traces(
     if isinstance(min_recall, bool) or not isinstance(min_recall, (int, float)) \
             or not 0.0 <= min_recall <= 1.0:
         raise ValueError(f"min_recall must be a number from 0 to 1, got {min_recall!r}")
+    drawing = None if sample is None else TraceSample(sample, seed)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
     settings = _Settings(tuple(instances), tok, cache, keep_prompts,
                          resolve_template_dirs(template_dirs), the_price)
     result = ComparisonResult(tok.name, cache, the_price, min_recall=float(min_recall),
-                              unresolved=unresolved)
+                              unresolved=unresolved, seed=seed)
     names: list[str] = []
     for strategy in instances:
         result.strategies.append(StrategyResult(
             strategy.name, strategy_label(strategy),
             dict(getattr(strategy, "options", {}) or {}), _names=names))
-    for outcome in _run(trace_tasks(as_sources(traces)), settings, jobs):
+    sources = as_sources(traces)
+    tasks = trace_tasks(sources) if drawing is None else drawing.tasks(sources)
+    for outcome in _run(tasks, settings, jobs):
         add_outcome(result, outcome, names, keep_prompts)
         if progress is not None:
             progress(outcome.info)
+    if drawing is not None:
+        result.sample = SampleInfo(drawing.drawn, drawing.population, seed)
     return result

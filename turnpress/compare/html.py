@@ -10,6 +10,12 @@ the strategies side by side, with the leading messages they all share folded.
 CSS, JavaScript and the SVG charts are inline (the charts are drawn by
 a small script in ``assets/report.js``); the data is one JSON document in the
 page, with every distinct message text stored once.
+
+The page grows with the number of traces, not with the text of their prompts:
+totals and the "all traces" chart cover every trace, per-trace charts the first
+:data:`MAX_CHART_TRACES`, and the rendered prompts a bounded sample of traces, named
+on the page, holding at most :data:`MAX_PROMPT_CHARS` characters of distinct message
+text (a trace that would pass the bound keeps the prompts of its first turns).
 """
 
 from __future__ import annotations
@@ -22,18 +28,24 @@ from typing import Any
 
 import jinja2
 
+from turnpress.compare.intervals import CONFIDENCE, Interval
 from turnpress.compare.pricing import cost_usd
 from turnpress.compare.results import ComparisonResult, StrategyResult
 from turnpress.compare.table import format_cost
 from turnpress.core.tokens import message_body
 
-__all__ = ["MAX_CHART_TRACES", "html_report", "report_data", "write_html_report"]
+__all__ = ["MAX_CHART_TRACES", "MAX_PROMPT_CHARS", "html_report", "report_data",
+           "write_html_report"]
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
-MAX_CHART_TRACES = 200
+MAX_CHART_TRACES = 100
 """Traces beyond this many are still in the totals and the "all traces" chart, but get
 no chart of their own (the page stays small)."""
+
+MAX_PROMPT_CHARS = 4_000_000
+"""The rendered prompts in the page hold at most this many characters of distinct
+message text (strategies that rewrite a message every turn make ~19x the run's text)."""
 
 PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d",
            "#4d7c0f", "#6b7280", "#b45309", "#1e3a8a", "#7c2d12"]
@@ -82,13 +94,13 @@ def _series(result: ComparisonResult) -> list[dict[str, Any]]:
     for si, s in enumerate(strategies):
         for trace, turn, tokens, cached, written, _retention in s.rows():
             values = {"input": tokens, "cached": cached, "written": written,
-                      "cost": cost_usd(price, tokens, cached, written)}
+                      "cost": round(cost_usd(price, tokens, cached, written), 9)}
             for k, v in values.items():
                 total[k][si][turn - 1] += v
                 if trace < shown:
                     per_trace[trace][k][si][turn - 1] = v
-    mean = {k: [[v / running[i] if running[i] else 0 for i, v in enumerate(row)]
-                for row in total[k]] for k in _KEYS}
+    mean = {k: [[round(v / running[i], 9 if k == "cost" else 2) if running[i] else 0
+                 for i, v in enumerate(row)] for row in total[k]] for k in _KEYS}
     any_billed = any(billed_n)
     everything = {
         "name": (f"All {len(result.traces)} traces (mean over the traces still running)"
@@ -124,32 +136,73 @@ def _strategy_data(s: StrategyResult, index: int) -> dict[str, Any]:
     }
 
 
-def report_data(result: ComparisonResult) -> dict[str, Any]:
-    """The JSON document the page's script draws from."""
+def _prompt_data(result: ComparisonResult, budget: int
+                 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The kept prompts, trace by trace and turn by turn, while their distinct texts
+    stay within ``budget`` characters: ``(prompts, texts)``; each entry has ``of``, its
+    trace's number of turns (more than ``len(turns)`` when the bound cut it)."""
     texts: dict[str, int] = {}
-
-    def text_id(text: str) -> int:
-        return texts.setdefault(text, len(texts))
-
+    used = 0
     compared = [i for i, s in enumerate(result.strategies) if s.compared]
-    prompts = []
+    prompts: list[dict[str, Any]] = []
     for kept in result.kept_prompts:
-        prompts.append({
-            "trace": kept.trace,
-            "turns": [[[[m["role"], text_id(message_body(m))] for m in per_strategy[i]]
-                       for i in compared] for per_strategy in kept.prompts],
-            "tokens": [[row[i] for i in compared] for row in kept.tokens],
-        })
+        turns: list[list[list[list[Any]]]] = []
+        full = True
+        for per_strategy in kept.prompts:
+            fresh: dict[str, None] = {}
+            for i in compared:
+                for m in per_strategy[i]:
+                    body = message_body(m)
+                    if body not in texts:
+                        fresh.setdefault(body, None)
+            size = sum(len(t) for t in fresh)
+            if used + size > budget:
+                full = False
+                break
+            used += size
+            for body in fresh:
+                texts[body] = len(texts)
+            turns.append([[[m["role"], texts[message_body(m)]] for m in per_strategy[i]]
+                          for i in compared])
+        if turns:
+            prompts.append({"trace": kept.trace, "of": len(kept.prompts), "turns": turns,
+                            "tokens": [[row[i] for i in compared]
+                                       for row in kept.tokens[:len(turns)]]})
+        if not full:
+            break
+    return prompts, list(texts)
+
+
+def prompt_note(result: ComparisonResult, prompts: list[dict[str, Any]]) -> str:
+    """The line that names the traces whose rendered prompts the page holds."""
+    n = len(result.traces)
+    if not prompts:
+        return (f"This page holds no rendered prompts (of {n} trace{'s' * (n != 1)}); "
+                f"write the report with turnpress compare --html to keep them.")
+    named = ", ".join(p["trace"] + (f" (turns 1-{len(p['turns'])} of {p['of']})"
+                                    if len(p["turns"]) < p["of"] else "")
+                      for p in prompts)
+    return (f"Rendered prompts of {len(prompts)} of {n} trace{'s' * (n != 1)}: {named}. "
+            f"The other traces are in the totals and charts only (the page keeps at most "
+            f"{MAX_PROMPT_CHARS:,} characters of prompt text).")
+
+
+def report_data(result: ComparisonResult, *,
+                max_prompt_chars: int = MAX_PROMPT_CHARS) -> dict[str, Any]:
+    """The JSON document the page's script draws from (the rendered prompts bounded
+    to ``max_prompt_chars`` characters of distinct text)."""
+    prompts, texts = _prompt_data(result, max_prompt_chars)
     as_run = result.as_run
     return {
         "meta": {"tokenizer": result.tokenizer, "cache": result.cache,
                  "price": result.price.to_json(), "price_label": str(result.price),
                  "traces": len(result.traces), "prompts": result.prompts,
                  "min_recall": result.min_recall,
-                 "as_run": as_run.to_json() if as_run else None},
+                 "as_run": as_run.to_json() if as_run else None,
+                 "prompt_note": prompt_note(result, prompts)},
         "strategies": [_strategy_data(s, i) for i, s in enumerate(result.compared)],
         "series": _series(result),
-        "texts": list(texts),
+        "texts": texts,
         "prompts": prompts,
     }
 
@@ -171,6 +224,8 @@ def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -
     """The report as one self-contained HTML page."""
     env = _environment()
     best = result.recommended
+    data = report_data(result)
+    ci = result.intervals()
     rows = [
         {"label": s.label, "color": PALETTE[i % len(PALETTE)], "tokens": f"{s.input_tokens:,}",
          "saved": "baseline" if s.label == "full-history"
@@ -178,6 +233,8 @@ def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -
          "cached": f"{s.cached_share * 100:.1f}%", "written": f"{s.written_tokens:,}",
          "cost": format_cost(s.cost_usd), "ratio": f"{s.cost_ratio:.2f}x",
          "retention": f"{s.retention:.3f}", "recall": f"{s.needed_fact_recall:.3f}",
+         "ratio_ci": _span(ci[s.label]["cost_ratio"], 2),
+         "recall_ci": _span(ci[s.label]["needed_fact_recall"], 3),
          "recommended": s is best, "dropped_facts": s.dropped_facts,
          "dropped": ", ".join(f"{k} ×{n}" for k, n in s.dropped.most_common()) or "–"}
         for i, s in enumerate(result.compared)
@@ -198,8 +255,18 @@ def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -
         anthropic=result.cache == "anthropic",
         css=(ASSETS / "report.css").read_text(encoding="utf-8"),
         script=(ASSETS / "report.js").read_text(encoding="utf-8"),
-        data=_script_json(report_data(result)),
+        data=_script_json(data),
+        prompt_note=data["meta"]["prompt_note"],
+        candidate=result.candidate,
+        confidence=f"{CONFIDENCE * 100:g}%",
     )
+
+
+def _span(interval: Interval, decimals: int) -> str:
+    """``low–high`` when the interval is wider than ``decimals`` decimals, else ``""``."""
+    if not interval.wider_than(decimals):
+        return ""
+    return f"{interval.low:.{decimals}f}–{interval.high:.{decimals}f}"
 
 
 def write_html_report(result: ComparisonResult, path: str | os.PathLike[str], *,

@@ -16,6 +16,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from turnpress.compare.intervals import (
+    CONFIDENCE,
+    REPLICATES,
+    Interval,
+    RatioOfSums,
+    bootstrap_intervals,
+    interval_fields,
+    runs_to_settle,
+)
 from turnpress.compare.pricing import Price, cost_usd
 from turnpress.compare.retention import Fact
 from turnpress.core.model import Message
@@ -28,6 +37,7 @@ __all__ = [
     "ComparisonResult",
     "DroppedFact",
     "Row",
+    "SampleInfo",
     "StrategyResult",
     "TraceInfo",
     "TraceOutcome",
@@ -36,6 +46,9 @@ __all__ = [
     "add_outcome",
     "billed_usage",
 ]
+
+#: the figures that get an interval, by their ``--json`` names
+CI_FIGURES = ("cost_ratio", "needed_fact_recall", "savings_vs_full_history")
 
 MAX_DROPPED_EXAMPLES = 50
 
@@ -243,8 +256,23 @@ class StrategyResult:
                                               self._written[i])
         return costs
 
-    def to_json(self) -> dict[str, Any]:
-        """This strategy's entry of the ``--json`` document."""
+    def trace_totals(self, price: Price, traces: int
+                     ) -> tuple[list[float], list[float], list[float], list[float]]:
+        """Per trace index (``traces`` of them): this strategy's cost, input tokens,
+        needed facts and needed facts shown, summed over the trace's prompts."""
+        cost, tokens = [0.0] * traces, [0.0] * traces
+        needed, shown = [0.0] * traces, [0.0] * traces
+        for i in range(len(self._turn)):
+            t = self._trace[i]
+            cost[t] += cost_usd(price, self._input[i], self._cached[i], self._written[i])
+            tokens[t] += self._input[i]
+            needed[t] += self._needed[i]
+            shown[t] += self._needed_shown[i]
+        return cost, tokens, needed, shown
+
+    def to_json(self, ci: Mapping[str, Interval] | None = None) -> dict[str, Any]:
+        """This strategy's entry of the ``--json`` document (``ci``: the 95% intervals
+        of its figures, by :data:`CI_FIGURES` name, shown as ``"ci"``)."""
         return {
             "name": self.name,
             "options": _jsonable(self.options),
@@ -258,6 +286,7 @@ class StrategyResult:
             "needed_fact_recall": round(self.needed_fact_recall, 6),
             "min_trace_recall": round(self.min_trace_recall, 6),
             "floor_ratio": round(self.floor_ratio, 6),
+            **({"ci": interval_fields(dict(ci))} if ci is not None else {}),
             "needed_facts": self.needed,
             "dropped_facts": self.dropped_facts,
             "dropped": dict(self.dropped.most_common()),
@@ -282,6 +311,31 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+@dataclass(frozen=True)
+class SampleInfo:
+    """``compare --sample``: ``runs`` drawn of ``population``, stratified by run length,
+    with ``seed``."""
+
+    runs: int
+    population: int
+    seed: int
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"runs", "of", "seed", "stratified_by"}``."""
+        return {"runs": self.runs, "of": self.population, "seed": self.seed,
+                "stratified_by": "turns"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """When no strategy is recommended: the one more runs could settle, its recall's
+    interval and about how many runs in all would settle it (None: no number would)."""
+
+    strategy: StrategyResult
+    recall: Interval
+    runs_to_settle: int | None
+
+
 @dataclass
 class ComparisonResult:
     """What :func:`compare_traces` found: settings, traces and one result per strategy."""
@@ -299,6 +353,12 @@ class ComparisonResult:
     min_recall: float = DEFAULT_MIN_RECALL
     #: ``(label, "n/a" | "failed", reason)`` of strategies that could not even be created
     unresolved: list[tuple[str, str, str]] = field(default_factory=list)
+    #: the seed of the bootstrap (and of ``sample``'s draw)
+    seed: int = 0
+    #: set when a sample of the runs was compared (``compare --sample``)
+    sample: SampleInfo | None = None
+    _ci: tuple[Any, dict[str, dict[str, Interval]]] | None = field(default=None, repr=False,
+                                                                    compare=False)
 
     def strategy(self, label: str) -> StrategyResult:
         """The result of the strategy shown as ``label`` (its name, plus options if any)."""
@@ -330,15 +390,67 @@ class ComparisonResult:
             total = total + r
         return total
 
+    def intervals(self) -> dict[str, dict[str, Interval]]:
+        """The 95% bootstrap interval over runs (:mod:`turnpress.compare.intervals`) of
+        each compared strategy's cost ratio, needed-fact recall and tokens saved:
+        ``{label: {figure: Interval}}`` (figures named as in :data:`CI_FIGURES`)."""
+        compared = self.compared
+        key = (len(self.traces), self.seed, tuple(s.label for s in compared),
+               tuple(s.prompts for s in compared))
+        if self._ci is not None and self._ci[0] == key:
+            return self._ci[1]
+        n = len(self.traces)
+        base_cost = [t.baseline_cost_usd for t in self.traces]
+        base_tokens = [float(t.baseline_tokens) for t in self.traces]
+        figures = []
+        for s in compared:
+            cost, tokens, needed, shown = s.trace_totals(self.price, n)
+            figures += [RatioOfSums(cost, base_cost), RatioOfSums(shown, needed),
+                        RatioOfSums(tokens, base_tokens)]
+        found = bootstrap_intervals(figures, seed=self.seed)
+        out = {}
+        for i, s in enumerate(compared):
+            cost_ratio, recall, kept = found[3 * i: 3 * i + 3]
+            out[s.label] = dict(zip(CI_FIGURES, (cost_ratio, recall, kept.complement()),
+                                    strict=True))
+        self._ci = (key, out)
+        return out
+
     @property
     def recommended(self) -> StrategyResult | None:
         """The cheapest compared strategy whose needed-fact recall is at least
-        :attr:`min_recall` (ties: the first listed); None when no strategy has it, or
-        when no prompt had a needed fact, so recall measured nothing."""
+        :attr:`min_recall` at the **lower bound** of its 95% interval over runs (ties:
+        the first listed); None when no strategy has it, or when no prompt had a needed
+        fact, so recall measured nothing."""
         if not any(s.needed for s in self.compared):
             return None
-        ok = [s for s in self.compared if s.needed_fact_recall >= self.min_recall - 1e-12]
+        ci = self.intervals()
+        ok = [s for s in self.compared
+              if ci[s.label]["needed_fact_recall"].low >= self.min_recall - 1e-12]
         return min(ok, key=lambda s: s.cost_usd) if ok else None
+
+    @property
+    def candidate(self) -> Candidate | None:
+        """The strategy more runs could settle: of the compared strategies cheaper than
+        :attr:`recommended` (all of them when nothing is), those whose recall interval
+        straddles :attr:`min_recall`; the cheapest whose recall is at least the bar,
+        else the cheapest. None when there is none, or when recall measured nothing."""
+        if not any(s.needed for s in self.compared):
+            return None
+        ci = self.intervals()
+        best = self.recommended
+        bar = self.min_recall - 1e-12
+        open_ = [s for s in self.compared
+                 if (best is None or s.cost_usd < best.cost_usd)
+                 and ci[s.label]["needed_fact_recall"].low < bar
+                 <= ci[s.label]["needed_fact_recall"].high]
+        if not open_:
+            return None
+        pick = min(open_, key=lambda s: (s.needed_fact_recall < bar, s.cost_usd))
+        recall = ci[pick.label]["needed_fact_recall"]
+        return Candidate(pick, recall, runs_to_settle(len(self.traces),
+                                                      pick.needed_fact_recall, recall,
+                                                      self.min_recall))
 
     @property
     def prompts(self) -> int:
@@ -349,6 +461,8 @@ class ComparisonResult:
         """The ``--json`` document (a JSON-ready dict)."""
         best = self.recommended
         as_run = self.as_run
+        ci = self.intervals()
+        candidate = self.candidate
         return {
             "tokenizer": self.tokenizer,
             "cache": self.cache,
@@ -356,15 +470,26 @@ class ComparisonResult:
             "min_recall": self.min_recall,
             "floor": round(self.floor_usd, 8),
             "traces": [t.to_json() for t in self.traces],
-            "strategies": [s.to_json() for s in self.compared],
+            "strategies": [s.to_json(ci[s.label]) for s in self.compared],
             "as_run": as_run.to_json() if as_run else None,
             "recommended": None if best is None else {
                 "name": best.name, "options": _jsonable(best.options),
                 "cost_ratio": round(best.cost_ratio, 6),
                 "needed_fact_recall": round(best.needed_fact_recall, 6),
-                "min_trace_recall": round(best.min_trace_recall, 6)},
+                "min_trace_recall": round(best.min_trace_recall, 6),
+                "ci": interval_fields({k: ci[best.label][k]
+                                       for k in ("cost_ratio", "needed_fact_recall")})},
             "not_compared": [{"strategy": label, "status": status, "reason": reason}
                              for label, status, reason in self.not_compared],
+            "candidate": None if candidate is None else {
+                "name": candidate.strategy.name,
+                "options": _jsonable(candidate.strategy.options),
+                "needed_fact_recall": round(candidate.strategy.needed_fact_recall, 6),
+                "ci": {"needed_fact_recall": candidate.recall.to_json()},
+                "runs_to_settle": candidate.runs_to_settle},
+            "sample": None if self.sample is None else self.sample.to_json(),
+            "intervals": {"confidence": CONFIDENCE, "method": "percentile bootstrap",
+                          "unit": "run", "replicates": REPLICATES, "seed": self.seed},
         }
 
     def dumps(self, indent: int | None = 2) -> str:

@@ -8,14 +8,16 @@ workers without being read whole.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+import random
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from turnpress.core.trace import Trace, TraceError, iter_traces, trace_file, trace_from_json_line
 from turnpress.examples import example_trace_paths
 
-__all__ = ["TraceSource", "as_sources", "count_traces", "load_task", "trace_tasks"]
+__all__ = ["TraceSample", "TraceSource", "as_sources", "count_traces", "load_task",
+           "stratified_sample", "trace_tasks"]
 
 TraceSource = str | os.PathLike[str] | Trace
 
@@ -85,3 +87,65 @@ def count_traces(traces: Any = None) -> int:
         except OSError:
             n += 1  # the error is reported when the file is read
     return n
+
+
+def stratified_sample(lengths: Sequence[int], n: int, seed: int) -> list[int]:
+    """The positions of ``n`` of the runs whose lengths (turns) are ``lengths``, drawn
+    stratified by length, in run order: the runs sorted by length (ties: by position)
+    are cut into ``n`` strata of (nearly) equal size, and one run is drawn from each
+    with ``random.Random(seed)``. Every length band is thus represented in proportion;
+    ``n`` at least the number of runs gives them all."""
+    total = len(lengths)
+    if n >= total:
+        return list(range(total))
+    rng = random.Random(seed)
+    order = sorted(range(total), key=lambda i: (lengths[i], i))
+    chosen = []
+    for k in range(n):
+        start, stop = k * total // n, (k + 1) * total // n
+        chosen.append(order[rng.randrange(start, stop)])
+    return sorted(chosen)
+
+
+class TraceSample:
+    """``compare --sample N --seed S``: the tasks of a stratified sample of the runs.
+
+    :meth:`tasks` reads every run once to learn its length (the sample is stratified by
+    turns), then yields the tasks of the drawn runs only; :attr:`population` and
+    :attr:`drawn` are set once it has. A run that cannot be read counts as a run of no
+    turn: if drawn, it is reported (or skipped) as any unreadable run is."""
+
+    def __init__(self, n: int, seed: int = 0) -> None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"sample must be a positive number of runs, got {n!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        self.n = n
+        self.seed = seed
+        self.population = 0
+        self.drawn = 0
+
+    def tasks(self, sources: Iterable[TraceSource]) -> Iterator[tuple[Any, ...]]:
+        """The tasks (as :func:`trace_tasks` gives them) of the drawn runs, in run order."""
+        sources = list(sources)  # read twice: once for the lengths, once for the runs
+        lengths: list[int] = []
+        per_task: list[int] = []
+        for task in trace_tasks(sources):
+            before = len(lengths)
+            try:
+                lengths.extend(len(trace.turns) for trace in load_task(task))
+            except ValueError:  # a TraceError too
+                lengths.append(0)
+            per_task.append(len(lengths) - before)
+        chosen = set(stratified_sample(lengths, self.n, self.seed))
+        self.population, self.drawn = len(lengths), len(chosen)
+        position = 0
+        for task, count in zip(trace_tasks(sources), per_task, strict=False):
+            picked = [i for i in range(position, position + count) if i in chosen]
+            if len(picked) == count and count:
+                yield task
+            elif picked:  # some of the runs of one file: hand over those runs alone
+                for i, trace in enumerate(load_task(task), position):
+                    if i in chosen:
+                        yield ("trace", trace)
+            position += count

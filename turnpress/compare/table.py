@@ -16,6 +16,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from turnpress.compare.intervals import CONFIDENCE, Interval
 from turnpress.compare.pricing import CACHE_WRITE_PREMIUM
 from turnpress.compare.results import AsRun, ComparisonResult, StrategyResult
 from turnpress.core.compression import BASELINE_STRATEGY
@@ -70,8 +71,67 @@ def _is_baseline(s: StrategyResult) -> bool:
 
 def _title(result: ComparisonResult) -> str:
     n, prompts = len(result.traces), result.prompts
-    return (f"turnpress compare: {n} trace{'s' * (n != 1)}, {prompts} prompt"
+    sample = result.sample
+    drawn = "" if sample is None or sample.runs >= sample.population else \
+        f" (sample of {sample.population})"
+    return (f"turnpress compare: {n} trace{'s' * (n != 1)}{drawn}, {prompts} prompt"
             f"{'s' * (prompts != 1)} per strategy")
+
+
+def _span(interval: Interval, decimals: int, scale: float = 1.0, sep: str = "-") -> str:
+    """``low-high`` with ``decimals`` decimals (values times ``scale``)."""
+    return f"{interval.low * scale:.{decimals}f}{sep}{interval.high * scale:.{decimals}f}"
+
+
+def _ci_cell(value: str, interval: Interval, decimals: int) -> Text:
+    """A table cell: the figure, and under it its interval (``.55-.76``, narrow) when
+    that is wider than the figure's printed precision."""
+    if not interval.wider_than(decimals):
+        return Text(value)
+    low, high = (f"{x:.{decimals}f}".removeprefix("0") for x in (interval.low, interval.high))
+    return Text.assemble(value, "\n", (f"{low}-{high}", "dim"))
+
+
+def _recommendation_notes(result: ComparisonResult) -> list[str]:
+    """What the footer says about the recommendation, from the recall intervals: the
+    recommended strategy, and the cheaper candidate more runs could settle."""
+    pct = f"{CONFIDENCE * 100:g}%"
+    best, bar = result.recommended, result.min_recall
+    lines = []
+    if best is not None:
+        lines.append(f"{RECOMMENDED_MARK} recommended: {best.label}, the cheapest whose "
+                     f"recall is >= {bar:g} (--min-recall) at the lower bound of its {pct} "
+                     f"interval (recall {best.needed_fact_recall:.3f}, worst run "
+                     f"{best.min_trace_recall:.3f})")
+    elif not result.compared:
+        return []
+    elif not any(s.needed for s in result.compared):
+        return ["no recommendation: no prompt had a needed fact, so recall measured "
+                "nothing (the runs are too short, or have no turns)"]
+    candidate = result.candidate
+    if candidate is None:
+        if best is None:
+            lines.append(f"no recommendation: no strategy has recall >= {bar:g} "
+                         f"(--min-recall), even at the upper bound of its {pct} interval")
+        return lines
+    s, ci = candidate.strategy, candidate.recall
+    runs = len(result.traces)
+    where = (f"{s.label} has recall {s.needed_fact_recall:.3f}, {pct} interval "
+             f"{ci.low:.3f}-{ci.high:.3f} over {runs} run{'s' * (runs != 1)}")
+    more = "compare more runs" if result.sample is None else \
+        "compare more of the runs (a larger --sample, or all of them)"
+    if candidate.runs_to_settle is None:
+        settle = "no number of runs would settle it (its recall is on the bar)"
+    else:
+        settle = f"about {candidate.runs_to_settle} runs in all would settle it"
+    head = "no recommendation" if best is None else "undecided, and cheaper"
+    if s.needed_fact_recall >= bar - 1e-12:
+        lines.append(f"{head}: the best candidate, {where}: the interval reaches under "
+                     f"{bar:g} (--min-recall); {more}: {settle}, if its recall holds")
+    else:
+        lines.append(f"{head}: {where}: under {bar:g} (--min-recall), but the interval "
+                     f"reaches it; {more}: {settle}")
+    return lines
 
 
 def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
@@ -98,17 +158,15 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
                      f"({result.floor_usd / result.baseline_cost_usd:.2f}x full-history), each "
                      f"new message sent once and nothing re-read, the system prompt read from "
                      f"the cache")
-    best = result.recommended
-    if best is not None:
-        lines.append(f"{RECOMMENDED_MARK} recommended: {best.label} (recall "
-                     f"{best.needed_fact_recall:.3f}, worst run {best.min_trace_recall:.3f}), "
-                     f"the cheapest with recall >= {result.min_recall:g} (--min-recall)")
-    elif result.compared and not any(s.needed for s in result.compared):
-        lines.append("no recommendation: no prompt had a needed fact, so recall measured "
-                     "nothing (the runs are too short, or have no turns)")
-    elif result.compared:
-        lines.append(f"no recommendation: no strategy has recall >= {result.min_recall:g} "
-                     f"(--min-recall)")
+    sample = result.sample
+    if sample is not None:
+        lines.append(f"sample: {sample.runs} of {sample.population} runs, drawn stratified by "
+                     f"length (--sample {sample.runs} --seed {sample.seed})")
+    ci = ("cost_ratio_95ci, recall_95ci, saved_95ci" if plain
+          else f"under {ratio} and recall")
+    lines.append(f"{ci}: {CONFIDENCE * 100:g}% bootstrap interval over runs (seed "
+                 f"{result.seed}), shown where wider than the printed figure")
+    lines += _recommendation_notes(result)
     if result.as_run is not None:
         lines.append(f"{AS_RUN_LABEL}: what the provider billed, in its own tokenizer "
                      f"({result.as_run.prompts} prompts with usage)")
@@ -145,19 +203,23 @@ def comparison_table(result: ComparisonResult, *, gap: int = 2) -> Table:
                    "xfull", "kept", "recall", "drop"):
         table.add_column(header, justify="right", no_wrap=True)
     best = result.recommended
+    intervals = result.intervals()
     for s in result.strategies:
         if not s.compared:
             assert s.status is not None
             table.add_row(s.label, s.status[0], *[""] * (7 + anthropic))
             continue
+        ci = intervals[s.label]
         label = Text(s.label)
         if s is best:
             label.append(f" {RECOMMENDED_MARK}", style="bold green")
         row: list[str | Text] = [label, compact_tokens(s.input_tokens), _pct(s.cached_share)]
         if anthropic:
             row.append(compact_tokens(s.written_tokens))
-        row += [short_cost(s.cost_usd), f"{s.cost_ratio:.2f}x", f"{s.retention:.2f}",
-                f"{s.needed_fact_recall:.3f}", str(s.dropped_facts)]
+        row += [short_cost(s.cost_usd), _ci_cell(f"{s.cost_ratio:.2f}x", ci["cost_ratio"], 2),
+                f"{s.retention:.2f}",
+                _ci_cell(f"{s.needed_fact_recall:.3f}", ci["needed_fact_recall"], 3),
+                str(s.dropped_facts)]
         table.add_row(*row)
     for label, status, _reason in result.unresolved:
         table.add_row(label, status, *[""] * (7 + anthropic))
@@ -180,9 +242,11 @@ def plain_lines(result: ComparisonResult) -> list[str]:
     exact numbers (columns aligned, never wrapped), then :func:`notes`."""
     anthropic = result.cache == "anthropic"
     header = ["strategy", "tokens", "saved", "cached", *(["written"] if anthropic else []),
-              "cost_usd", "cost_ratio", "retention", "recall", "dropped_facts"]
+              "cost_usd", "cost_ratio", "retention", "recall", "dropped_facts",
+              "cost_ratio_95ci", "recall_95ci", "saved_95ci"]
     rows = [header]
     best = result.recommended
+    intervals = result.intervals()
     for s in result.strategies:
         if not s.compared:
             assert s.status is not None
@@ -193,7 +257,8 @@ def plain_lines(result: ComparisonResult) -> list[str]:
                      "-" if _is_baseline(s) else _pct(s.savings_vs_full_history),
                      _pct(s.cached_share), *([str(s.written_tokens)] if anthropic else []),
                      f"{s.cost_usd:.6f}", f"{s.cost_ratio:.3f}", f"{s.retention:.3f}",
-                     f"{s.needed_fact_recall:.3f}", str(s.dropped_facts)])
+                     f"{s.needed_fact_recall:.3f}", str(s.dropped_facts),
+                     *_plain_intervals(intervals[s.label])])
     for label, status, _reason in result.unresolved:
         rows.append([label, status])
     run = result.as_run
@@ -209,6 +274,17 @@ def plain_lines(result: ComparisonResult) -> list[str]:
         cells = [c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)]
         lines.append("  ".join(cells).rstrip())
     return lines + notes(result, plain=True)
+
+
+def _plain_intervals(ci: dict[str, Interval]) -> list[str]:
+    """The interval columns of a plain line, ``low..high`` as the figures are printed
+    there (3 decimals, saved in % with 1); ``-`` where an interval is not wider."""
+    saved = ci["savings_vs_full_history"]
+    return [_span(ci["cost_ratio"], 3, sep="..") if ci["cost_ratio"].wider_than(3) else "-",
+            _span(ci["needed_fact_recall"], 3, sep="..")
+            if ci["needed_fact_recall"].wider_than(3) else "-",
+            _span(saved, 1, 100, sep="..") + "%"
+            if Interval(saved.low * 100, saved.high * 100).wider_than(1) else "-"]
 
 
 def dropped_summary(result: ComparisonResult, examples: int = 3) -> list[str]:

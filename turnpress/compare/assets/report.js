@@ -301,7 +301,8 @@
   function setupPrompts() {
     var traceSelect = document.getElementById("prompt-trace");
     data.prompts.forEach(function (p, i) {
-      traceSelect.appendChild(html("option", { value: i }, p.trace));
+      var cut = p.turns.length < p.of ? " (turns 1-" + p.turns.length + " of " + p.of + ")" : "";
+      traceSelect.appendChild(html("option", { value: i }, p.trace + cut));
     });
     var checks = document.getElementById("prompt-strategies");
     strategies.forEach(function (s, i) {
