@@ -77,7 +77,7 @@ class LLMSummarizer:
     def options(self) -> dict[str, Any]:
         """What identifies the summaries it makes: the model, server and output limit
         (an agent's own adapter by its repr)."""
-        return {"model": self.model or repr(self._llm), "base_url": self.base_url,
+        return {"model": self.model or _adapter_name(self._llm), "base_url": self.base_url,
                 "max_tokens": self.max_tokens}
 
     def __getstate__(self) -> dict[str, Any]:
@@ -133,3 +133,13 @@ class LLMSummarizer:
         usage = reply.usage or {}
         return Summary(reply.text.strip(), int(usage.get("input_tokens") or 0),
                        int(usage.get("output_tokens") or 0))
+
+
+def _adapter_name(llm: Any) -> str:
+    """What names an agent's adapter in a cache key: its class and model (an adapter
+    without a ``model`` is named by its identity, so its summaries are reused only
+    within this process)."""
+    model = getattr(llm, "model", None)
+    kind = type(llm).__qualname__
+    return f"{kind}:{model}:{getattr(llm, 'base_url', None)}" if isinstance(model, str) \
+        else f"{kind}@{id(llm):x}"

@@ -33,7 +33,7 @@ from turnpress.core.model import Turn
 from turnpress.core.registry import Registry, get_registry
 from turnpress.core.summaries import Summary, SummaryBudgetExceeded, SummaryUnavailable
 from turnpress.core.templates import get_environment
-from turnpress.plugins._imported_messages import HEAD_LINES, last_outputs, words_section
+from turnpress.plugins._imported_messages import last_outputs, words_section
 from turnpress.plugins._imported_messages import tool_calls as transcript_tool_calls
 
 __all__ = [
@@ -47,6 +47,10 @@ __all__ = [
     "template_source",
 ]
 
+SUMMARY_LINES = 5
+"""Lines the extractive summary keeps at each end of a transcript's output (the
+coalesced view keeps 20: a summary is meant to be much smaller than what it replaces)."""
+
 LLM_SUMMARIZER = "turnpress.agent.summarizer:LLMSummarizer"
 """Where the ``llm`` summarizer lives (imported when first used)."""
 
@@ -58,17 +62,18 @@ class ExtractiveSummarizer:
     """turnpress's coalesced view of the folded turns, as the summary text.
 
     For a PTC-Lisp run: the ``user/`` namespace as of the last folded turn, the last
-    ``tool_call_limit`` tool calls and the last ``println_limit`` printed lines (the
-    sections ``single-user-coalesced`` shows, without the mission and ``tool/`` /
-    ``data/``, which stay in the prompt's head). For an imported transcript: the tool
-    calls made, the last outputs (cut to their first and last lines) and the user's
-    own words. No model: ``input_tokens`` and ``output_tokens`` are 0.
+    ``tool_call_limit`` (20) tool calls and the last ``println_limit`` (10) printed
+    lines (the sections ``single-user-coalesced`` shows, without the mission and
+    ``tool/`` / ``data/``, which stay in the prompt's head). For an imported
+    transcript: the tool calls made, the last ``println_limit`` outputs (each cut to
+    its first and last ``lines`` (5) lines) and the user's own words. No model:
+    ``input_tokens`` and ``output_tokens`` are 0.
     """
 
     name = "extractive"
 
     def __init__(self, model: str = "", base_url: str = "", *, tool_call_limit: int = 20,
-                 println_limit: int = 15, lines: int = HEAD_LINES) -> None:
+                 println_limit: int = 10, lines: int = SUMMARY_LINES) -> None:
         if model:
             raise ValueError(f"summarizer 'extractive' takes no model, got {model!r}; "
                              f"use llm:openai:MODEL for a model's summary")
@@ -195,15 +200,20 @@ class SummaryRuntime:
     requests: int = 0
     spent_usd: float = 0.0
     _cache: SummaryCache | None = field(default=None, repr=False)
+    #: summaries made in this process, by key (a prompt rendered again asks no model)
+    _made: dict[str, Summary] = field(default_factory=dict, repr=False)
 
     def summarize(self, summarizer: Any, turns: Sequence[Turn], ctx: RenderContext, *,
                   previous: str | None, start: int) -> Summary:
         """``summarizer``'s summary of ``turns``, from the disk cache when it is there."""
         key = summarizer.cache_key(turns, ctx, previous=previous, start=start)
         cache = self.cache()
+        if key is not None and key in self._made:
+            return self._made[key]
         if key is not None and cache is not None:
             found = cache.get(key)
             if found is not None:
+                self._made[key] = found
                 return found
         if key is not None and self.budget_usd is not None:
             estimate = getattr(summarizer, "estimate", None)
@@ -220,6 +230,7 @@ class SummaryRuntime:
                     f"summaries already made are cached and cost nothing")
         summary = summarizer.summarize(turns, ctx, previous=previous, start=start)
         if key is not None:
+            self._made[key] = replace(summary, cached=True)
             self.requests += 1
             self.spent_usd += (summary.input_tokens * self.input_price
                                + summary.output_tokens * self.output_price) / 1e6
