@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import types
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from turnpress.cli import main
 from turnpress.compare.engine import compare_traces
 from turnpress.compare.pricing import PRICE_PRESETS, Price, parse_price
 from turnpress.compress import compress
-from turnpress.core.compression import model_calls
+from turnpress.core.compression import RenderContext, model_calls
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.providers import format_text, to_anthropic
 from turnpress.core.registry import Registry, reset_registry
@@ -137,9 +138,7 @@ def test_summary_replaces_exactly_the_folded_turns(run_file: Path) -> None:
     assert compactions[0] == 6  # 5 turns pass 1100 tokens (36 + 5 x 246)
 
 
-def _ctx(args: dict[str, Any]) -> Any:
-    from turnpress.core.compression import RenderContext
-
+def _ctx(args: dict[str, Any]) -> RenderContext:
     return RenderContext(mission=args["mission"], system_prompt=args["system_prompt"],
                          tools=args["tools"], data=args["data"],
                          turns_left=args["turns_left"], preamble=args["preamble"])
@@ -147,13 +146,13 @@ def _ctx(args: dict[str, Any]) -> Any:
 
 def test_tool_call_pairing_stays_valid_in_openai_and_anthropic_shapes(run_file: Path) -> None:
     for messages in _prompts(run_file, SPEC + ",summarizer=extractive"):
-        openai = compress(messages + [{"role": "assistant", "content": "next"}],
+        openai = compress([*messages, {"role": "assistant", "content": "next"}],
                           strategy=SPEC + ",summarizer=extractive")
         assert answered(openai)
         system, conversation = to_anthropic(messages)
         assert system == SYSTEM
         roles = [m["role"] for m in conversation]
-        assert all(a != b for a, b in zip(roles, roles[1:], strict=False))  # alternating
+        assert all(a != b for a, b in pairwise(roles))  # alternating
         for i, message in enumerate(conversation):
             blocks = message["content"] if isinstance(message["content"], list) else []
             uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
