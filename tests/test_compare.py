@@ -104,8 +104,8 @@ def test_baseline_is_computed_even_when_not_compared():
 def test_json_document_shape(bundled):
     doc = bundled.to_json()
     assert list(doc) == ["tokenizer", "cache", "price", "min_recall", "traces", "strategies",
-                         "as_run", "recommended", "not_compared"]
-    assert doc["price"] == {"input": 3.0, "cached": 0.3, "write": 3.75}
+                         "as_run", "recommended", "not_compared", "notes"]
+    assert doc["price"] == {"input": 3.0, "cached": 0.3, "write": 3.75, "output": 15.0}
     assert doc["traces"][0] == {"name": bundled.traces[0].name, "turns": bundled.traces[0].turns,
                                 "as_run": None}
     assert doc["as_run"] is None and doc["not_compared"] == []
@@ -114,7 +114,10 @@ def test_json_document_shape(bundled):
         assert list(entry) == ["name", "options", "input_tokens", "cached_tokens",
                                "written_tokens", "savings_vs_full_history", "cost_usd",
                                "cost_ratio", "retention", "needed_fact_recall", "needed_facts",
-                               "dropped_facts", "dropped", "dropped_examples", "per_turn"]
+                               "dropped_facts", "dropped", "dropped_examples",
+                               "summary_calls", "summary_input_tokens",
+                               "summary_output_tokens", "summary_cost_usd",
+                               "summary_per_call", "per_turn"]
         assert isinstance(entry["input_tokens"], int)
         assert isinstance(entry["savings_vs_full_history"], float)
         assert isinstance(entry["cost_usd"], float)
@@ -269,7 +272,7 @@ def test_json_output_parses():
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert doc["tokenizer"] == "cl100k_base" and doc["cache"] == "openai"
-    assert doc["price"] == {"input": 2.0, "cached": 0.5, "write": None}
+    assert doc["price"] == {"input": 2.0, "cached": 0.5, "write": None, "output": 8.0}
     assert [s["name"] for s in doc["strategies"]] == ["single-user-coalesced"]
 
 
