@@ -17,7 +17,7 @@ import pytest
 from agent.fake_openai import FakeLLMServer
 from click.testing import CliRunner
 
-from turnpress import get_strategy, load_trace, render
+from turnpress import get_strategy, load_trace, render, save_trace
 from turnpress.agent import Agent, ScriptedLLM
 from turnpress.cli import main
 from turnpress.compare.engine import compare_traces
@@ -386,7 +386,7 @@ def test_prices_have_output_prices() -> None:
 # -- Agent and compress() -----------------------------------------------------------------------
 
 
-def test_agent_summary_goes_through_its_own_adapter_and_is_recorded() -> None:
+def test_agent_summary_goes_through_its_own_adapter_and_is_recorded(tmp_path: Path) -> None:
     """The summary request goes to the agent's LLM (the same ScriptedLLM); its usage is
     added to the usage of the turn whose prompt it built. Each turn prints ~300 tokens:
     after 3 turns the prompt passes 900 tokens, so turns 1-2 are folded (keep=1)."""
@@ -417,6 +417,18 @@ def test_agent_summary_goes_through_its_own_adapter_and_is_recorded() -> None:
     assert step.turn_usage[3] == {"input_tokens": 60, "summary_calls": 1,
                                   "summary_input_tokens": 700, "summary_output_tokens": 70}
     assert step.usage["summary_input_tokens"] == 700
+    # the saved run keeps it on the turn, and its as-run row bills it (DBG-004)
+    trace = step.to_trace("agent-run")
+    assert trace.turns[3].usage.summary_input_tokens == 700
+    assert trace.turns[2].usage.to_dict() == {"prompt_tokens": 50, "cached_tokens": 0,
+                                              "cache_write_tokens": 0}
+    path = tmp_path / "agent-run.json"
+    save_trace(trace, path)
+    again = load_trace(path)
+    assert again.turns[3].usage == trace.turns[3].usage
+    as_run = compare_traces([again], ["full-history"], cache="none",
+                            price="in=2,cached=0.5,out=8").as_run
+    assert as_run.cost_usd == pytest.approx((3 * 50 + 60 + 700) * 2e-6 + 70 * 8e-6)
 
 
 def test_compress_takes_the_strategy() -> None:

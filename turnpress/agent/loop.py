@@ -32,7 +32,7 @@ from turnpress.core.compression import (
     prompt_arguments,
     render,
 )
-from turnpress.core.model import Failure, Message, Tool, Turn
+from turnpress.core.model import Failure, Message, Tool, Turn, Usage
 
 __all__ = ["FAIL_REASON", "TurnObserver", "run_loop"]
 
@@ -112,6 +112,7 @@ def run_loop(
                 "llm_error", f"the LLM call for turn {len(turns) + 1} failed: "
                              f"{type(exc).__name__}: {exc}"))
         usages.append(with_calls(reply.usage, calls))
+        billed = with_summary(reply.billed(), calls)
         found = find_program(reply.text)
         program = found.program
         memory = turns[-1].memory if turns else {}
@@ -119,7 +120,7 @@ def run_loop(
         if not program:
             failure = Failure(NO_PROGRAM, _no_program(reply.text, found.fenced))
             turn = Turn.failed(number, program, failure, memory=memory,
-                               raw_response=reply.text, usage=reply.billed())
+                               raw_response=reply.text, usage=billed)
             turns = (*turns, turn)
             if on_turn is not None:
                 on_turn(turn, messages)
@@ -127,7 +128,7 @@ def run_loop(
         outcome = run_program(program, tools=tools, data=data, memory=memory, limits=limits)
         common = {"memory": outcome.memory, "prints": outcome.prints,
                   "tool_calls": outcome.tool_calls, "raw_response": reply.text,
-                  "usage": reply.billed()}
+                  "usage": billed}
         if outcome.failure is None:
             turn = Turn.succeeded(number, program, outcome.value, **common)
         else:
@@ -157,6 +158,17 @@ def with_calls(usage: Mapping[str, int] | None, calls: Iterable[Any]
     return {**(usage or {}), "summary_calls": len(calls),
             "summary_input_tokens": sum(c.input_tokens for c in calls),
             "summary_output_tokens": sum(c.output_tokens for c in calls)}
+
+
+def with_summary(usage: Usage | None, calls: Iterable[Any]) -> Usage | None:
+    """A turn's billed usage with the summarization calls its prompt needed, so a saved
+    run's as-run row bills them too (None stays None: nothing was reported)."""
+    calls = list(calls)
+    if usage is None or not calls:
+        return usage
+    return dataclasses.replace(usage,
+                               summary_input_tokens=sum(c.input_tokens for c in calls),
+                               summary_output_tokens=sum(c.output_tokens for c in calls))
 
 
 def _no_program(reply: str, fenced: bool) -> str:

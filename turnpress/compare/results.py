@@ -398,13 +398,16 @@ class TraceOutcome:
 def billed_usage(trace: Trace, price: Price, baseline_cost: float
                  ) -> tuple[AsRun | None, tuple[tuple[int, int] | None, ...]]:
     """The run's billed usage (None when no turn carries usage) and, per turn, the
-    billed ``(prompt, cached)`` tokens (None where a turn has none)."""
+    billed ``(prompt, cached)`` tokens (None where a turn has none). The cost includes
+    the summarization calls a turn records (``Usage.summary_*``: a run made with
+    ``summary-compaction``), input at the input price and output at the output price."""
     billed = tuple((t.usage.prompt_tokens, t.usage.cached_tokens) if t.usage else None
                    for t in trace.turns)
     used = [t.usage for t in trace.turns if t.usage is not None]
     if not used:
         return None, billed
     cost = sum(cost_usd(price, u.prompt_tokens, u.cached_tokens, u.cache_write_tokens)
+               + output_cost_usd(price, u.summary_input_tokens, u.summary_output_tokens)
                for u in used)
     return AsRun(len(used), sum(u.prompt_tokens for u in used),
                  sum(u.cached_tokens for u in used),
