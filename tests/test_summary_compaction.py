@@ -286,8 +286,8 @@ def test_cli_footer_says_when_it_fell_back(run_file: Path) -> None:
     out = CliRunner().invoke(main, ["compare", str(run_file), "-s", SPEC])
     assert out.exit_code == 0, out.output
     assert ("note: summary-compaction:trigger=1100,keep=2: no summarizer model configured "
-            "(use --summarizer llm:openai:MODEL, or summarizer=llm:openai:MODEL); used the "
-            "extractive summarizer instead") in " ".join(out.output.split())
+            "(--summarizer llm:openai:MODEL); used the extractive summarizer") \
+        in " ".join(out.output.split())
     lonely = CliRunner().invoke(main, ["compare", str(run_file), "-s", "full-history",
                                        "--summarizer", "extractive"])
     assert lonely.exit_code == 2

@@ -62,8 +62,8 @@ class LLMSummarizer:
         self._llm = llm
         if llm is None:
             if not self.model:
-                raise SummaryUnavailable("no summarizer model configured (use --summarizer "
-                                         "llm:openai:MODEL, or summarizer=llm:openai:MODEL)")
+                raise SummaryUnavailable("no summarizer model configured (--summarizer "
+                                         "llm:openai:MODEL)")
             provider, sep, name = self.model.partition(":")
             if provider not in PROVIDERS or not sep or not name.strip():
                 valid = ", ".join(f"llm:{p}:MODEL" for p in PROVIDERS)

@@ -285,7 +285,7 @@ def build_summarizer(spec: str, *, base_url: str = "", llm: Callable[..., Any] |
         return cls(**kwargs), None
     except SummaryUnavailable as exc:
         fallback = registry.summarizer_class(ExtractiveSummarizer.name)
-        return fallback(), f"{exc}; used the extractive summarizer instead"
+        return fallback(), f"{exc}; used the extractive summarizer"
 
 
 def _parameters(cls: Any) -> set[str]:
