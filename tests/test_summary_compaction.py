@@ -226,6 +226,21 @@ def test_request_carries_the_folded_history_and_the_template(run_file: Path,
     assert last[2]["content"].endswith("SUMMARY THREE")
 
 
+def test_the_anthropic_adapter_sends_the_same_request(run_file: Path, tmp_path: Path) -> None:
+    with FakeLLMServer(["S1", "S2", "S3"]) as server:
+        result = compare_traces([str(run_file)], [SPEC], summarizer="llm:anthropic:fake-haiku",
+                                base_url=server.base_url, summary_cache=tmp_path / "c",
+                                price="anthropic-haiku-3.5", cache="anthropic")
+    assert [r.path for r in server.requests] == ["/v1/messages"] * 3
+    body = server.requests[0].body
+    assert body["model"] == "fake-haiku" and body["max_tokens"] == 2048
+    assert body["system"].startswith("You compact the history of a code-writing agent.")
+    assert "src/module_1.py" in body["messages"][0]["content"]
+    sr = result.strategies[0]
+    # haiku-3.5: 3 calls of 100 input (at 0.80) and 10 output tokens (at 4.00)
+    assert sr.summary_cost_usd == pytest.approx(3 * (100 * 0.8 + 10 * 4.0) / 1e6, abs=1e-15)
+
+
 def test_the_summary_is_in_the_prompt_as_sent(run_file: Path, tmp_path: Path) -> None:
     cache = tmp_path / "c"
     with FakeLLMServer(["SUMMARY ONE", "SUMMARY TWO", "SUMMARY THREE"]) as server:

@@ -136,7 +136,8 @@ def register_commands(cli: Any) -> None:
 def register_summarizers(register: Callable[[str, Any], None]) -> None:
     """Register summarizers for summary-based compaction: ``register(name, cls)``.
 
-    ``cls(**options)`` builds one; it has ``name``, ``options`` and
+    ``cls(model="", base_url="")`` builds one (``--summarizer NAME:ARG`` passes ``ARG``
+    as ``model``); it has ``name``, ``options`` and
     ``summarize(turns, ctx, *, previous, start)`` returning a
     :class:`turnpress.core.summaries.Summary` (the text, and the input and output
     tokens its call used), and ``cache_key(...)`` (the digest of what it would send,

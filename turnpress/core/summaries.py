@@ -1,8 +1,8 @@
 """What a summarizer is and gives back (the ``register_summarizers`` hook, DESIGN §3, §11).
 
 A summarizer turns the turns a strategy folds into one text. It is a class registered
-by name through ``register_summarizers``; an instance is built with the summarizer's
-own options and has
+by name through ``register_summarizers``; an instance is built as ``cls(model="",
+base_url="")`` (a ``NAME:ARG`` spec passes ``ARG`` as ``model``) and has
 
 - ``name`` (the registered name) and ``options`` (a dict of plain values), which
   with its templates make the digest of the on-disk summary cache;
