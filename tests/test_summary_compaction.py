@@ -330,11 +330,25 @@ class FixedUsage:
         return Summary(f"summary {self.calls}", 1000 * self.calls, 100 * self.calls)
 
 
+class TooLong(FixedUsage):
+    """A summarizer whose summary is longer than any history it would replace."""
+
+    name = "too-long"
+
+    def summarize(self, turns: Any, ctx: Any, *, previous: Any = None,
+                  start: int = 0) -> Summary:
+        return Summary("blah " * 5000, 10, 10)
+
+
+def _register_test_summarizers(register: Any) -> None:
+    register("fixed-usage", FixedUsage)
+    register("too-long", TooLong)
+
+
 @pytest.fixture
 def fixed_usage_registry():
     plugin = types.SimpleNamespace(
-        register_summarizers=hookimpl(lambda register: register("fixed-usage", FixedUsage)))
-    plugin.register_summarizers.__name__ = "register_summarizers"
+        register_summarizers=hookimpl(_register_test_summarizers))
     registry = Registry(entry_points=False)
     registry.register(plugin, name="fixed")
     previous = reset_registry(registry)
@@ -362,6 +376,25 @@ def test_cost_accounting_three_compactions_exact_usd(run_file: Path, tmp_path: P
     assert entry["summary_per_call"][0] == {"trace": "run", "turn": 6, "input_tokens": 1000,
                                             "output_tokens": 100}
     assert sum(sr.trace_costs(price)) == pytest.approx(sr.cost_usd, abs=1e-12)
+
+
+def test_never_larger_a_longer_summary_keeps_the_turns(run_file: Path, tmp_path: Path,
+                                                     fixed_usage_registry) -> None:
+    """A summary longer than the messages it would replace is not used: every prompt
+    stays the full history; each try is still billed, and the next one comes once
+    keep (2) more turns were added (prompts 6, 9, 12)."""
+    spec = SPEC + ",summarizer=too-long"
+    trace = load_trace(run_file)
+    strategy = get_strategy(spec)
+    for n in range(1, len(trace.turns) + 1):
+        args = trace.prompt_arguments(n)
+        assert render(**args, compression=strategy) == render(**args,
+                                                             compression="full-history")
+    result = compare_traces([str(run_file)], [spec], cache="none",
+                            price="in=2,cached=0.5,out=8", summary_cache=tmp_path / "c")
+    sr = result.strategies[0]
+    assert [turn for _, turn, _, _ in sr.calls()] == [6, 9, 12]
+    assert sr.summary_cost_usd == pytest.approx(3 * (10 * 2 + 10 * 8) / 1e6, abs=1e-15)
 
 
 def test_the_cache_break_after_a_summary_is_billed(tmp_path: Path) -> None:

@@ -45,13 +45,16 @@ is two messages (the assistant's call and its result)."""
 @dataclass(frozen=True)
 class _State:
     """The prompt after some turns: ``folded`` turns replaced by ``summary`` (shown as
-    ``message``), the ``calls`` made for this prompt, and its tokens."""
+    ``message``), the ``calls`` made for this prompt, its tokens, and when a summary
+    was last declined for not being smaller than what it would replace."""
 
     folded: int
     summary: Summary | None
     message: Message | None
     calls: tuple[Summary, ...]
     tokens: int
+    #: the turn after which the last summary was declined (never larger), or 0
+    declined: int = 0
 
 
 class SummaryCompaction(Strategy):
@@ -68,7 +71,9 @@ class SummaryCompaction(Strategy):
     (system prompt and mission, or a transcript's preamble), followed by the kept
     turns as sent, so tool calls stay paired with their results. Summaries are kept
     on disk (:class:`~turnpress.plugins.summarizers.SummaryRuntime`), so the same
-    history is summarised once.
+    history is summarised once. Never larger: a summary that is not smaller than the
+    messages it would replace is not used (its call is still billed) and the turns
+    stay; the next try comes once ``keep`` more turns have been added.
     """
 
     name = "summary-compaction"
@@ -146,18 +151,29 @@ class SummaryCompaction(Strategy):
             prev = before[-1] if before else start
             tokens = prev.tokens + ctx.per_turn(turns[pos - 1], tokens_key,
                                                 lambda: self._tokens(pairs[pos - 1]))
-            if tokens <= self.trigger or pos - prev.folded <= self.keep:
-                return _State(prev.folded, prev.summary, prev.message, (), tokens)
+            due = tokens > self.trigger and pos - prev.folded > self.keep
+            if due and prev.declined and pos - prev.declined <= self.keep:
+                due = False  # declined lately: try again once keep more turns came
+            if not due:
+                return _State(prev.folded, prev.summary, prev.message, (), tokens,
+                              prev.declined)
             folded = pos - self.keep
             summary = self.runtime.summarize(
                 self._summarizer, turns[:folded], ctx,
                 previous=prev.summary.text if prev.summary else None, start=prev.folded)
             message = ctx.message("user", ctx.template(
                 "summary_compaction/summary.j2", first=1, last=folded, summary=summary.text))
-            kept = sum(ctx.per_turn(t, tokens_key, lambda p=p: self._tokens(p))
-                       for t, p in zip(turns[folded:pos], pairs[folded:pos], strict=True))
+            size = self._tokens([message])
+            pair_tokens = [ctx.per_turn(t, tokens_key, lambda p=p: self._tokens(p))
+                           for t, p in zip(turns[prev.folded:pos], pairs[prev.folded:pos],
+                                           strict=True)]
+            replaced = sum(pair_tokens[:folded - prev.folded]) + (
+                self._tokens([prev.message]) if prev.message is not None else 0)
+            if size >= replaced:  # never larger: the turns stay; the call is billed
+                return _State(prev.folded, prev.summary, prev.message, (summary,), tokens,
+                              pos)
             return _State(folded, summary, message, (summary,),
-                          start.tokens + self._tokens([message]) + kept)
+                          start.tokens + size + sum(pair_tokens[folded - prev.folded:]))
 
         return self._walk.pieces(ctx, turns, key, make)
 
