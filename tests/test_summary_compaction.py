@@ -106,8 +106,8 @@ def test_without_a_model_it_falls_back_to_extractive_and_says_why() -> None:
 def test_below_the_trigger_it_is_full_history(run_file: Path) -> None:
     trace = load_trace(run_file)
     args = trace.prompt_arguments(len(trace.turns) + 1)
-    big = render(**args, compression="summary-compaction:summarizer=extractive")
-    assert big == render(**args, compression="full-history")
+    last = render(**args, compression="summary-compaction:summarizer=extractive")
+    assert last == render(**args, compression="full-history")  # the default trigger: 150k
 
 
 def test_summary_replaces_exactly_the_folded_turns(run_file: Path) -> None:
