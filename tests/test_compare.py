@@ -105,9 +105,9 @@ def test_json_document_shape(bundled):
     doc = bundled.to_json()
     assert list(doc) == ["tokenizer", "cache", "price", "min_recall", "floor", "traces",
                          "strategies", "as_run", "recommended", "not_compared", "candidate",
-                         "sample", "intervals"]
+                         "sample", "intervals", "notes"]
     assert doc["sample"] is None and doc["intervals"]["unit"] == "run"
-    assert doc["price"] == {"input": 3.0, "cached": 0.3, "write": 3.75}
+    assert doc["price"] == {"input": 3.0, "cached": 0.3, "write": 3.75, "output": 15.0}
     assert doc["traces"][0] == {"name": bundled.traces[0].name, "turns": bundled.traces[0].turns,
                                 "as_run": None, "floor": round(bundled.traces[0].floor_usd, 8)}
     assert doc["as_run"] is None and doc["not_compared"] == []
@@ -118,7 +118,10 @@ def test_json_document_shape(bundled):
                                "written_tokens", "savings_vs_full_history", "cost_usd",
                                "cost_ratio", "retention", "needed_fact_recall",
                                "min_trace_recall", "floor_ratio", "ci", "needed_facts",
-                               "dropped_facts", "dropped", "dropped_examples", "per_turn"]
+                               "dropped_facts", "dropped", "dropped_examples",
+                               "summary_calls", "summary_input_tokens",
+                               "summary_output_tokens", "summary_cost_usd",
+                               "summary_per_call", "per_turn"]
         assert list(entry["ci"]) == ["cost_ratio", "needed_fact_recall",
                                      "savings_vs_full_history"]
         for ci in entry["ci"].values():
@@ -277,7 +280,7 @@ def test_json_output_parses():
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert doc["tokenizer"] == "cl100k_base" and doc["cache"] == "openai"
-    assert doc["price"] == {"input": 2.0, "cached": 0.5, "write": None}
+    assert doc["price"] == {"input": 2.0, "cached": 0.5, "write": None, "output": 8.0}
     assert [s["name"] for s in doc["strategies"]] == ["single-user-coalesced"]
 
 

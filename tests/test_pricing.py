@@ -35,8 +35,8 @@ def test_parse_preset_and_custom():
     ("in=abc,cached=1", r"malformed price 'in=abc,cached=1': 'abc' is not a number"),
     ("in=1", r"malformed price 'in=1': cached= is missing"),
     ("cached=1", r"malformed price 'cached=1': in= is missing"),
-    ("in=1,cached=1,out=3", r"'out=3' is not in=, cached= or write="),
-    ("in=1,cached", r"'cached' is not in=, cached= or write="),
+    ("in=1,cached=1,outt=3", r"'outt=3' is not in=, cached=, write= or out="),
+    ("in=1,cached", r"'cached' is not in=, cached=, write= or out="),
     ("in=-1,cached=1", r"in must be a non-negative number"),
     ("in=1,in=2,cached=1", r"'in' given twice"),
     ("in=nan,cached=1", r"non-negative number"),
@@ -71,6 +71,6 @@ def test_defaults_follow_the_cache_model():
 
 def test_json_and_text():
     p = PRICE_PRESETS["openai-gpt-4.1"]
-    assert p.to_json() == {"input": 2.0, "cached": 0.5, "write": None}
-    assert str(p) == "openai-gpt-4.1 (in=2,cached=0.5)"
+    assert p.to_json() == {"input": 2.0, "cached": 0.5, "write": None, "output": 8.0}
+    assert str(p) == "openai-gpt-4.1 (in=2,cached=0.5,out=8)"
     assert str(Price(3, 0.3, 3.75)) == "in=3,cached=0.3,write=3.75"

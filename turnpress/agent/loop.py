@@ -28,10 +28,11 @@ from turnpress.core.compression import (
     Compression,
     RunState,
     get_strategy,
+    model_calls,
     prompt_arguments,
     render,
 )
-from turnpress.core.model import Failure, Message, Tool, Turn
+from turnpress.core.model import Failure, Message, Tool, Turn, Usage
 from turnpress.lisp import run_program
 
 __all__ = ["FAIL_REASON", "TurnObserver", "run_loop"]
@@ -63,13 +64,20 @@ def run_loop(
     one. An exception from the LLM (or a reply whose usage is not a set of token
     counts) ends the run with ``Failure("llm_error", ...)``. Each turn keeps its
     call's billed input usage (``Turn.usage``, from :meth:`LLMReply.billed`), so a
-    saved run carries what the provider billed.
+    saved run carries what the provider billed. A strategy that summarises
+    (``summary-compaction``) calls the agent's own ``llm`` for its summaries; their
+    usage is added to the usage of the turn whose prompt they built
+    (``summary_calls``, ``summary_input_tokens``, ``summary_output_tokens``), and a
+    summarization call that fails ends the run with ``llm_error``.
     ``on_turn`` (if given) sees each turn as soon as it is appended.
     """
     if max_turns == 1:
         compression = False
     strategy = get_strategy(compression)  # once per run, not once per turn
     cache, price = llm_pricing(llm)  # the prompt cache the LLM's provider has
+    configure = getattr(strategy, "configured", None)
+    if configure is not None:  # a summarizing strategy calls the agent's own adapter
+        strategy = configure(llm=llm)
     strategy_name = None if compression is None or compression is False else strategy.name
     template_dirs = tuple(template_dirs)
     run = RunState(mission=mission, system_prompt=system_prompt, max_turns=max_turns,
@@ -86,8 +94,17 @@ def run_loop(
 
     while len(turns) < max_turns:
         next_prompt = prompt_arguments(dataclasses.replace(run, turns=turns), len(turns) + 1)
-        messages = render(**next_prompt, compression=strategy, template_dirs=template_dirs,
-                          cache=cache, price=price)
+        try:
+            messages = render(**next_prompt, compression=strategy, template_dirs=template_dirs,
+                              cache=cache, price=price)
+            calls = model_calls(**next_prompt, compression=strategy,
+                                template_dirs=template_dirs, cache=cache, price=price)
+        except Exception as exc:
+            if configure is None:
+                raise
+            return finish(False, failure=Failure(
+                "llm_error", f"the summarization call before turn {len(turns) + 1} "
+                             f"failed: {type(exc).__name__}: {exc}"))
         sent.append(messages)
         try:
             reply: LLMReply = call_llm(llm, messages)
@@ -95,7 +112,8 @@ def run_loop(
             return finish(False, failure=Failure(
                 "llm_error", f"the LLM call for turn {len(turns) + 1} failed: "
                              f"{type(exc).__name__}: {exc}"))
-        usages.append(reply.usage)
+        usages.append(with_calls(reply.usage, calls))
+        billed = with_summary(reply.billed(), calls)
         found = find_program(reply.text)
         program = found.program
         memory = turns[-1].memory if turns else {}
@@ -103,7 +121,7 @@ def run_loop(
         if not program:
             failure = Failure(NO_PROGRAM, _no_program(reply.text, found.fenced))
             turn = Turn.failed(number, program, failure, memory=memory,
-                               raw_response=reply.text, usage=reply.billed())
+                               raw_response=reply.text, usage=billed)
             turns = (*turns, turn)
             if on_turn is not None:
                 on_turn(turn, messages)
@@ -111,7 +129,7 @@ def run_loop(
         outcome = run_program(program, tools=tools, data=data, memory=memory, limits=limits)
         common = {"memory": outcome.memory, "prints": outcome.prints,
                   "tool_calls": outcome.tool_calls, "raw_response": reply.text,
-                  "usage": reply.billed()}
+                  "usage": billed}
         if outcome.failure is None:
             turn = Turn.succeeded(number, program, outcome.value, **common)
         else:
@@ -128,6 +146,30 @@ def run_loop(
             return finish(True, result=outcome.value)
     return finish(False, failure=Failure(
         "max_turns", f"no (return ...) after {max_turns} turn{'s' if max_turns != 1 else ''}"))
+
+
+def with_calls(usage: Mapping[str, int] | None, calls: Iterable[Any]
+               ) -> Mapping[str, int] | None:
+    """A turn's usage with the model calls its prompt needed (a summary-based strategy's
+    summarization calls) added as ``summary_calls``, ``summary_input_tokens`` and
+    ``summary_output_tokens``: they are billed on the turn that triggered them."""
+    calls = list(calls)
+    if not calls:
+        return usage
+    return {**(usage or {}), "summary_calls": len(calls),
+            "summary_input_tokens": sum(c.input_tokens for c in calls),
+            "summary_output_tokens": sum(c.output_tokens for c in calls)}
+
+
+def with_summary(usage: Usage | None, calls: Iterable[Any]) -> Usage | None:
+    """A turn's billed usage with the summarization calls its prompt needed, so a saved
+    run's as-run row bills them too (None stays None: nothing was reported)."""
+    calls = list(calls)
+    if usage is None or not calls:
+        return usage
+    return dataclasses.replace(usage,
+                               summary_input_tokens=sum(c.input_tokens for c in calls),
+                               summary_output_tokens=sum(c.output_tokens for c in calls))
 
 
 def _no_program(reply: str, fenced: bool) -> str:

@@ -28,6 +28,7 @@ from turnpress.compare.pricing import PRICE_PRESETS
 from turnpress.compare.sources import count_traces
 from turnpress.compare.table import print_comparison
 from turnpress.core.registry import PluginError
+from turnpress.core.summaries import SummaryBudgetExceeded
 from turnpress.core.trace import TraceError
 
 if TYPE_CHECKING:
@@ -56,10 +57,12 @@ HTML_PROMPT_TRACES = 20
               metavar="|".join(cache_model_names()),
               help="Prompt-cache model: openai (automatic prefix cache), anthropic "
                    "(cache_control breakpoints) or none.")
-@click.option("--price", default=None, metavar="PRESET|in=..,cached=..[,write=..]",
+@click.option("--price", default=None,
+              metavar="PRESET|in=..,cached=..[,write=..][,out=..]",
               help="USD per million tokens: a preset (" + ", ".join(PRICE_PRESETS)
-                   + ") or your own. Default: anthropic-sonnet-4 with --cache anthropic, "
-                     "else openai-gpt-4.1.")
+                   + ") or your own; out= is the output price summarization calls pay. "
+                     "Default: anthropic-sonnet-4 with --cache anthropic, else "
+                     "openai-gpt-4.1.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--html", "html_path", default=None, metavar="FILE",
               help="Also write a self-contained HTML report to FILE.")
@@ -73,10 +76,26 @@ HTML_PROMPT_TRACES = 20
                    "(the intervals say how far the figures can be trusted).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of --sample's draw and of the 95% bootstrap intervals.")
+@click.option("--summarizer", default=None, metavar="extractive|llm:openai:MODEL|...",
+              help="The summarizer of summary-compaction: extractive (no model; the "
+                   "default when no model is configured), llm:openai:MODEL or "
+                   "llm:anthropic:MODEL.")
+@click.option("--base-url", default=None, metavar="URL",
+              help="The server of --summarizer llm:... (an OpenAI- or Anthropic-"
+                   "compatible endpoint).")
+@click.option("--summary-cache", default=None, metavar="DIR",
+              help="Where summaries are kept, so a second comparison sends no request "
+                   "(default: turnpress/summaries under the user cache directory).")
+@click.option("--summary-budget", type=click.FloatRange(min=0.0), default=None,
+              metavar="USD",
+              help="Stop before the summarization requests spend more than USD (at "
+                   "--price).")
 @templates_option
 def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str, cache: str,
             price: str | None, as_json: bool, html_path: str | None, min_recall: float,
-            jobs: int, sample: int | None, seed: int, template_dirs: tuple[str, ...]) -> None:
+            jobs: int, sample: int | None, seed: int, summarizer: str | None,
+            base_url: str | None, summary_cache: str | None, summary_budget: float | None,
+            template_dirs: tuple[str, ...]) -> None:
     """Compare strategies on TRACE files (JSON or JSONL, or a bundled trace's name;
     default: every bundled example).
 
@@ -87,6 +106,10 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     an "as run" row. A strategy that cannot run is listed with its reason.
     Cost ratio, recall and tokens saved get a 95% bootstrap interval over runs; a
     strategy is recommended only if its recall's lower bound is at least --min-recall.
+
+    summary-compaction's summarization calls are billed as their own rows (input at
+    the input price, output at the output price); summaries are cached on disk, and
+    without a configured model it uses the extractive summarizer (the footer says so).
     """
 
     sources = [resolve_trace_path(t) for t in traces] or None
@@ -110,7 +133,10 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
                 price=price, jobs=jobs, template_dirs=template_dirs,
                 keep_prompts=HTML_PROMPT_TRACES if html_path else 0,
                 progress=_advance(progress_bar), min_recall=min_recall,
-                sample=sample, seed=seed)
+                sample=sample, seed=seed, summarizer=summarizer, base_url=base_url,
+                summary_cache=summary_cache, summary_budget=summary_budget)
+    except SummaryBudgetExceeded as exc:
+        raise click.ClickException(str(exc)) from None
     except TraceError as exc:
         raise CLIError(str(exc)) from None
     except (ValueError, PluginError) as exc:

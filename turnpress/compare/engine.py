@@ -38,6 +38,7 @@ from turnpress.compare.failures import (
 from turnpress.compare.pricing import Price, cost_usd, floor_cost, get_price
 from turnpress.compare.results import (
     DEFAULT_MIN_RECALL,
+    CallRow,
     ComparisonResult,
     Row,
     SampleInfo,
@@ -68,9 +69,11 @@ from turnpress.core.compression import (
 )
 from turnpress.core.model import Message, Turn
 from turnpress.core.pricing import CacheRules, get_cache_rules
+from turnpress.core.summaries import SummaryBudgetExceeded
 from turnpress.core.templates import resolve_template_dirs
 from turnpress.core.tokens import DEFAULT_TOKENIZER, Tokenizer, get_tokenizer
 from turnpress.core.trace import Trace
+from turnpress.plugins.summarizers import SummaryRuntime, default_cache_dir
 
 __all__ = ["compare_traces", "resolve_strategies", "strategy_label"]
 
@@ -173,6 +176,7 @@ class _Worker:
         where = f"trace {trace.name or '(unnamed)'}"
         status: list[tuple[str, str] | None] = [None] * len(strategies)
         rows: list[list[Row]] = [[] for _ in strategies]
+        calls: list[list[CallRow]] = [[] for _ in strategies]
         dropped: list[list[tuple[int, Fact]]] = [[] for _ in strategies]
         prompts = TracePrompts(trace.name, [], []) if keep else None
         last = len(trace.turns)
@@ -248,6 +252,7 @@ class _Worker:
                         kept_messages.append([])
                         kept_tokens.append(0)
                         continue
+                    calls[i].extend(_model_calls(strategy, turns, memory, ctx, n))
                 if messages is base:
                     prompt, shown, need_shown = base_prompt, base_shown, base_need
                 else:
@@ -268,7 +273,7 @@ class _Worker:
         as_run, billed = billed_usage(trace, s.price, billed_base_cost)
         info = TraceInfo(trace.name, last, base_tokens, base_cost, as_run, billed, floor)
         self.counter.start_run()
-        return TraceOutcome(index, info, rows, dropped, status, prompts)
+        return TraceOutcome(index, info, rows, dropped, status, prompts, calls)
 
     def _render(self, strategy: Any, turns: Any, memory: Any, ctx: RenderContext, where: str,
                 n: int, track: PromptTrack | None = None) -> tuple[list[Message], int]:
@@ -291,7 +296,7 @@ class _Worker:
             if strategy is self.baseline:
                 raise CompareError(f"{BASELINE_STRATEGY} cannot render {where}") from None
             raise
-        except CompareError:
+        except (CompareError, SummaryBudgetExceeded):
             raise
         except Exception as exc:
             reason = describe_failure(exc)
@@ -309,6 +314,18 @@ class _Worker:
 
 class _StrategyFailed(Exception):
     """One strategy failed on one prompt; the message is the one-line reason."""
+
+
+def _model_calls(strategy: Any, turns: Any, memory: Any, ctx: RenderContext,
+                 n: int) -> list[CallRow]:
+    """The model calls ``strategy`` made itself to build prompt ``n`` (a strategy with a
+    ``model_calls(turns, memory, ctx)`` method: summary-based compaction), as rows;
+    each has ``input_tokens`` and ``output_tokens``."""
+    method = getattr(strategy, "model_calls", None)
+    if method is None:
+        return []
+    return [(n, int(c.input_tokens), int(c.output_tokens))
+            for c in method(turns, memory, ctx)]
 
 
 _WORKER: _Worker | None = None
@@ -367,6 +384,53 @@ def _result(future: Future[list[TraceOutcome]]) -> list[TraceOutcome]:
         raise exc from None
 
 
+# -- strategies that summarise ------------------------------------------------------------------
+
+
+def _with_summaries(instances: list[Any], price: Price, jobs: int, *,
+                    summarizer: str | None, base_url: str | None,
+                    cache_dir: str | os.PathLike[str] | None,
+                    budget: float | None) -> list[Any]:
+    """``instances``, those that summarise (a ``summarizer`` option and a ``configured``
+    method) given the CLI's summarizer and one shared :class:`SummaryRuntime` (disk
+    cache, budget at ``price``)."""
+    takes = [i for i, s in enumerate(instances)
+             if "summarizer" in option_defaults(type(s)) and hasattr(s, "configured")]
+    if not takes:
+        if summarizer is not None or budget is not None:
+            raise ValueError("--summarizer and --summary-budget apply to summary-compaction "
+                             "(or another strategy with a 'summarizer' option), which is "
+                             "not among the compared strategies; add -s summary-compaction")
+        return instances
+    if budget is not None:
+        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget < 0:
+            raise ValueError(f"summary budget must be a non-negative number of USD, "
+                             f"got {budget!r}")
+        if jobs > 1:
+            raise ValueError("--summary-budget counts what this process spends: use it "
+                             "with --jobs 1")
+    runtime = SummaryRuntime(
+        Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir(),
+        None if budget is None else float(budget), price.input, price.output or 0.0)
+    out = list(instances)
+    for i in takes:
+        strategy = out[i]
+        if summarizer is not None or base_url is not None:
+            options = dict(strategy.options)
+            if summarizer is not None:
+                options["summarizer"] = summarizer
+            if base_url is not None and "base_url" in options:
+                options["base_url"] = base_url
+            strategy = get_strategy((type(strategy), options))
+        live = getattr(strategy, "summarizer_name", "extractive") != "extractive"
+        if live and price.output is None:
+            raise ValueError(f"price {price} has no output price, and {strategy.name}'s "
+                             f"summarizer {strategy.summarizer} is billed for its output; "
+                             f"add out=USD to --price (or use a preset)")
+        out[i] = strategy.configured(runtime=runtime)
+    return out
+
+
 # -- the public entry point ---------------------------------------------------------------------
 
 
@@ -384,6 +448,10 @@ def compare_traces(
     min_recall: float = DEFAULT_MIN_RECALL,
     sample: int | None = None,
     seed: int = 0,
+    summarizer: str | None = None,
+    base_url: str | None = None,
+    summary_cache: str | os.PathLike[str] | None = None,
+    summary_budget: float | None = None,
 ) -> ComparisonResult:
     """Compare strategies on traces.
 
@@ -406,6 +474,16 @@ def compare_traces(
     many of the runs, drawn stratified by length (:class:`TraceSample`); ``seed``: the
     seed of that draw and of the bootstrap intervals (:meth:`ComparisonResult.intervals`).
 
+    Strategies that summarise (``summary-compaction``): ``summarizer`` (a spec,
+    ``llm:openai:MODEL``...) and ``base_url`` replace their ``summarizer`` and
+    ``base_url`` options; their summaries are kept in ``summary_cache`` (default: the
+    user cache directory, :func:`~turnpress.plugins.summarizers.default_cache_dir`),
+    and ``summary_budget`` (USD, at ``price``) stops the comparison with
+    :class:`~turnpress.core.summaries.SummaryBudgetExceeded` before a request could
+    spend more (it needs ``jobs=1``). Their calls are billed as their own rows
+    (``StrategyResult.summary_calls``...); a summarizer that fell back to
+    ``extractive`` for lack of a model is named in ``ComparisonResult.notes``.
+
     Bad names, options, prices and traces raise ``ValueError`` (``TraceError``
     for traces). A strategy that raises ``StrategyNotApplicable`` is marked
     ``n/a``, one that fails otherwise ``failed``, each with a one-line reason
@@ -426,10 +504,15 @@ def compare_traces(
     drawing = None if sample is None else TraceSample(sample, seed)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an integer, got {seed!r}")
+    instances = _with_summaries(instances, the_price, jobs, summarizer=summarizer,
+                                base_url=base_url, cache_dir=summary_cache,
+                                budget=summary_budget)
     settings = _Settings(tuple(instances), tok, cache, keep_prompts,
                          resolve_template_dirs(template_dirs), the_price)
     result = ComparisonResult(tok.name, cache, the_price, min_recall=float(min_recall),
                               unresolved=unresolved, seed=seed)
+    result.notes.extend((strategy_label(s), s.note) for s in instances
+                        if isinstance(getattr(s, "note", None), str))
     names: list[str] = []
     for strategy in instances:
         result.strategies.append(StrategyResult(

@@ -25,7 +25,7 @@ from turnpress.compare.intervals import (
     interval_fields,
     runs_to_settle,
 )
-from turnpress.compare.pricing import Price, cost_usd
+from turnpress.compare.pricing import Price, cost_usd, output_cost_usd
 from turnpress.compare.retention import Fact
 from turnpress.core.model import Message
 from turnpress.core.trace import Trace
@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_MIN_RECALL",
     "MAX_DROPPED_EXAMPLES",
     "AsRun",
+    "CallRow",
     "ComparisonResult",
     "DroppedFact",
     "Row",
@@ -43,6 +44,7 @@ __all__ = [
     "TraceOutcome",
     "TracePrompts",
     "TurnStats",
+    "add_calls",
     "add_outcome",
     "billed_usage",
 ]
@@ -174,6 +176,13 @@ class StrategyResult:
     dropped_examples: list[DroppedFact] = field(default_factory=list)
     #: ``("n/a" | "failed", one-line reason)`` when the strategy was not compared
     status: tuple[str, str] | None = None
+    #: model calls the strategy itself made (summarization calls), billed as their own
+    #: rows: input at the input price, output at the output price (in ``cost_usd``)
+    summary_calls: int = 0
+    summary_input_tokens: int = 0
+    summary_output_tokens: int = 0
+    summary_cost_usd: float = 0.0
+    _calls: list[tuple[int, int, int, int]] = field(default_factory=list, repr=False)
     _trace: array = field(default_factory=lambda: array("I"), repr=False)
     _turn: array = field(default_factory=lambda: array("I"), repr=False)
     _input: array = field(default_factory=lambda: array("q"), repr=False)
@@ -254,7 +263,15 @@ class StrategyResult:
         for i in range(len(self._turn)):
             costs[self._trace[i]] += cost_usd(price, self._input[i], self._cached[i],
                                               self._written[i])
+        for trace, _turn, tokens_in, tokens_out in self._calls:
+            costs[trace] += output_cost_usd(price, tokens_in, tokens_out)
         return costs
+
+    def calls(self) -> Iterator[tuple[str, int, int, int]]:
+        """The strategy's own model calls (summarization calls), one row each:
+        ``(trace, turn whose prompt they built, input tokens, output tokens)``."""
+        for trace, turn, tokens_in, tokens_out in self._calls:
+            yield self._names[trace], turn, tokens_in, tokens_out
 
     def trace_totals(self, price: Price, traces: int
                      ) -> tuple[list[float], list[float], list[float], list[float]]:
@@ -268,6 +285,8 @@ class StrategyResult:
             tokens[t] += self._input[i]
             needed[t] += self._needed[i]
             shown[t] += self._needed_shown[i]
+        for t, _turn, tokens_in, tokens_out in self._calls:
+            cost[t] += output_cost_usd(price, tokens_in, tokens_out)
         return cost, tokens, needed, shown
 
     def to_json(self, ci: Mapping[str, Interval] | None = None) -> dict[str, Any]:
@@ -292,6 +311,15 @@ class StrategyResult:
             "dropped": dict(self.dropped.most_common()),
             "dropped_examples": [{"trace": d.trace, "turn": d.turn, "fact": str(d.fact)}
                                  for d in self.dropped_examples],
+            "summary_calls": self.summary_calls,
+            "summary_input_tokens": self.summary_input_tokens,
+            "summary_output_tokens": self.summary_output_tokens,
+            "summary_cost_usd": round(self.summary_cost_usd, 8),
+            "summary_per_call": [
+                {"trace": trace, "turn": turn, "input_tokens": tokens_in,
+                 "output_tokens": tokens_out}
+                for trace, turn, tokens_in, tokens_out in self.calls()
+            ],
             "per_turn": [
                 {"trace": t.trace, "turn": t.turn, "input_tokens": t.input_tokens,
                  "cached_tokens": t.cached_tokens, "retention": round(t.retention, 6),
@@ -359,6 +387,9 @@ class ComparisonResult:
     sample: SampleInfo | None = None
     _ci: tuple[Any, dict[str, dict[str, Interval]]] | None = field(default=None, repr=False,
                                                                     compare=False)
+    #: ``(label, note)``: what a strategy says about how it ran (a summarizer that fell
+    #: back to ``extractive`` for lack of a model), shown in the table's footer
+    notes: list[tuple[str, str]] = field(default_factory=list)
 
     def strategy(self, label: str) -> StrategyResult:
         """The result of the strategy shown as ``label`` (its name, plus options if any)."""
@@ -490,6 +521,7 @@ class ComparisonResult:
             "sample": None if self.sample is None else self.sample.to_json(),
             "intervals": {"confidence": CONFIDENCE, "method": "percentile bootstrap",
                           "unit": "run", "replicates": REPLICATES, "seed": self.seed},
+            "notes": [{"strategy": label, "note": note} for label, note in self.notes],
         }
 
     def dumps(self, indent: int | None = 2) -> str:
@@ -499,6 +531,10 @@ class ComparisonResult:
 
 Row = tuple[int, int, int, int, float, int, int]
 """(turn, input, cached, written, retention, needed, needed shown) of one prompt."""
+
+CallRow = tuple[int, int, int]
+"""(turn, input tokens, output tokens) of one model call a strategy made itself (a
+summarization call) to build the prompt of that turn."""
 
 
 @dataclass
@@ -511,18 +547,23 @@ class TraceOutcome:
     dropped: list[list[tuple[int, Fact]]]
     status: list[tuple[str, str] | None]
     prompts: TracePrompts | None = None
+    #: ``calls[s]``: the :data:`CallRow` of each model call strategy s made itself
+    calls: list[list[CallRow]] = field(default_factory=list)
 
 
 def billed_usage(trace: Trace, price: Price, baseline_cost: float
                  ) -> tuple[AsRun | None, tuple[tuple[int, int] | None, ...]]:
     """The run's billed usage (None when no turn carries usage) and, per turn, the
-    billed ``(prompt, cached)`` tokens (None where a turn has none)."""
+    billed ``(prompt, cached)`` tokens (None where a turn has none). The cost includes
+    the summarization calls a turn records (``Usage.summary_*``: a run made with
+    ``summary-compaction``), input at the input price and output at the output price."""
     billed = tuple((t.usage.prompt_tokens, t.usage.cached_tokens) if t.usage else None
                    for t in trace.turns)
     used = [t.usage for t in trace.turns if t.usage is not None]
     if not used:
         return None, billed
     cost = sum(cost_usd(price, u.prompt_tokens, u.cached_tokens, u.cache_write_tokens)
+               + output_cost_usd(price, u.summary_input_tokens, u.summary_output_tokens)
                for u in used)
     return AsRun(len(used), sum(u.prompt_tokens for u in used),
                  sum(u.cached_tokens for u in used),
@@ -540,14 +581,16 @@ def add_outcome(result: ComparisonResult, outcome: TraceOutcome, names: list[str
     result.baseline_tokens += info.baseline_tokens
     result.baseline_cost_usd += info.baseline_cost_usd
     result.floor_usd += info.floor_usd
-    for sr, rows, dropped, status in zip(result.strategies, outcome.rows, outcome.dropped,
-                                         outcome.status, strict=True):
+    for index, (sr, rows, dropped, status) in enumerate(zip(
+            result.strategies, outcome.rows, outcome.dropped, outcome.status, strict=True)):
         if sr.status is not None:
             continue
         if status is not None:
             sr.status = status
             continue
         add_rows(sr, trace_index, rows, result.price)
+        add_calls(sr, trace_index, outcome.calls[index] if outcome.calls else (),
+                  result.price)
         sr.baseline_tokens += info.baseline_tokens
         sr.baseline_cost_usd += info.baseline_cost_usd
         sr.floor_usd += info.floor_usd
@@ -582,3 +625,17 @@ def add_rows(sr: StrategyResult, trace_index: int, rows: Sequence[Row], price: P
         sr._retention.append(score)
         sr._needed.append(needed)
         sr._needed_shown.append(shown)
+
+
+def add_calls(sr: StrategyResult, trace_index: int, calls: Sequence[CallRow],
+              price: Price) -> None:
+    """Add one trace's model calls of a strategy (summarization calls) to ``sr``: each is
+    billed as its own row, input at the input price and output at the output price."""
+    for turn, tokens_in, tokens_out in calls:
+        cost = output_cost_usd(price, tokens_in, tokens_out)
+        sr.summary_calls += 1
+        sr.summary_input_tokens += tokens_in
+        sr.summary_output_tokens += tokens_out
+        sr.summary_cost_usd += cost
+        sr.cost_usd += cost
+        sr._calls.append((trace_index, turn, tokens_in, tokens_out))

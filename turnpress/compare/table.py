@@ -173,6 +173,15 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
     lines += never_cached(result)
     for label, status, reason in result.not_compared:
         lines.append(f"{label}: {status}: {reason}")
+    for s in result.compared:
+        if s.summary_calls:
+            lines.append(f"{s.label}: {s.summary_calls} summarization "
+                         f"call{'s' * (s.summary_calls != 1)}, each billed as its own row: "
+                         f"{s.summary_input_tokens} input tokens at the input price, "
+                         f"{s.summary_output_tokens} output tokens at the output price, "
+                         f"${s.summary_cost_usd:.6f} (included in its cost)")
+    for label, note in result.notes:
+        lines.append(f"note: {label}: {note}")
     return lines
 
 

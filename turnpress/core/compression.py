@@ -79,6 +79,7 @@ __all__ = [
     "get_strategy",
     "has_printed",
     "last_items",
+    "model_calls",
     "newest_items",
     "normalize",
     "option_defaults",
@@ -231,6 +232,33 @@ def render(
         turns_left=turns_left, compression=compression, template_dirs=template_dirs,
         preamble=preamble, cache=cache, price=price)
     return _handed_out(check_messages(strategy.to_messages(turns, memory, ctx), strategy))
+
+
+def model_calls(
+    turns: Iterable[Turn],
+    memory: Mapping[str, Any] | None = None,
+    *,
+    mission: str,
+    system_prompt: str = "",
+    tools: Mapping[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
+    turns_left: int | None,
+    compression: Compression = True,
+    template_dirs: Iterable[str | os.PathLike[str]] = (),
+    preamble: Iterable[Mapping[str, Any]] = (),
+    cache: str | CacheRules | None = None,
+    price: str | Price | None = None,
+) -> tuple[Any, ...]:
+    """The model calls the strategy made itself to build the prompt :func:`render` gives
+    for the same arguments (a summary-based strategy's summarization calls), each with
+    ``input_tokens`` and ``output_tokens``; ``()`` for a strategy without a
+    ``model_calls(turns, memory, ctx)`` method (every extractive one)."""
+    strategy, turns, memory, ctx = _prepare(
+        turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
+        turns_left=turns_left, compression=compression, template_dirs=template_dirs,
+        preamble=preamble, cache=cache, price=price)
+    method = getattr(strategy, "model_calls", None)
+    return tuple(method(turns, memory, ctx)) if method is not None else ()
 
 
 def _handed_out(messages: list[Message]) -> list[Message]:

@@ -132,6 +132,25 @@ def register_commands(cli: Any) -> None:
     """
 
 
+@hookspec
+def register_summarizers(register: Callable[[str, Any], None]) -> None:
+    """Register summarizers for summary-based compaction: ``register(name, cls)``.
+
+    ``cls(model="", base_url="")`` builds one (``--summarizer NAME:ARG`` passes ``ARG``
+    as ``model``); it has ``name``, ``options`` and
+    ``summarize(turns, ctx, *, previous, start)`` returning a
+    :class:`turnpress.core.summaries.Summary` (the text, and the input and output
+    tokens its call used), and ``cache_key(...)`` (the digest of what it would send,
+    or None when it is free and deterministic). ``cls`` may also be a
+    ``"module:attribute"`` string, imported when the summarizer is first used. The
+    built-ins are ``extractive`` (no model) and ``llm`` (the agent's adapters)::
+
+        @hookimpl
+        def register_summarizers(register):
+            register("first-lines", FirstLines)
+    """
+
+
 HOOK_NAMES: tuple[str, ...] = (
     "register_strategies",
     "register_namespace_renderers",
@@ -140,5 +159,6 @@ HOOK_NAMES: tuple[str, ...] = (
     "template_dirs",
     "register_trace_readers",
     "register_commands",
+    "register_summarizers",
 )
 """Every hook name, in the order the documentation presents them."""

@@ -201,15 +201,20 @@ class Usage:
     ``prompt_tokens`` is the whole prompt, cached part included; ``cached_tokens``
     were read from the provider's prompt cache; ``cache_write_tokens`` were written
     to it (Anthropic ``cache_creation_input_tokens``; 0 elsewhere). Counts are in
-    the provider's own tokenizer.
+    the provider's own tokenizer. ``summary_input_tokens`` and
+    ``summary_output_tokens`` are the summarization calls a summarizing strategy made
+    to build this turn's prompt (``summary-compaction``; 0 otherwise), billed beside it.
     """
 
     prompt_tokens: int
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    summary_input_tokens: int = 0
+    summary_output_tokens: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("prompt_tokens", "cached_tokens", "cache_write_tokens"):
+        for name in ("prompt_tokens", "cached_tokens", "cache_write_tokens",
+                     "summary_input_tokens", "summary_output_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise TypeError(f"Usage.{name} must be a non-negative integer, got {value!r}")
@@ -219,9 +224,12 @@ class Usage:
                              f"{self.prompt_tokens}")
 
     def to_dict(self) -> dict[str, int]:
-        """``{"prompt_tokens", "cached_tokens", "cache_write_tokens"}``."""
-        return {"prompt_tokens": self.prompt_tokens, "cached_tokens": self.cached_tokens,
-                "cache_write_tokens": self.cache_write_tokens}
+        """``{"prompt_tokens", "cached_tokens", "cache_write_tokens"}``, plus the summary
+        counts when they are not 0."""
+        names = ("prompt_tokens", "cached_tokens", "cache_write_tokens")
+        if self.summary_input_tokens or self.summary_output_tokens:
+            names += ("summary_input_tokens", "summary_output_tokens")
+        return {name: getattr(self, name) for name in names}
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ with the same objects (``turnpress.compare.pricing`` re-exports them).
 Prices are USD per million tokens: ordinary input, cached input (read from the
 prompt cache) and cache write (Anthropic's first write of a prefix; ``None``
 when the provider has no write premium). A write without a write price costs
-1.25x the input price, Anthropic's premium.
+1.25x the input price, Anthropic's premium. ``output`` is the price of generated
+tokens (a summarization call's summary; ``None`` when a price given by hand has no
+``out=``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Price:
     cached: float
     write: float | None = None
     name: str | None = None
+    output: float | None = None
 
     @property
     def effective_write(self) -> float:
@@ -47,29 +50,35 @@ class Price:
         return self.write if self.write is not None else self.input * CACHE_WRITE_PREMIUM
 
     def to_json(self) -> dict[str, float | None]:
-        """``{"input": float, "cached": float, "write": float | None}``."""
-        return {"input": self.input, "cached": self.cached, "write": self.write}
+        """``{"input": float, "cached": float, "write": float | None, "output": float |
+        None}``."""
+        return {"input": self.input, "cached": self.cached, "write": self.write,
+                "output": self.output}
 
     def __str__(self) -> str:
         parts = f"in={self.input:g},cached={self.cached:g}"
         if self.write is not None:
             parts += f",write={self.write:g}"
+        if self.output is not None:
+            parts += f",out={self.output:g}"
         return f"{self.name} ({parts})" if self.name else parts
 
 
-# USD per million tokens: input / cached input / cache write (None: no write premium).
+# USD per million tokens: input / cached input / cache write (None: no write premium) /
+# output (the providers' list prices).
 PRICE_PRESETS: dict[str, Price] = {
-    "openai-gpt-4.1": Price(2.00, 0.50, None, "openai-gpt-4.1"),
-    "openai-gpt-4o": Price(2.50, 1.25, None, "openai-gpt-4o"),
-    "anthropic-sonnet-4": Price(3.00, 0.30, 3.75, "anthropic-sonnet-4"),
-    "anthropic-haiku-3.5": Price(0.80, 0.08, 1.00, "anthropic-haiku-3.5"),
+    "openai-gpt-4.1": Price(2.00, 0.50, None, "openai-gpt-4.1", 8.00),
+    "openai-gpt-4o": Price(2.50, 1.25, None, "openai-gpt-4o", 10.00),
+    "anthropic-sonnet-4": Price(3.00, 0.30, 3.75, "anthropic-sonnet-4", 15.00),
+    "anthropic-haiku-3.5": Price(0.80, 0.08, 1.00, "anthropic-haiku-3.5", 4.00),
 }
 
-_KEYS = {"in": "input", "input": "input", "cached": "cached", "write": "write"}
+_KEYS = {"in": "input", "input": "input", "cached": "cached", "write": "write",
+         "out": "output", "output": "output"}
 
 
 def parse_price(text: str) -> Price:
-    """A preset name, or ``in=..,cached=..[,write=..]`` (USD per million tokens).
+    """A preset name, or ``in=..,cached=..[,write=..][,out=..]`` (USD per million tokens).
 
     A ``ValueError`` names the problem and the presets.
     """
@@ -77,7 +86,8 @@ def parse_price(text: str) -> Price:
     if text in PRICE_PRESETS:
         return PRICE_PRESETS[text]
     presets = ", ".join(PRICE_PRESETS)
-    usage = f"use a preset ({presets}) or in=USD,cached=USD[,write=USD] per million tokens"
+    usage = (f"use a preset ({presets}) or in=USD,cached=USD[,write=USD][,out=USD] per "
+             f"million tokens")
     if "=" not in text:
         raise ValueError(f"unknown price preset {text!r}; {usage}")
     values: dict[str, float] = {}
@@ -85,8 +95,8 @@ def parse_price(text: str) -> Price:
         key, eq, raw = item.partition("=")
         field = _KEYS.get(key.strip().lower())
         if not eq or field is None:
-            raise ValueError(f"malformed price {text!r}: {item!r} is not in=, cached= or "
-                             f"write=; {usage}")
+            raise ValueError(f"malformed price {text!r}: {item!r} is not in=, cached=, "
+                             f"write= or out=; {usage}")
         if field in values:
             raise ValueError(f"malformed price {text!r}: {key.strip()!r} given twice")
         try:
@@ -102,7 +112,8 @@ def parse_price(text: str) -> Price:
     if missing:
         name = "in" if missing[0] == "input" else missing[0]
         raise ValueError(f"malformed price {text!r}: {name}= is missing; {usage}")
-    return Price(values["input"], values["cached"], values.get("write"))
+    return Price(values["input"], values["cached"], values.get("write"),
+                 output=values.get("output"))
 
 
 def get_price(price: str | Price | None, cache: str = "openai") -> Price:

@@ -14,6 +14,7 @@ from turnpress.core.errors import PluginError, PluginWarning
 from turnpress.core.hooks.commands import CommandsHook
 from turnpress.core.hooks.namespace_renderers import NamespaceRenderersHook
 from turnpress.core.hooks.strategies import StrategiesHook
+from turnpress.core.hooks.summarizers import SummarizersHook
 from turnpress.core.hooks.template_dirs import OVERRIDES_DIR, TemplateDirsHook, TemplateLayout
 from turnpress.core.hooks.tokenizers import TokenizersHook
 from turnpress.core.hooks.trace_readers import TraceReadersHook
@@ -45,7 +46,7 @@ __all__ = [
 
 
 class Registry(StrategiesHook, NamespaceRenderersHook, TokenizersHook, TraceReadersHook,
-               TemplateDirsHook, TypeLabelHook, CommandsHook):
+               TemplateDirsHook, TypeLabelHook, CommandsHook, SummarizersHook):
     """A pluggy plugin manager plus the names its plugins registered.
 
     ``Registry()`` loads the built-in plugins and the installed third-party ones
@@ -61,6 +62,7 @@ class Registry(StrategiesHook, NamespaceRenderersHook, TokenizersHook, TraceRead
         self.tokenizers()
         self.trace_readers()
         self.template_layout()
+        self.summarizers()
 
     def failure_note(self) -> str:
         """A sentence for "unknown name" errors when some plugins failed to load."""

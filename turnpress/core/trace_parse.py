@@ -185,10 +185,11 @@ class _Reader:
         raw = self.get(obj, "usage", (dict, type(None)), number, default=None)
         if raw is None:
             return None
-        self.known(raw, ("prompt_tokens", "cached_tokens", "cache_write_tokens"), "usage",
-                   number, "usage.")
+        keys = ("prompt_tokens", "cached_tokens", "cache_write_tokens",
+                "summary_input_tokens", "summary_output_tokens")
+        self.known(raw, keys, "usage", number, "usage.")
         counts = {}
-        for key in ("prompt_tokens", "cached_tokens", "cache_write_tokens"):
+        for key in keys:
             value = self.get(raw, key, int, number, default=0, prefix="usage.")
             if value < 0:
                 raise self.fail(f"usage.{key}", f"must be >= 0, got {value}", number)
