@@ -52,11 +52,27 @@ HTML_PROMPT_TRACES = 20
               help="Recommend the cheapest strategy whose needed-fact recall is at least "
                    "this.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Worker processes (traces are spread over them).")
+              help="Worker processes (traces are spread over them); with --executor dask "
+                   "and no address, the local cluster's workers.")
+@click.option("--executor", default=None, metavar="NAME[:ADDRESS]",
+              help="Where the traces run: local (default, --jobs processes), "
+                   "dask[:tcp://HOST:8786] (Dask distributed, extra turnpress[dask]; no "
+                   "address: a local cluster), or a plugin's executor.")
+@click.option("--per-trace", "per_trace", default=None, metavar="FILE.jsonl",
+              help="Write one JSON line per trace and strategy (cost, recall, as run) to "
+                   "FILE as each trace finishes.")
+@click.option("--resume", default=None, metavar="FILE.jsonl",
+              help="Continue an interrupted comparison: traces already in FILE (written "
+                   "by --per-trace) are read back, not compared again; new ones are "
+                   "appended to it.")
+@click.option("--strict", is_flag=True,
+              help="Stop at the first run that cannot be read or has no turn (default: "
+                   "skip it, name it on stderr and count it).")
 @templates_option
 def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str, cache: str,
             price: str | None, as_json: bool, html_path: str | None, min_recall: float,
-            jobs: int, template_dirs: tuple[str, ...]) -> None:
+            jobs: int, executor: str | None, per_trace: str | None, resume: str | None,
+            strict: bool, template_dirs: tuple[str, ...]) -> None:
     """Compare strategies on TRACE files (JSON or JSONL, or a bundled trace's name;
     default: every bundled example).
 
@@ -64,13 +80,15 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     tokens a provider serves from its prompt cache, cost, retention (which facts
     of the full history the prompt still carries) and needed-fact recall (which
     facts the agent went on to use it still shows). Traces with billed usage add
-    an "as run" row. A strategy that cannot run is listed with its reason.
+    an "as run" row. A strategy that cannot run is listed with its reason. A run
+    that cannot be read or has no turn is skipped and named (--strict: stop).
     """
     from rich.console import Console
 
-    from turnpress.compare.engine import compare_traces
+    from turnpress.compare.engine import NothingCompared, compare_traces
     from turnpress.compare.failures import CompareError
     from turnpress.compare.sources import count_traces
+    from turnpress.core.errors import ExecutorError
     from turnpress.core.trace import TraceError
 
     sources = [resolve_trace_path(t) for t in traces] or None
@@ -92,13 +110,25 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
                 tokenizer=tokenizer, cache=cache,
                 price=price, jobs=jobs, template_dirs=template_dirs,
                 keep_prompts=HTML_PROMPT_TRACES if html_path else 0,
-                progress=_advance(progress_bar), min_recall=min_recall)
+                progress=_advance(progress_bar), min_recall=min_recall,
+                executor=executor, strict=strict, per_trace=per_trace, resume=resume)
+    except NothingCompared as exc:
+        if len(exc.skipped) > 1:
+            for skipped in exc.skipped:
+                click.echo(f"Skipped {skipped}", err=True)
+            raise CLIError(f"none of the {len(exc.skipped)} runs could be compared (each "
+                           f"is listed above)") from None
+        raise CLIError(str(exc)) from None
     except TraceError as exc:
+        raise CLIError(str(exc)) from None
+    except ExecutorError as exc:
         raise CLIError(str(exc)) from None
     except (ValueError, PluginError) as exc:
         raise CLIError(str(exc)) from None
     except CompareError as exc:
         raise click.ClickException(str(exc)) from None
+    for skipped in result.skipped:
+        click.echo(f"Skipped {skipped}", err=True)
     if as_json:
         click.echo(result.dumps())
     else:

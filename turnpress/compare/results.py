@@ -28,6 +28,7 @@ __all__ = [
     "ComparisonResult",
     "DroppedFact",
     "Row",
+    "Skipped",
     "StrategyResult",
     "TraceInfo",
     "TraceOutcome",
@@ -121,6 +122,22 @@ class DroppedFact:
     trace: str
     turn: int
     fact: Fact
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A run that was not compared: its ``file`` (and line, in ``reason``) and why (it
+    cannot be read, or has no turn)."""
+
+    file: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        """``{"file", "reason"}``, an entry of the ``--json`` document's ``"skipped"``."""
+        return {"file": self.file, "reason": self.reason}
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.reason}"
 
 
 @dataclass
@@ -272,6 +289,8 @@ class ComparisonResult:
     min_recall: float = DEFAULT_MIN_RECALL
     #: ``(label, "n/a" | "failed", reason)`` of strategies that could not even be created
     unresolved: list[tuple[str, str, str]] = field(default_factory=list)
+    #: the runs left out because they cannot be read or have no turn (not ``strict``)
+    skipped: list[Skipped] = field(default_factory=list)
 
     def strategy(self, label: str) -> StrategyResult:
         """The result of the strategy shown as ``label`` (its name, plus options if any)."""
@@ -336,6 +355,7 @@ class ComparisonResult:
                 "needed_fact_recall": round(best.needed_fact_recall, 6)},
             "not_compared": [{"strategy": label, "status": status, "reason": reason}
                              for label, status, reason in self.not_compared],
+            "skipped": [s.to_json() for s in self.skipped],
         }
 
     def dumps(self, indent: int | None = 2) -> str:

@@ -108,6 +108,10 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
                      f"({result.as_run.prompts} prompts with usage)")
     for label, status, reason in result.not_compared:
         lines.append(f"{label}: {status}: {reason}")
+    if result.skipped:
+        n = len(result.skipped)
+        lines.append(f"skipped: {n} run{'s' * (n != 1)} that cannot be read or have no turn "
+                     f"(listed on stderr and in --json; --strict stops at the first)")
     return lines
 
 

@@ -12,6 +12,7 @@ import threading
 
 from turnpress.core.errors import PluginError, PluginWarning
 from turnpress.core.hooks.commands import CommandsHook
+from turnpress.core.hooks.executors import ExecutorsHook
 from turnpress.core.hooks.namespace_renderers import NamespaceRenderersHook
 from turnpress.core.hooks.strategies import StrategiesHook
 from turnpress.core.hooks.template_dirs import OVERRIDES_DIR, TemplateDirsHook, TemplateLayout
@@ -45,7 +46,7 @@ __all__ = [
 
 
 class Registry(StrategiesHook, NamespaceRenderersHook, TokenizersHook, TraceReadersHook,
-               TemplateDirsHook, TypeLabelHook, CommandsHook):
+               TemplateDirsHook, TypeLabelHook, CommandsHook, ExecutorsHook):
     """A pluggy plugin manager plus the names its plugins registered.
 
     ``Registry()`` loads the built-in plugins and the installed third-party ones
@@ -61,6 +62,7 @@ class Registry(StrategiesHook, NamespaceRenderersHook, TokenizersHook, TraceRead
         self.tokenizers()
         self.trace_readers()
         self.template_layout()
+        self.executors()
 
     def failure_note(self) -> str:
         """A sentence for "unknown name" errors when some plugins failed to load."""
