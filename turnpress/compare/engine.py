@@ -385,14 +385,37 @@ def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, executor: Execut
             if exhausted and not ready:
                 return
             continue
-        position, outcomes = executor.done()
+        try:
+            position, outcomes = executor.done()
+        except BaseException:
+            if finished is not None:  # nothing good is thrown away: let the rest finish
+                _drain(executor, pending - 1, keys, finished)
+            raise
         pending -= 1
-        key = keys.pop(position)
-        if finished is not None:
-            for outcome in outcomes:
-                if isinstance(outcome, TraceOutcome):
-                    finished(key, outcome)
+        _finished(finished, keys.pop(position), outcomes)
         ready[position] = outcomes
+
+
+def _finished(finished: Callable[[TraceKey | None, TraceOutcome], None] | None,
+              key: TraceKey | None, outcomes: list[TraceOutcome | Skipped]) -> None:
+    if finished is not None:
+        for outcome in outcomes:
+            if isinstance(outcome, TraceOutcome):
+                finished(key, outcome)
+
+
+def _drain(executor: Executor, pending: int, keys: dict[int, TraceKey | None],
+           finished: Callable[[TraceKey | None, TraceOutcome], None]) -> None:
+    """After a task failed: wait for the ``pending`` others and hand each one that
+    finished well to ``finished`` (another failure, or Ctrl-C, stops the wait)."""
+    for _ in range(pending):
+        try:
+            position, outcomes = executor.done()
+        except Exception:
+            continue
+        except BaseException:
+            return
+        _finished(finished, keys.get(position), outcomes)
 
 
 # -- the public entry point ---------------------------------------------------------------------

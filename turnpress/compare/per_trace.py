@@ -131,8 +131,8 @@ class ResumeIndex:
     A trace counts as done when the file has a line for each of this comparison's
     strategies (the last such line wins). A line computed with another tokenizer,
     cache model or price is a ``ValueError``; a last line cut short (the comparison
-    was killed while writing it) is ignored, and :attr:`end` is where the complete
-    lines end.
+    was killed while writing it) is ignored, and :attr:`end` is where the last
+    complete trace's lines end (what follows is cut off before new lines go on).
     """
 
     def __init__(self, path: str | os.PathLike[str], labels: Sequence[str], tokenizer: str,
@@ -142,6 +142,7 @@ class ResumeIndex:
         wanted = set(labels)
         settings = _settings(tokenizer, cache, price)
         seen: dict[TraceKey, dict[str, int]] = {}
+        ends: dict[TraceKey, int] = {}
         self.end = 0
         try:
             handle = self.path.open("rb")
@@ -155,7 +156,6 @@ class ResumeIndex:
             for lineno, raw in enumerate(handle, 1):
                 start, offset = offset, offset + len(raw)
                 if not raw.strip():
-                    self.end = offset
                     continue
                 try:
                     line = json.loads(raw)
@@ -174,10 +174,12 @@ class ResumeIndex:
                     raise ValueError(f"--resume {path}: line {lineno} was computed with "
                                      f"{diff}; resume with the same --tokenizer, --cache "
                                      f"and --price, or write to another file")
-                self.end = offset
                 if key[0] is not None and label in wanted:
                     seen.setdefault(key, {})[label] = start
+                ends[key] = offset
         self.done = {k: v for k, v in seen.items() if len(v) == len(wanted)}
+        # lines of a trace cut short by an interruption (at the end) are dropped too
+        self.end = max((ends[k] for k in self.done), default=0)
 
     def __contains__(self, key: object) -> bool:
         return key in self.done
