@@ -64,7 +64,7 @@ class DaskExecutor(Executor):
         if address is None:
             self._cluster = distributed.LocalCluster(
                 n_workers=jobs, threads_per_worker=1, processes=processes,
-                dashboard_address=None, silence_logs=logging.ERROR)
+                dashboard_address=":0", silence_logs=logging.ERROR)
             self._client = distributed.Client(self._cluster)
         else:
             try:
