@@ -105,7 +105,7 @@ def test_json_document_shape(bundled):
     doc = bundled.to_json()
     assert list(doc) == ["tokenizer", "cache", "price", "min_recall", "floor", "traces",
                          "strategies", "as_run", "recommended", "not_compared", "candidate",
-                         "sample", "intervals", "notes"]
+                         "sample", "intervals", "notes", "skipped"]
     assert doc["sample"] is None and doc["intervals"]["unit"] == "run"
     assert doc["price"] == {"input": 3.0, "cached": 0.3, "write": 3.75, "output": 15.0}
     assert doc["traces"][0] == {"name": bundled.traces[0].name, "turns": bundled.traces[0].turns,
@@ -349,9 +349,13 @@ def test_invalid_traces_are_one_line_exit_2(tmp_path, name, content, message):
 def test_second_line_of_jsonl_is_named(tmp_path):
     good = json.dumps(json.loads(Path(PHONE).read_text()))
     path = write(tmp_path, "runs.jsonl", good + "\n" + "{oops\n")
-    result = run(path, "--tokenizer", "chars4")
+    result = run(path, "--tokenizer", "chars4", "--strict")
     assert result.exit_code == 2
     assert "runs.jsonl: line 2: invalid JSON at column 2" in result.output
+    # issue 20 item 5: by default the broken line is skipped, named, and the rest compared
+    result = run(path, "--tokenizer", "chars4")
+    assert result.exit_code == 0, result.output
+    assert "Skipped " + path + ": line 2: invalid JSON at column 2" in result.stderr
 
 
 def test_a_directory_is_not_a_trace(tmp_path):
@@ -681,7 +685,8 @@ def test_bundled_names_and_errors_from_python_as_from_the_cli(jobs, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     with pytest.raises(TraceError, match=r"bad\.json") as caught:
-        compare_traces([str(bad), "product-research"], ["full-history"], jobs=jobs)
+        compare_traces([str(bad), "product-research"], ["full-history"], jobs=jobs,
+                       strict=True)
     assert caught.value.__cause__ is None
 
 
@@ -696,13 +701,13 @@ def test_a_bad_jsonl_line_gets_the_error_load_trace_gives(tmp_path):
     with pytest.raises(TraceError) as from_load:
         list(iter_traces(path))
     with pytest.raises(TraceError) as from_compare:
-        compare_traces([path], ["full-history"])
+        compare_traces([path], ["full-history"], strict=True)
     assert str(from_compare.value) == str(from_load.value)
     assert str(from_load.value).endswith("column 15: Invalid control character")
     with_nan = lines[0].replace('"max_turns": ', '"max_turns": NaN, "x": ', 1)
     path.write_text(lines[0] + "\n" + with_nan + "\n")
     with pytest.raises(TraceError, match="line 2"):
-        compare_traces([path], ["full-history"])
+        compare_traces([path], ["full-history"], strict=True)
 
 
 def test_the_footer_says_what_a_cache_write_costs():
@@ -751,7 +756,7 @@ def test_no_recommendation_when_recall_measured_nothing():
     from turnpress.compare.table import notes
 
     empty = Trace(mission="m", max_turns=3, name="empty")
-    result = compare_traces([empty])
+    result = compare_traces([empty], strict=True)  # not strict: a run with no turn is skipped
     assert result.prompts == 0 and result.recommended is None
     assert result.to_json()["recommended"] is None
     assert any(line.startswith("no recommendation: no prompt had a needed fact")

@@ -32,6 +32,8 @@ FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
     ("turnpress/integrations/langchain.py", "langchain_core"): "optional extra",
     ("turnpress/integrations/langchain.py", "langchain_core.utils.function_calling"):
         "optional extra",
+    # optional dependency: the [dask] extra, imported when the dask executor starts
+    ("turnpress/plugins/dask_executor.py", "distributed"): "optional extra",
     # a dependency whose import takes about a second: loaded on the first exact count,
     # so a render that counts no tokens never pays for it
     ("turnpress/plugins/tokenizers.py", "bpe_openai"): "heavy dependency",

@@ -21,12 +21,13 @@ from rich.progress import (
 
 from turnpress.cli import CLIError, resolve_trace_path, strategy_spec, templates_option
 from turnpress.compare.cache import cache_model_names
-from turnpress.compare.engine import compare_traces
+from turnpress.compare.engine import NothingCompared, compare_traces
 from turnpress.compare.failures import CompareError
 from turnpress.compare.html import write_html_report
 from turnpress.compare.pricing import PRICE_PRESETS
 from turnpress.compare.sources import count_traces
 from turnpress.compare.table import print_comparison
+from turnpress.core.errors import ExecutorError
 from turnpress.core.registry import PluginError
 from turnpress.core.summaries import SummaryBudgetExceeded
 from turnpress.core.trace import TraceError
@@ -70,7 +71,22 @@ HTML_PROMPT_TRACES = 20
               help="Recommend the cheapest strategy whose needed-fact recall is at least "
                    "this.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Worker processes (traces are spread over them).")
+              help="Worker processes (traces are spread over them); with --executor dask "
+                   "and no address, the local cluster's workers.")
+@click.option("--executor", default=None, metavar="NAME[:ADDRESS]",
+              help="Where the traces run: local (default, --jobs processes), "
+                   "dask[:tcp://HOST:8786] (Dask distributed, extra turnpress[dask]; no "
+                   "address: a local cluster), or a plugin's executor.")
+@click.option("--per-trace", "per_trace", default=None, metavar="FILE.jsonl",
+              help="Write one JSON line per trace and strategy (cost, recall, as run) to "
+                   "FILE as each trace finishes.")
+@click.option("--resume", default=None, metavar="FILE.jsonl",
+              help="Continue an interrupted comparison: traces already in FILE (written "
+                   "by --per-trace) are read back, not compared again; new ones are "
+                   "appended to it.")
+@click.option("--strict", is_flag=True,
+              help="Stop at the first run that cannot be read or has no turn (default: "
+                   "skip it, name it on stderr and count it).")
 @click.option("--sample", type=click.IntRange(min=1), default=None, metavar="N",
               help="Compare N of the runs, drawn at random stratified by run length "
                    "(the intervals say how far the figures can be trusted).")
@@ -93,7 +109,8 @@ HTML_PROMPT_TRACES = 20
 @templates_option
 def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str, cache: str,
             price: str | None, as_json: bool, html_path: str | None, min_recall: float,
-            jobs: int, sample: int | None, seed: int, summarizer: str | None,
+            jobs: int, executor: str | None, per_trace: str | None, resume: str | None,
+            strict: bool, sample: int | None, seed: int, summarizer: str | None,
             base_url: str | None, summary_cache: str | None, summary_budget: float | None,
             template_dirs: tuple[str, ...]) -> None:
     """Compare strategies on TRACE files (JSON or JSONL, or a bundled trace's name;
@@ -103,7 +120,8 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     tokens a provider serves from its prompt cache, cost, retention (which facts
     of the full history the prompt still carries) and needed-fact recall (which
     facts the agent went on to use it still shows). Traces with billed usage add
-    an "as run" row. A strategy that cannot run is listed with its reason.
+    an "as run" row. A strategy that cannot run is listed with its reason. A run
+    that cannot be read or has no turn is skipped and named (--strict: stop).
     Cost ratio, recall and tokens saved get a 95% bootstrap interval over runs; a
     strategy is recommended only if its recall's lower bound is at least --min-recall.
 
@@ -134,15 +152,27 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
                 keep_prompts=HTML_PROMPT_TRACES if html_path else 0,
                 progress=_advance(progress_bar), min_recall=min_recall,
                 sample=sample, seed=seed, summarizer=summarizer, base_url=base_url,
-                summary_cache=summary_cache, summary_budget=summary_budget)
+                summary_cache=summary_cache, summary_budget=summary_budget,
+                executor=executor, strict=strict, per_trace=per_trace, resume=resume)
     except SummaryBudgetExceeded as exc:
         raise click.ClickException(str(exc)) from None
+    except NothingCompared as exc:
+        if len(exc.skipped) > 1:
+            for skipped in exc.skipped:
+                click.echo(f"Skipped {skipped}", err=True)
+            raise CLIError(f"none of the {len(exc.skipped)} runs could be compared (each "
+                           f"is listed above)") from None
+        raise CLIError(str(exc)) from None
     except TraceError as exc:
+        raise CLIError(str(exc)) from None
+    except ExecutorError as exc:
         raise CLIError(str(exc)) from None
     except (ValueError, PluginError) as exc:
         raise CLIError(str(exc)) from None
     except CompareError as exc:
         raise click.ClickException(str(exc)) from None
+    for skipped in result.skipped:
+        click.echo(f"Skipped {skipped}", err=True)
     if as_json:
         click.echo(result.dumps())
     else:

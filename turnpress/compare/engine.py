@@ -10,19 +10,18 @@ numbers add up in :mod:`turnpress.compare.results`.
 
 Traces are streamed (:mod:`turnpress.compare.sources`): a JSONL file is read line
 by line and each trace is dropped once its numbers are in, so memory stays flat
-however many traces there are. With ``jobs > 1`` traces are spread over a process
-pool, with a bounded number in flight.
+however many traces there are. Each trace is one task of an executor
+(:mod:`turnpress.core.executor`: the local process pool, or a distributed engine
+registered through ``register_executors``), with a bounded number in flight; results
+come back as they finish (and go to ``per_trace`` then) and are added up in trace
+order, so the result is the same wherever the traces ran. A run that cannot be read
+or has no turn is skipped (listed in ``ComparisonResult.skipped``) unless ``strict``.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import sys
-import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from turnpress.compare.failures import (
     is_template_problem,
     strategy_origin,
 )
+from turnpress.compare.per_trace import PerTraceWriter, ResumeIndex, TraceKey
 from turnpress.compare.pricing import Price, cost_usd, floor_cost, get_price
 from turnpress.compare.results import (
     DEFAULT_MIN_RECALL,
@@ -42,6 +42,7 @@ from turnpress.compare.results import (
     ComparisonResult,
     Row,
     SampleInfo,
+    Skipped,
     StrategyResult,
     TraceInfo,
     TraceOutcome,
@@ -56,6 +57,9 @@ from turnpress.compare.sources import (
     TraceSource,
     as_sources,
     load_task,
+    skipped_task,
+    task_file,
+    task_key,
     trace_tasks,
 )
 from turnpress.core.compression import (
@@ -67,15 +71,31 @@ from turnpress.core.compression import (
     option_defaults,
     strategy_names,
 )
+from turnpress.core.executor import Executor, WorkerJob, get_executor
 from turnpress.core.model import Message, Turn
 from turnpress.core.pricing import CacheRules, get_cache_rules
 from turnpress.core.summaries import SummaryBudgetExceeded
 from turnpress.core.templates import resolve_template_dirs
 from turnpress.core.tokens import DEFAULT_TOKENIZER, Tokenizer, get_tokenizer
-from turnpress.core.trace import Trace
+from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.summarizers import SummaryRuntime, default_cache_dir
 
-__all__ = ["compare_traces", "resolve_strategies", "strategy_label"]
+__all__ = ["IN_FLIGHT_PER_SLOT", "NothingCompared", "compare_traces", "resolve_strategies",
+           "strategy_label"]
+
+IN_FLIGHT_PER_SLOT = 4
+"""Traces in flight (submitted, or finished and waiting for an earlier one) per task
+the executor runs at once: enough to keep every worker busy, few enough that the
+driver's memory stays flat."""
+
+
+class NothingCompared(TraceError):
+    """Every run was skipped (it cannot be read, or has no turn): nothing to compare.
+    ``skipped`` lists them."""
+
+    def __init__(self, message: str, skipped: list[Skipped]) -> None:
+        super().__init__(message)
+        self.skipped = skipped
 
 
 # -- strategies ------------------------------------------------------------------------------
@@ -136,6 +156,7 @@ class _Settings:
     keep_prompts: int
     template_dirs: tuple[Path, ...]
     price: Price
+    strict: bool = True
 
     @property
     def rules(self) -> CacheRules:
@@ -144,7 +165,9 @@ class _Settings:
 
 
 class _Worker:
-    """Compares the strategies on one trace at a time (one per process)."""
+    """Compares the strategies on one trace at a time (one per worker): called with a
+    task ``(index, task)``, it returns a :class:`TraceOutcome` (or, unless ``strict``,
+    a :class:`Skipped`) per trace of the task."""
 
     def __init__(self, settings: _Settings) -> None:
         self.settings = settings
@@ -152,8 +175,30 @@ class _Worker:
         self.counter = self.counting.counter
         self.baseline = get_strategy(BASELINE_STRATEGY)
 
-    def run(self, index: int, task: tuple[Any, ...]) -> list[TraceOutcome]:
-        return [self.compare(index + i, trace) for i, trace in enumerate(load_task(task))]
+    def __call__(self, item: tuple[int, tuple[Any, ...]]) -> list[TraceOutcome | Skipped]:
+        return self.run(*item)
+
+    def run(self, index: int, task: tuple[Any, ...]) -> list[TraceOutcome | Skipped]:
+        """The outcomes of the trace(s) of ``task``, the first one numbered ``index``."""
+        out: list[TraceOutcome | Skipped] = []
+        traces = load_task(task)
+        while True:
+            try:
+                trace = next(traces)
+            except StopIteration:
+                break
+            except TraceError as exc:
+                if self.settings.strict:
+                    raise
+                out.append(Skipped(*skipped_task(task_file(task), str(exc))[1:]))
+                break
+            if not trace.turns and not self.settings.strict:
+                where = task_file(task) + (f": line {task[2]}" if task[0] == "line" else "")
+                out.append(Skipped(*skipped_task(task_file(task), f"{where}: no turn (the "
+                                                 f"run ended before its first reply)")[1:]))
+                continue
+            out.append(self.compare(index + len(out), trace))
+        return out
 
     def _context(self, trace: Trace, n: int) -> tuple[tuple[Turn, ...], RenderContext]:
         """The turns before prompt ``n`` and its render context, from
@@ -328,60 +373,80 @@ def _model_calls(strategy: Any, turns: Any, memory: Any, ctx: RenderContext,
             for c in method(turns, memory, ctx)]
 
 
-_WORKER: _Worker | None = None
+def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, executor: Executor,
+         resume: ResumeIndex | None, finished: Callable[[TraceKey | None, TraceOutcome],
+                                                        None] | None,
+         copy_resumed: bool = False) -> Iterator[TraceOutcome | Skipped]:
+    """Every trace's outcome, in trace order; ``finished(key, outcome)`` is called on each
+    computed one as soon as it is back (in the order they finish). Traces that
+    ``resume`` has are read back from it, not computed; ``("skipped", ...)`` tasks
+    become a :class:`Skipped` (``copy_resumed``: ``finished`` is called on the traces
+    read back too)."""
+    window = max(2, executor.slots * IN_FLIGHT_PER_SLOT)
+    ready: dict[int, list[TraceOutcome | Skipped]] = {}
+    keys: dict[int, TraceKey | None] = {}
+    pending, next_out = 0, 0
+    numbered = enumerate(tasks)
+    exhausted = False
+    executor.start(WorkerJob(_Worker, settings))
+    while True:
+        while not exhausted and pending + len(ready) < window:
+            try:
+                position, task = next(numbered)
+            except StopIteration:
+                exhausted = True
+                break
+            key = task_key(task)
+            if task[0] == "skipped":
+                ready[position] = [Skipped(task[1], task[2])]
+            elif resume is not None and key in resume:
+                assert key is not None
+                outcome = resume.outcome(key, position)
+                if finished is not None and copy_resumed:
+                    finished(key, outcome)
+                ready[position] = [outcome]
+            else:
+                keys[position] = key
+                executor.submit(position, (position, task))
+                pending += 1
+        while next_out in ready:
+            yield from ready.pop(next_out)
+            next_out += 1
+        if not pending:
+            if exhausted and not ready:
+                return
+            continue
+        try:
+            position, outcomes = executor.done()
+        except BaseException:
+            if finished is not None:  # nothing good is thrown away: let the rest finish
+                _drain(executor, pending - 1, keys, finished)
+            raise
+        pending -= 1
+        _finished(finished, keys.pop(position), outcomes)
+        ready[position] = outcomes
 
 
-def _init_worker(settings: _Settings) -> None:
-    global _WORKER
-    _WORKER = _Worker(settings)
+def _finished(finished: Callable[[TraceKey | None, TraceOutcome], None] | None,
+              key: TraceKey | None, outcomes: list[TraceOutcome | Skipped]) -> None:
+    if finished is not None:
+        for outcome in outcomes:
+            if isinstance(outcome, TraceOutcome):
+                finished(key, outcome)
 
 
-def _work(index: int, task: tuple[Any, ...]) -> list[TraceOutcome]:
-    assert _WORKER is not None
-    return _WORKER.run(index, task)
-
-
-def _mp_context() -> multiprocessing.context.BaseContext:
-    """``fork`` on Linux while this process has a single thread (fast, and workers see
-    plugins registered in code), else ``spawn`` (safe everywhere; workers then load
-    plugins from entry points, and a script must guard its entry point with
-    ``if __name__ == "__main__":``)."""
-    if sys.platform == "linux" and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
-
-
-def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, jobs: int
-         ) -> Iterator[TraceOutcome]:
-    if jobs <= 1:
-        worker = _Worker(settings)
-        index = 0
-        for task in tasks:
-            for outcome in worker.run(index, task):
-                index += 1
-                yield outcome
-        return
-    pool = ProcessPoolExecutor(jobs, mp_context=_mp_context(), initializer=_init_worker,
-                               initargs=(settings,))
-    pending: deque[Future[list[TraceOutcome]]] = deque()
-    try:
-        for position, task in enumerate(tasks):
-            pending.append(pool.submit(_work, position, task))
-            if len(pending) >= jobs * 4:
-                yield from _result(pending.popleft())
-        while pending:
-            yield from _result(pending.popleft())
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _result(future: Future[list[TraceOutcome]]) -> list[TraceOutcome]:
-    """A worker's outcomes; its error as raised there (a TraceError naming the file...),
-    without the worker's traceback chained to it."""
-    try:
-        return future.result()
-    except Exception as exc:
-        raise exc from None
+def _drain(executor: Executor, pending: int, keys: dict[int, TraceKey | None],
+           finished: Callable[[TraceKey | None, TraceOutcome], None]) -> None:
+    """After a task failed: wait for the ``pending`` others and hand each one that
+    finished well to ``finished`` (another failure, or Ctrl-C, stops the wait)."""
+    for _ in range(pending):
+        try:
+            position, outcomes = executor.done()
+        except Exception:
+            continue
+        except BaseException:
+            return
+        _finished(finished, keys.get(position), outcomes)
 
 
 # -- strategies that summarise ------------------------------------------------------------------
@@ -452,6 +517,10 @@ def compare_traces(
     base_url: str | None = None,
     summary_cache: str | os.PathLike[str] | None = None,
     summary_budget: float | None = None,
+    executor: str | Executor | None = None,
+    strict: bool = False,
+    per_trace: str | os.PathLike[str] | None = None,
+    resume: str | os.PathLike[str] | None = None,
 ) -> ComparisonResult:
     """Compare strategies on traces.
 
@@ -463,10 +532,13 @@ def compare_traces(
     ``tokenizer``: a registered tokenizer name; ``cache``: ``openai``,
     ``anthropic`` or ``none``; ``price``: a preset name, ``in=..,cached=..,write=..``
     or a :class:`Price` (None: ``anthropic-sonnet-4`` with the Anthropic cache
-    model, else ``openai-gpt-4.1``). ``jobs``: worker processes, forked on Linux
-    when this process runs a single thread, spawned otherwise (then only installed
-    plugins are seen, and a script must guard its entry point with
-    ``if __name__ == "__main__":``). ``keep_prompts``: keep
+    model, else ``openai-gpt-4.1``). ``executor``: where the traces run,
+    ``NAME[:ADDRESS]`` of a registered executor or an
+    :class:`~turnpress.core.executor.Executor` (None: ``local``, ``jobs`` worker
+    processes, forked on Linux when this process runs a single thread, spawned
+    otherwise: then only installed plugins are seen, and a script must guard its
+    entry point with ``if __name__ == "__main__":``; ``dask[:ADDRESS]``: Dask
+    distributed, ``jobs`` local workers without an address). ``keep_prompts``: keep
     the rendered prompts of the first N traces (for the HTML report).
     ``progress`` is called with each trace once it is done. ``min_recall``: the
     needed-fact recall a strategy needs to be :attr:`ComparisonResult.recommended`
@@ -483,13 +555,23 @@ def compare_traces(
     spend more (it needs ``jobs=1``). Their calls are billed as their own rows
     (``StrategyResult.summary_calls``...); a summarizer that fell back to
     ``extractive`` for lack of a model is named in ``ComparisonResult.notes``.
+    ``strict``: a run that cannot be read or has no turn raises ``TraceError``
+    instead of being skipped (``ComparisonResult.skipped``; when every run is
+    skipped, :class:`NothingCompared` is raised). ``per_trace``: a JSONL file that
+    gets one line per trace and strategy as each trace finishes
+    (:mod:`turnpress.compare.per_trace`), whatever stops the comparison later.
+    ``resume``: such a file from an interrupted comparison: its traces are read back
+    instead of compared (a missing file: nothing to resume); with ``per_trace`` the
+    same file, new lines are appended to it.
 
     Bad names, options, prices and traces raise ``ValueError`` (``TraceError``
     for traces). A strategy that raises ``StrategyNotApplicable`` is marked
     ``n/a``, one that fails otherwise ``failed``, each with a one-line reason
     (``ComparisonResult.not_compared``); the rest complete. Only a failure of the
     ``full-history`` baseline, of a template it renders, or of the tokenizer raises
-    :class:`CompareError`.
+    :class:`CompareError`; an executor that cannot run (a scheduler out of reach, a
+    worker without a plugin the driver has) raises
+    :class:`~turnpress.core.executor.ExecutorError`.
     """
     unresolved: list[tuple[str, str, str]] = []
     instances = resolve_strategies(strategies, unresolved if strategies is None else None)
@@ -508,7 +590,7 @@ def compare_traces(
                                 base_url=base_url, cache_dir=summary_cache,
                                 budget=summary_budget)
     settings = _Settings(tuple(instances), tok, cache, keep_prompts,
-                         resolve_template_dirs(template_dirs), the_price)
+                         resolve_template_dirs(template_dirs), the_price, bool(strict))
     result = ComparisonResult(tok.name, cache, the_price, min_recall=float(min_recall),
                               unresolved=unresolved, seed=seed)
     result.notes.extend((strategy_label(s), s.note) for s in instances
@@ -518,12 +600,42 @@ def compare_traces(
         result.strategies.append(StrategyResult(
             strategy.name, strategy_label(strategy),
             dict(getattr(strategy, "options", {}) or {}), _names=names))
-    sources = as_sources(traces)
-    tasks = trace_tasks(sources) if drawing is None else drawing.tasks(sources)
-    for outcome in _run(tasks, settings, jobs):
-        add_outcome(result, outcome, names, keep_prompts)
-        if progress is not None:
-            progress(outcome.info)
+    labels = [s.label for s in result.strategies]
+    index = None if resume is None else ResumeIndex(resume, labels, tok.name, cache,
+                                                    the_price)
+    same_file = (index is not None and per_trace is not None
+                 and Path(per_trace).resolve() == Path(resume).resolve())  # type: ignore[arg-type]
+    if index is not None and per_trace is None:
+        per_trace, same_file = resume, True
+    sources = (trace_tasks(as_sources(traces), strict=bool(strict)) if drawing is None
+               else drawing.tasks(as_sources(traces), strict=bool(strict)))
+    with get_executor(executor, jobs) as runner:  # before the file: an error leaves it be
+        writer = None
+        if per_trace is not None:
+            if same_file and index is not None and index.path.exists() \
+                    and index.path.stat().st_size > index.end:
+                os.truncate(index.path, index.end)  # a last line cut short by a kill
+            writer = PerTraceWriter(per_trace, labels, tok.name, cache, the_price,
+                                    append=same_file)
+        try:
+            for outcome in _run(sources, settings, runner, index,
+                                writer.write if writer else None,
+                                copy_resumed=writer is not None and not same_file):
+                if isinstance(outcome, Skipped):
+                    result.skipped.append(outcome)
+                    continue
+                add_outcome(result, outcome, names, keep_prompts)
+                if progress is not None:
+                    progress(outcome.info)
+        finally:
+            if writer is not None:
+                writer.close()
+    if result.skipped and not result.traces:
+        n = len(result.skipped)
+        raise NothingCompared(str(result.skipped[0]) if n == 1 else
+                              f"none of the {n} runs could be compared (each cannot be read "
+                              f"or has no turn): {'; '.join(map(str, result.skipped[:3]))}"
+                              + ("; ..." if n > 3 else ""), result.skipped)
     if drawing is not None:
         result.sample = SampleInfo(drawing.drawn, drawing.population, seed)
     return result

@@ -39,6 +39,7 @@ __all__ = [
     "DroppedFact",
     "Row",
     "SampleInfo",
+    "Skipped",
     "StrategyResult",
     "TraceInfo",
     "TraceOutcome",
@@ -140,6 +141,22 @@ class DroppedFact:
     trace: str
     turn: int
     fact: Fact
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A run that was not compared: its ``file`` (and line, in ``reason``) and why (it
+    cannot be read, or has no turn)."""
+
+    file: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        """``{"file", "reason"}``, an entry of the ``--json`` document's ``"skipped"``."""
+        return {"file": self.file, "reason": self.reason}
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.reason}"
 
 
 @dataclass
@@ -390,6 +407,8 @@ class ComparisonResult:
     #: ``(label, note)``: what a strategy says about how it ran (a summarizer that fell
     #: back to ``extractive`` for lack of a model), shown in the table's footer
     notes: list[tuple[str, str]] = field(default_factory=list)
+    #: the runs left out because they cannot be read or have no turn (not ``strict``)
+    skipped: list[Skipped] = field(default_factory=list)
 
     def strategy(self, label: str) -> StrategyResult:
         """The result of the strategy shown as ``label`` (its name, plus options if any)."""
@@ -522,6 +541,7 @@ class ComparisonResult:
             "intervals": {"confidence": CONFIDENCE, "method": "percentile bootstrap",
                           "unit": "run", "replicates": REPLICATES, "seed": self.seed},
             "notes": [{"strategy": label, "note": note} for label, note in self.notes],
+            "skipped": [s.to_json() for s in self.skipped],
         }
 
     def dumps(self, indent: int | None = 2) -> str:

@@ -16,8 +16,8 @@ from typing import Any
 from turnpress.core.trace import Trace, TraceError, iter_traces, trace_file, trace_from_json_line
 from turnpress.examples import example_trace_paths
 
-__all__ = ["TraceSample", "TraceSource", "as_sources", "count_traces", "load_task",
-           "stratified_sample", "trace_tasks"]
+__all__ = ["TraceSample", "TraceSource", "as_sources", "count_traces", "load_task", "skipped_task",
+           "stratified_sample", "task_file", "task_key", "trace_tasks"]
 
 TraceSource = str | os.PathLike[str] | Trace
 
@@ -26,8 +26,14 @@ def _is_jsonl(path: Path) -> bool:
     return path.suffix.lower() in (".jsonl", ".ndjson")
 
 
-def trace_tasks(sources: Iterable[TraceSource]) -> Iterator[tuple[Any, ...]]:
-    """What a worker needs to load each trace, reading JSONL files line by line."""
+def trace_tasks(sources: Iterable[TraceSource], strict: bool = True
+                ) -> Iterator[tuple[Any, ...]]:
+    """What a worker needs to load each trace, reading JSONL files line by line.
+
+    A JSONL file that cannot be opened, is not UTF-8 or holds no trace raises
+    :class:`TraceError` when ``strict``; otherwise it becomes a ``("skipped", file,
+    reason)`` task (:func:`skipped_task`) and the next source is read.
+    """
     for source in sources:
         if isinstance(source, Trace):
             yield ("trace", source)
@@ -37,20 +43,53 @@ def trace_tasks(sources: Iterable[TraceSource]) -> Iterator[tuple[Any, ...]]:
             yield ("file", str(path))
             continue
         try:
-            handle = path.open(encoding="utf-8")
-        except OSError as exc:
-            raise TraceError(f"{path}: cannot read trace file: {exc.strerror or exc}") from None
-        with handle:
-            count = 0
-            try:
-                for lineno, line in enumerate(handle, 1):
-                    if line.strip():
-                        count += 1
-                        yield ("line", str(path), lineno, count, line)
-            except UnicodeDecodeError as exc:
-                raise TraceError(f"{path}: not UTF-8 text ({exc.reason})") from None
-            if count == 0:
-                raise TraceError(f"{path}: no trace in this file (it is empty)")
+            yield from _jsonl_tasks(path)
+        except TraceError as exc:
+            if strict:
+                raise
+            yield skipped_task(str(path), str(exc))
+
+
+def _jsonl_tasks(path: Path) -> Iterator[tuple[Any, ...]]:
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read trace file: {exc.strerror or exc}") from None
+    with handle:
+        count = 0
+        try:
+            for lineno, line in enumerate(handle, 1):
+                if line.strip():
+                    count += 1
+                    yield ("line", str(path), lineno, count, line)
+        except UnicodeDecodeError as exc:
+            raise TraceError(f"{path}: not UTF-8 text ({exc.reason})") from None
+        if count == 0:
+            raise TraceError(f"{path}: no trace in this file (it is empty)")
+
+
+def skipped_task(file: str, message: str) -> tuple[str, str, str]:
+    """``("skipped", file, reason)``: ``message`` (a :class:`TraceError`'s, which starts
+    with the file) without the file in front."""
+    prefix = f"{file}: "
+    return ("skipped", file, message[len(prefix):] if message.startswith(prefix) else message)
+
+
+def task_file(task: tuple[Any, ...]) -> str:
+    """The file a task reads (a trace object's name for an in-memory trace)."""
+    if task[0] == "trace":
+        return task[1].name or "(unnamed trace)"
+    return task[1]
+
+
+def task_key(task: tuple[Any, ...]) -> tuple[str, int | None] | None:
+    """What identifies a task's trace across runs: ``(file, line)`` (line None for a
+    JSON file); None for an in-memory trace."""
+    if task[0] == "file":
+        return (task[1], None)
+    if task[0] == "line":
+        return (task[1], task[2])
+    return None
 
 
 def load_task(task: tuple[Any, ...]) -> Iterator[Trace]:
@@ -125,12 +164,18 @@ class TraceSample:
         self.population = 0
         self.drawn = 0
 
-    def tasks(self, sources: Iterable[TraceSource]) -> Iterator[tuple[Any, ...]]:
-        """The tasks (as :func:`trace_tasks` gives them) of the drawn runs, in run order."""
+    def tasks(self, sources: Iterable[TraceSource], strict: bool = True
+              ) -> Iterator[tuple[Any, ...]]:
+        """The tasks (as :func:`trace_tasks` gives them, ``strict`` as there) of the drawn
+        runs, in run order; a file that cannot be read at all is not a run of the
+        population, and its ``("skipped", ...)`` task is passed on."""
         sources = list(sources)  # read twice: once for the lengths, once for the runs
         lengths: list[int] = []
         per_task: list[int] = []
-        for task in trace_tasks(sources):
+        for task in trace_tasks(sources, strict):
+            if task[0] == "skipped":
+                per_task.append(0)
+                continue
             before = len(lengths)
             try:
                 lengths.extend(len(trace.turns) for trace in load_task(task))
@@ -140,7 +185,10 @@ class TraceSample:
         chosen = set(stratified_sample(lengths, self.n, self.seed))
         self.population, self.drawn = len(lengths), len(chosen)
         position = 0
-        for task, count in zip(trace_tasks(sources), per_task, strict=False):
+        for task, count in zip(trace_tasks(sources, strict), per_task, strict=False):
+            if task[0] == "skipped":
+                yield task
+                continue
             picked = [i for i in range(position, position + count) if i in chosen]
             if len(picked) == count and count:
                 yield task

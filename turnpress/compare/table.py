@@ -182,6 +182,10 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
                          f"${s.summary_cost_usd:.6f} (included in its cost)")
     for label, note in result.notes:
         lines.append(f"note: {label}: {note}")
+    if result.skipped:
+        n = len(result.skipped)
+        lines.append(f"skipped: {n} run{'s' * (n != 1)} that cannot be read or have no turn "
+                     f"(listed on stderr and in --json; --strict stops at the first)")
     return lines
 
 

@@ -10,7 +10,7 @@ export them too.
 
 from __future__ import annotations
 
-__all__ = ["PluginError", "PluginWarning", "TraceError"]
+__all__ = ["ExecutorError", "PluginError", "PluginWarning", "TraceError"]
 
 
 class TraceError(ValueError):
@@ -30,3 +30,9 @@ class PluginError(Exception):
 
 class PluginWarning(UserWarning):
     """Issued when a plugin, or something it registered or answered, is left out."""
+
+
+class ExecutorError(Exception):
+    """Where ``compare`` runs its traces could not be used: an engine that cannot be
+    reached, a worker that lacks a plugin the driver has; the message names the
+    executor or the worker."""

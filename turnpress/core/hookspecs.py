@@ -133,6 +133,22 @@ def register_commands(cli: Any) -> None:
 
 
 @hookspec
+def register_executors(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    """Register where ``compare`` runs its traces: ``register(name, factory)``.
+
+    ``factory(address, jobs)`` gets the part of ``--executor NAME[:ADDRESS]`` after
+    the colon (None without one) and ``--jobs``, and returns a
+    :class:`turnpress.core.executor.Executor`; a bad address raises ``ValueError``, an
+    engine that cannot be reached :class:`turnpress.core.executor.ExecutorError`. The
+    built-in ``local`` (a process pool) and ``dask`` executors use this hook::
+
+        @hookimpl
+        def register_executors(register):
+            register("threads", lambda address, jobs: ThreadExecutor(jobs))
+    """
+
+
+@hookspec
 def register_summarizers(register: Callable[[str, Any], None]) -> None:
     """Register summarizers for summary-based compaction: ``register(name, cls)``.
 
@@ -159,6 +175,7 @@ HOOK_NAMES: tuple[str, ...] = (
     "template_dirs",
     "register_trace_readers",
     "register_commands",
+    "register_executors",
     "register_summarizers",
 )
 """Every hook name, in the order the documentation presents them."""

@@ -69,6 +69,8 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "turnpress.plugins.readers.anthropic_messages",
     "turnpress.plugins.readers.openai_chat",
     "turnpress.plugins.commands",
+    "turnpress.plugins.process_pool",
+    "turnpress.plugins.dask_executor",
 )
 """The built-in plugin modules, registered in this order (no directory scanning)."""
 

@@ -12,6 +12,7 @@ import threading
 
 from turnpress.core.errors import PluginError, PluginWarning
 from turnpress.core.hooks.commands import CommandsHook
+from turnpress.core.hooks.executors import ExecutorsHook
 from turnpress.core.hooks.namespace_renderers import NamespaceRenderersHook
 from turnpress.core.hooks.strategies import StrategiesHook
 from turnpress.core.hooks.summarizers import SummarizersHook
@@ -46,7 +47,8 @@ __all__ = [
 
 
 class Registry(StrategiesHook, NamespaceRenderersHook, TokenizersHook, TraceReadersHook,
-               TemplateDirsHook, TypeLabelHook, CommandsHook, SummarizersHook):
+               TemplateDirsHook, TypeLabelHook, CommandsHook, SummarizersHook,
+               ExecutorsHook):
     """A pluggy plugin manager plus the names its plugins registered.
 
     ``Registry()`` loads the built-in plugins and the installed third-party ones
@@ -63,6 +65,7 @@ class Registry(StrategiesHook, NamespaceRenderersHook, TokenizersHook, TraceRead
         self.trace_readers()
         self.template_layout()
         self.summarizers()
+        self.executors()
 
     def failure_note(self) -> str:
         """A sentence for "unknown name" errors when some plugins failed to load."""

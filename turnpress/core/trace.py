@@ -240,8 +240,13 @@ def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
             except OSError as exc:
                 raise TraceError(f"{p}: cannot read trace file: {exc.strerror or exc}") \
                     from None
-            obj = _parse(_decode_utf8(data, str(p)), str(p))
-            yield read_any(obj, p, str(p), _stem(p))
+            text = _decode_utf8(data, str(p))
+            del data  # a big file is held once at a time: bytes, text, parsed, trace
+            obj = _parse(text, str(p))
+            del text
+            trace = read_any(obj, p, str(p), _stem(p))
+            del obj  # what the trace does not keep is freed before it is compared
+            yield trace
 
 
 def _stem(path: Path) -> str:

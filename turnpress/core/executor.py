@@ -1,0 +1,156 @@
+"""Where work runs: the :class:`Executor` that ``register_executors`` plugins provide.
+
+A caller (``compare``) gives an executor a :class:`WorkerJob` (what every worker sets
+up once: for ``compare``, the strategies, tokenizer and price), then submits tasks
+one at a time and takes each result back as it finishes (:meth:`Executor.done`), in
+any order. The caller bounds how many tasks are in flight, so its memory stays flat
+however many tasks there are. :func:`get_executor` reads ``--executor
+NAME[:ADDRESS]``. The core knows no engine: the local process pool and Dask are
+plugins (``turnpress.plugins.process_pool``, ``turnpress.plugins.dask_executor``).
+
+A worker checks, before it loads the job, that it has every plugin the driver has
+(:meth:`WorkerJob.start`): a missing one is an :class:`ExecutorError` naming the
+worker and the plugin, not an unknown strategy deep inside a task.
+"""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from turnpress.core.errors import ExecutorError, PluginError
+from turnpress.core.registry import get_registry
+
+__all__ = ["DEFAULT_EXECUTOR", "Executor", "ExecutorError", "WorkerJob", "executor_names",
+           "get_executor", "plugin_set"]
+
+DEFAULT_EXECUTOR = "local"
+"""The executor used without ``--executor``: the built-in local process pool."""
+
+
+def plugin_set() -> dict[str, str]:
+    """The plugins loaded in this process (name: how ``turnpress plugins`` names them),
+    the ones that failed to load left out."""
+    return {name: info.source for name, info in get_registry().plugins.items()
+            if info.error is None}
+
+
+class WorkerJob:
+    """What each worker sets up once before its tasks: ``setup(settings)`` returns the
+    function a task is given to (``run(task) -> result``).
+
+    The settings travel pickled; a worker unpickles them only after it checked it has
+    the driver's plugins (:meth:`start`). In the driver's own process (an executor
+    that runs tasks in place) they are used as they are.
+    """
+
+    def __init__(self, setup: Callable[[Any], Callable[[Any], Any]], settings: Any) -> None:
+        self.token = uuid.uuid4().hex
+        self.plugins = plugin_set()
+        self.payload: bytes | None = None
+        self._local: tuple[Callable[[Any], Callable[[Any], Any]], Any] | None = (setup,
+                                                                                   settings)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The job as sent to a worker: the settings pickled apart (once), so that the
+        worker checks its plugins before it unpickles them."""
+        if self.payload is None:
+            self.payload = pickle.dumps(self._local)
+        state = dict(self.__dict__)
+        state["_local"] = None
+        return state
+
+    def start(self, where: str) -> Callable[[Any], Any]:
+        """The task function of this job on the worker described by ``where`` (``worker
+        tcp://10.0.0.5:40001``): an :class:`ExecutorError` naming it when it lacks a
+        plugin the driver has, or cannot load the settings."""
+        if self._local is not None:
+            setup, settings = self._local
+            return setup(settings)
+        here = plugin_set()
+        missing = [source for name, source in self.plugins.items() if name not in here]
+        if missing:
+            raise ExecutorError(f"{where} lacks {len(missing)} plugin(s) the driver has: "
+                                f"{'; '.join(missing)}. Install the same plugins on every "
+                                f"worker as on the driver (or check TURNPRESS_LOAD_PLUGINS "
+                                f"there).")
+        try:
+            setup, settings = pickle.loads(self.payload or b"")
+        except Exception as exc:
+            raise ExecutorError(f"{where} cannot load the job the driver sent: "
+                                f"{type(exc).__name__}: {exc}. Install the same turnpress "
+                                f"and plugins on every worker as on the driver.") from None
+        return setup(settings)
+
+
+class Executor(ABC):
+    """Runs a :class:`WorkerJob`'s tasks somewhere and hands back results as they finish.
+
+    Use: :meth:`start` once, then :meth:`submit` and :meth:`done` as often as needed
+    (``done`` only while a submitted task has not been returned), then :meth:`close`
+    (or use it as a context manager). ``slots`` is how many tasks it runs at once; a
+    caller keeps a few times that many in flight.
+    """
+
+    #: the registered name (``local``, ``dask``...)
+    name: str = ""
+    #: how many tasks run at once (workers x threads)
+    slots: int = 1
+
+    @abstractmethod
+    def start(self, job: WorkerJob) -> None:
+        """Get the workers ready to run ``job``'s tasks."""
+
+    @abstractmethod
+    def submit(self, key: int, task: Any) -> None:
+        """Queue ``task``; :meth:`done` hands its result back with ``key``."""
+
+    @abstractmethod
+    def done(self) -> tuple[int, Any]:
+        """Wait for a submitted task to finish (any of them) and return ``(key, result)``;
+        the task's exception is raised here, as raised on the worker."""
+
+    def close(self) -> None:  # noqa: B027 -- optional: nothing to release by default
+        """Release the workers (and a cluster the executor started itself)."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def executor_names() -> list[str]:
+    """The names of the registered executors, sorted."""
+    return sorted(get_registry().executors())
+
+
+def get_executor(spec: str | Executor | None = None, jobs: int = 1) -> Executor:
+    """The executor for ``NAME[:ADDRESS]`` (None: ``local``) with ``jobs`` workers, or an
+    :class:`Executor` given as it is. An unknown name or a bad address raises
+    ``ValueError``; an engine that cannot be reached, :class:`ExecutorError`."""
+    if isinstance(spec, Executor):
+        return spec
+    if spec is None:
+        spec = DEFAULT_EXECUTOR
+    if not isinstance(spec, str):
+        raise ValueError(f"executor must be a name (NAME[:ADDRESS]) or an Executor, got "
+                         f"{spec!r}")
+    name, colon, address = spec.strip().partition(":")
+    registry = get_registry()
+    found = registry.executors().get(name)
+    if found is None:
+        raise ValueError(f"unknown executor {name!r}; registered executors: "
+                         f"{', '.join(executor_names())}.{registry.failure_note()}")
+    executor = found.value(address if colon else None, jobs)
+    if not isinstance(executor, Executor):
+        raise PluginError(f"executor {name!r} of {found.plugin.source} returned "
+                          f"{type(executor).__name__}, not a turnpress.core.executor.Executor",
+                          plugin=found.plugin.name, distribution=found.plugin.distribution,
+                          entry_point=found.plugin.entry_point)
+    if not executor.name:
+        executor.name = name
+    return executor
