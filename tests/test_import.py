@@ -28,9 +28,10 @@ from turnpress.plugins.readers.openai_chat import trace_from_messages
 
 ONE_PER_FORMAT = {"openai-chat": "openai/request.json",
                   "mini-swe-agent": "mini/fix-typo.traj.json",
-                  "anthropic-messages": "anthropic/run.json"}
+                  "anthropic-messages": "anthropic/run.json",
+                  "openai-responses": "responses/request.json"}
 ALL = [*ONE_PER_FORMAT.values(), "openai/no_usage.json", "openai/runs.jsonl",
-       "anthropic/no_usage.json"]
+       "anthropic/no_usage.json", "responses/items.jsonl"]
 
 
 def run(*args: str):
@@ -40,8 +41,8 @@ def run(*args: str):
 def test_import_writes_traces_that_load_back_losslessly(tmp_path):
     out = tmp_path / "all.jsonl"
     result = import_transcripts([data(rel) for rel in ALL], out)
-    assert result.total == 7 and result.formats == {
-        "openai-chat": 4, "mini-swe-agent": 1, "anthropic-messages": 2}
+    assert result.total == 10 and result.formats == {
+        "openai-chat": 4, "mini-swe-agent": 1, "anthropic-messages": 2, "openai-responses": 3}
     originals = [t for rel in ALL for t in iter_traces(data(rel))]
     imported = list(iter_traces(out))
     assert imported == originals
@@ -131,7 +132,7 @@ def test_compare_with_jobs_streams_a_jsonl_of_transcripts(tmp_path):
     assert result.exit_code == 0, result.output
     # a trajectory names itself by its instance_id; the others by file and line
     assert [t["name"] for t in json.loads(result.output)["traces"]] == [
-        "mixed#1", "demo__fix-typo", "mixed#3"]
+        "mixed#1", "demo__fix-typo", "mixed#3", "mixed#4"]
 
 
 def test_render_openai_format_is_the_original_prefix():
@@ -156,6 +157,17 @@ def test_render_snapshot(fmt, snapshot):
     anthropic = run("render", str(path), "-s", "full-history", "-f", "anthropic")
     assert text.exit_code == 0 and anthropic.exit_code == 0, text.output + anthropic.output
     assert text.output + "\n--- --format anthropic ---\n" + anthropic.output == snapshot
+
+
+@pytest.mark.parametrize("fmt", list(ONE_PER_FORMAT))
+def test_render_openai_and_responses_snapshot(fmt, snapshot):
+    """Issue 19: `render -f openai` and `-f responses` of each format, pinned."""
+    path = str(data(ONE_PER_FORMAT[fmt]))
+    outputs = [run("render", path, "-s", "full-history", "-f", shape)
+               for shape in ("openai", "responses")]
+    assert all(r.exit_code == 0 for r in outputs), [r.output for r in outputs]
+    assert (outputs[0].output + "\n--- --format responses ---\n" + outputs[1].output
+            == snapshot)
 
 
 # -- property: random OpenAI-chat transcripts survive import -> save -> load -> render ----

@@ -230,7 +230,7 @@ templates_option = click.option(
                    "(+1: the next prompt a live agent sends). Default: the last turn. "
                    "(In compare, -t is --tokenizer.)")
 @click.option("--format", "-f", "fmt",
-              type=click.Choice(["text", "json", "openai", "anthropic"]),
+              type=click.Choice(["text", "json", "openai", "anthropic", "responses"]),
               default="text", show_default=True)
 @templates_option
 def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
@@ -279,6 +279,14 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
                 tr, n, chosen, template_dirs))
             system, anthropic_messages = to_anthropic(messages, breakpoints)
             documents.append({"system": system, "messages": anthropic_messages})
+        elif fmt == "responses":
+            from turnpress.core.responses import to_responses, with_compactions
+
+            instructions, items = to_responses(messages)
+            items = with_compactions([*tr.preamble, *(m for past in tr.turns[: n - 1]
+                                                      for m in past.messages)], items)
+            documents.append({**({} if instructions is None else
+                                 {"instructions": instructions}), "input": items})
         else:
             documents.append({"messages": to_openai(messages)})
     if documents:

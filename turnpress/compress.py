@@ -17,6 +17,13 @@ Input and output shapes (``format``):
   messages=...)``, with ``cache_control`` markers at the strategy's stable prefix;
   ``system`` is ``""`` when there is none. ``is_error`` flags of tool results are
   kept.
+- ``"responses"``: OpenAI Responses API input: a list of items (``message``,
+  ``function_call``, ``function_call_output``, ``reasoning``, ``compaction``...) or
+  a request body ``{"input": [...], "instructions"?, "tools"?}``. Returns the same
+  shape: a list of items, or ``{"instructions"?, "input": [...]}`` for a body.
+  ``reasoning`` and ``compaction`` items are opaque and sent back whole (see
+  :mod:`turnpress.core.responses`). :class:`Compressor` takes this format too; it
+  reads the items again on each ``messages()`` call.
 
 A ``usage`` key on an assistant message (what logging proxies record) is read as
 that call's billed usage and is not sent back. A list with no assistant message
@@ -39,14 +46,15 @@ from turnpress.core.compression import (
 )
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Tool, Turn
 from turnpress.core.providers import to_anthropic, to_openai
+from turnpress.core.responses import OPAQUE_TYPES, to_responses, with_compactions
 from turnpress.core.trace import Trace, TraceError
-from turnpress.plugins.readers import anthropic_messages, openai_chat
+from turnpress.plugins.readers import anthropic_messages, openai_chat, openai_responses
 from turnpress.plugins.readers._messages_to_trace import Entry, build_trace, tools_from
 
 __all__ = ["Compressor", "compress", "count_tokens"]
 
-Format = Literal["openai", "anthropic"]
-FORMATS = ("openai", "anthropic")
+Format = Literal["openai", "anthropic", "responses"]
+FORMATS = ("openai", "anthropic", "responses")
 WHERE = "messages"
 
 #: the tiny chat transcript a Compressor renders once at creation, so a strategy
@@ -96,11 +104,49 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
         trace = anthropic_messages.read({**entries_source, "tools": None}, WHERE)
         trace = replace(trace, tools=_tool_map(tools))
         return _send(trace, strategy, turns_left, format, _error_ids(body))
+    if format == "responses":
+        return _compress_responses(messages, strategy, tools, turns_left)
     body = _plain_list(messages)
     if not _has_assistant(body):
         return _preamble_only(_openai_entries(body, 0), format)
     trace = openai_chat.trace_from_messages(body, tools=_tool_map(tools), where=WHERE)
     return _send(trace, strategy, turns_left, format)
+
+
+def _compress_responses(data: Any, strategy: Compression, tools: Any,
+                        turns_left: int | None) -> Any:
+    """``compress(format="responses")``: a list of items, or a request body."""
+    if isinstance(data, Mapping):
+        if "input" not in data:
+            raise TraceError(f"{WHERE}: a Responses input needs \"input\": pass a list of "
+                             f"items or {{\"input\": [...], \"instructions\": ...}}")
+        items, instructions = data["input"], data.get("instructions")
+        tools = tools if tools is not None else data.get("tools")
+        if isinstance(items, str):
+            items = [{"role": "user", "content": items}]
+    else:
+        items, instructions = data, None
+    items = _plain_list(items)
+    entries = openai_responses.entries(items, WHERE, instructions=instructions)
+    if not _has_assistant([e.message for e in entries]):
+        instructions_out, out = _preamble_only(entries, "responses")
+    else:
+        trace = openai_responses.read({"input": items, "instructions": instructions}, WHERE)
+        trace = replace(trace, tools=_tool_map(_function_tools(tools)))
+        instructions_out, out = _send(trace, strategy, turns_left, "responses")
+        out = with_compactions([e.message for e in entries], out)
+    if not isinstance(data, Mapping):
+        return out
+    body: dict[str, Any] = {} if instructions_out is None else {"instructions": instructions_out}
+    return {**body, "input": out}
+
+
+def _function_tools(tools: Any) -> Any:
+    """A Responses ``tools`` list without the built-in tools (web_search...)."""
+    if not isinstance(tools, list):
+        return tools
+    return [t for t in tools if not (isinstance(t, Mapping)
+                                     and t.get("type", "function") != "function")]
 
 
 class Compressor:
@@ -123,7 +169,9 @@ class Compressor:
         _check_format(format)
         self.format = format
         self.strategy = get_strategy(strategy)
-        self.tools = _tool_map(tools)
+        self.tools = _tool_map(_function_tools(tools))
+        self._raw_tools = tools
+        self._items: list[Any] = []  # format="responses": the items added
         self._entries: list[Entry] = []  # the preamble, then the open turn
         self._preamble: list[Entry] = []
         self._turns: list[Turn] = []  # closed turns
@@ -146,6 +194,14 @@ class Compressor:
         cannot be read raises ``ValueError`` naming its index."""
         index = self._count
         message = _plain(message)
+        if self.format == "responses":
+            # checked now, with its index: the items so far plus this one must read
+            items = [*self._items, message]
+            if not all(isinstance(i, Mapping) and i.get("type") in OPAQUE_TYPES for i in items):
+                openai_responses.entries(items, WHERE)  # opaque items wait for a message
+            self._items.append(message)
+            self._count += 1
+            return
         if self.format == "anthropic":
             entries = _anthropic_entries(None, [message], index)
             self._error_ids |= _error_ids([message])
@@ -183,6 +239,9 @@ class Compressor:
     def messages(self, *, turns_left: int | None = None) -> Any:
         """What to send now, in this compressor's ``format`` (see :func:`compress`;
         ``turns_left=None``: not known, no turns-left line)."""
+        if self.format == "responses":
+            return compress(list(self._items), strategy=self.strategy, tools=self._raw_tools,
+                            turns_left=turns_left, format="responses")
         if not self._open:
             return _preamble_only(self._preamble, self.format, self._error_ids)
         turns = self.turns
@@ -328,7 +387,7 @@ def _preamble_only(entries: list[Entry], format: str, error_ids: Iterable[str] =
     compress, so the messages are sent as they are (checked by the reader; Anthropic:
     marked at the end of the system prompt and of the last message)."""
     if not entries:
-        return [] if format == "openai" else ("", [])
+        return {"openai": [], "responses": (None, [])}.get(format, ("", []))
     _preamble_trace(entries)
     messages: list[Message] = [dict(e.message) for e in entries]  # type: ignore[misc]
     return _shaped(messages, [(0, None), (len(messages) - 1, None)], format, set(error_ids))
@@ -347,6 +406,8 @@ def _shaped(messages: list[Message], points: Sequence[Any], format: str,
             error_ids: set[str]) -> Any:
     if format == "openai":
         return to_openai(messages)
+    if format == "responses":
+        return to_responses(messages)
     system, out = to_anthropic(messages, points)
     if error_ids:
         for message in out:

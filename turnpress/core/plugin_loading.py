@@ -64,6 +64,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "turnpress.plugins.single_user_coalesced",
     "turnpress.plugins.readers.mini_swe_agent",
     "turnpress.plugins.readers.anthropic_messages",
+    "turnpress.plugins.readers.openai_responses",
     "turnpress.plugins.readers.openai_chat",
     "turnpress.plugins.commands",
 )

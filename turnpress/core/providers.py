@@ -71,9 +71,8 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     copy with every key it has (a replayed transcript's ``tool_calls``,
     ``tool_call_id``, ``thinking_blocks``... stay exactly as they were sent), except
     the ``_anthropic`` key an Anthropic run's tool messages carry for
-    :func:`to_anthropic`."""
-    return [{k: v for k, v in m.items() if k != ANTHROPIC_KEPT} if ANTHROPIC_KEPT in m
-            else dict(m) for m in messages]
+    :func:`to_anthropic` and the ``_responses`` key of a Responses run's messages."""
+    return [{k: v for k, v in m.items() if k not in _KEPT_KEYS} for m in messages]
 
 
 # -- Anthropic ------------------------------------------------------------------------------
@@ -86,6 +85,9 @@ EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 #: a tool message's key for its Anthropic tool_result's block-list content and
 #: ``is_error`` (set by the anthropic-messages reader, dropped by :func:`to_openai`)
 ANTHROPIC_KEPT = "_anthropic"
+#: keys readers add to a message for the way back to their own format (the
+#: Responses items a message came from: ``turnpress.core.responses.KEPT``)
+_KEPT_KEYS = (ANTHROPIC_KEPT, "_responses")
 
 
 

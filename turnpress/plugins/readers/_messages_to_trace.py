@@ -175,6 +175,7 @@ def usage_from(raw: Any, where: str, index: int) -> Usage | None:
     """The billed input usage in a provider's ``usage`` object, or ``None`` without one.
 
     OpenAI: ``prompt_tokens`` (``prompt_tokens_details.cached_tokens`` cached);
+    OpenAI Responses: ``input_tokens`` with ``input_tokens_details.cached_tokens``;
     DeepSeek: ``prompt_cache_hit_tokens`` (+ ``prompt_cache_miss_tokens``);
     Anthropic: ``input_tokens`` + ``cache_read_input_tokens`` (cached) +
     ``cache_creation_input_tokens`` (written).
@@ -194,6 +195,10 @@ def usage_from(raw: Any, where: str, index: int) -> Usage | None:
         return value
 
     try:
+        if "input_tokens" in raw and "input_tokens_details" in raw:  # OpenAI Responses
+            details = raw.get("input_tokens_details")
+            cached = count(details, "cached_tokens", "input_tokens_details.cached_tokens")
+            return Usage(count(raw, "input_tokens"), cached)
         if "input_tokens" in raw:
             read = count(raw, "cache_read_input_tokens")
             written = count(raw, "cache_creation_input_tokens")
