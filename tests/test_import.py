@@ -29,9 +29,10 @@ from turnpress.plugins.readers.openai_chat import trace_from_messages
 ONE_PER_FORMAT = {"openai-chat": "openai/request.json",
                   "mini-swe-agent": "mini/fix-typo.traj.json",
                   "anthropic-messages": "anthropic/run.json",
-                  "openai-responses": "responses/request.json"}
+                  "openai-responses": "responses/request.json",
+                  "claude-code": "claude-code/stream.jsonl"}
 ALL = [*ONE_PER_FORMAT.values(), "openai/no_usage.json", "openai/runs.jsonl",
-       "anthropic/no_usage.json", "responses/items.jsonl"]
+       "anthropic/no_usage.json", "responses/items.jsonl", "claude-code/session.jsonl"]
 
 
 def run(*args: str):
@@ -41,8 +42,9 @@ def run(*args: str):
 def test_import_writes_traces_that_load_back_losslessly(tmp_path):
     out = tmp_path / "all.jsonl"
     result = import_transcripts([data(rel) for rel in ALL], out)
-    assert result.total == 10 and result.formats == {
-        "openai-chat": 4, "mini-swe-agent": 1, "anthropic-messages": 2, "openai-responses": 3}
+    assert result.total == 13 and result.formats == {
+        "openai-chat": 4, "mini-swe-agent": 1, "anthropic-messages": 2, "openai-responses": 3,
+        "claude-code": 3}
     originals = [t for rel in ALL for t in iter_traces(data(rel))]
     imported = list(iter_traces(out))
     assert imported == originals
@@ -126,7 +128,8 @@ def test_every_command_auto_detects_the_format(rel, tmp_path):
 
 def test_compare_with_jobs_streams_a_jsonl_of_transcripts(tmp_path):
     mixed = tmp_path / "mixed.jsonl"
-    lines = [json.dumps(json.loads(data(rel).read_text())) for rel in ONE_PER_FORMAT.values()]
+    lines = [json.dumps(json.loads(data(rel).read_text())) for rel in ONE_PER_FORMAT.values()
+             if rel.endswith(".json")]
     mixed.write_text("\n".join(lines) + "\n")
     result = run("compare", str(mixed), "-s", "full-history", "--json", "--jobs", "2")
     assert result.exit_code == 0, result.output

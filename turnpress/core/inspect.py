@@ -52,7 +52,10 @@ def describe_turn(turn: Turn, *, raw: bool = False) -> str:
 
 
 def _skipped_line(skipped: Any) -> str:
-    """``skipped message 9 (exit): final submission ...`` for one ``Trace.skipped`` entry."""
+    """``skipped message 9 (exit): final submission ...`` for one ``Trace.skipped`` entry;
+    ``note: ...`` for a reader's note on what it left out (``{"note": text}``)."""
+    if "note" in skipped and "message" not in skipped:
+        return f"note: {skipped['note']}"
     message = skipped.get("message")
     role = message.get("role", "?") if isinstance(message, dict) else "?"
     return (f"skipped message {skipped.get('index', '?')} ({role}): "

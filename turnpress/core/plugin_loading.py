@@ -65,6 +65,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "turnpress.plugins.readers.mini_swe_agent",
     "turnpress.plugins.readers.anthropic_messages",
     "turnpress.plugins.readers.openai_responses",
+    "turnpress.plugins.readers.claude_code",
     "turnpress.plugins.readers.openai_chat",
     "turnpress.plugins.commands",
 )
