@@ -195,13 +195,30 @@ def resolve_trace_path(arg: str) -> str:
                    f"(in {EXAMPLES_DIR}): {', '.join(sorted(bundled)) or '(none)'}")
 
 
+def input_files(args: tuple[str, ...]) -> list[str]:
+    """The files named on the command line: a file, a bundled trace's name, a directory
+    (read recursively) or a glob pattern. Each file a directory or pattern holds that no
+    reader recognises is named on stderr with the reason, then a count
+    (``turnpress.core.trace_inputs.discover``)."""
+    from turnpress.core.trace import TraceError
+    from turnpress.core.trace_inputs import discover, skipped_lines
+
+    try:
+        found = discover(resolve_trace_path(a) for a in args)
+    except TraceError as exc:
+        raise fail_cleanly(exc) from None
+    for line in skipped_lines(found):
+        click.echo(line, err=True)
+    return [str(p) for p in found.files]
+
+
 def load_traces_or_examples(paths: tuple[str, ...]) -> list[Any]:
-    """Load the traces named on the command line (a path or a bundled trace's name),
-    or the bundled examples."""
+    """Load the traces named on the command line (a path, a bundled trace's name, a
+    directory or a glob pattern: :func:`input_files`), or the bundled examples."""
     from turnpress.core.trace import TraceError, iter_traces
     from turnpress.examples import example_trace_paths
 
-    files = [resolve_trace_path(p) for p in paths] or [str(p) for p in example_trace_paths()]
+    files = input_files(paths) or [str(p) for p in example_trace_paths()]
     traces = []
     for path in files:
         try:
@@ -365,7 +382,8 @@ def trace() -> None:
 @templates_option
 def trace_show(path: str, view: str, raw: bool, strategy: str,
                template_dirs: tuple[str, ...]) -> None:
-    """Show the turns of the run(s) in TRACE (a file, or a bundled trace's name)."""
+    """Show the turns of the run(s) in TRACE (a file, a bundled trace's name, a
+    directory read recursively, or a glob pattern such as 'logs/**/*.jsonl')."""
     from turnpress.core.inspect import describe_trace
 
     chosen = choose_strategy(strategy)

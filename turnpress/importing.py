@@ -32,6 +32,7 @@ from turnpress.core.trace import (
     iter_traces,
     save_traces,
 )
+from turnpress.core.trace_inputs import Inputs, discover, skipped_lines
 
 __all__ = ["ImportResult", "import_command", "import_transcripts"]
 
@@ -47,6 +48,8 @@ class ImportResult:
     formats: Counter[str] = field(default_factory=Counter)
     #: whether the runs were appended to an output file that already existed
     appended: bool = False
+    #: files found in a directory or by a pattern and not read, with the reason
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -69,7 +72,8 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
         raise TraceError(f"{out}: the output of turnpress import is a JSONL file, one run a "
                          f"line; name it with {' or '.join(OUTPUT_SUFFIXES)} (e.g. -o runs.jsonl)")
-    files = [Path(p) for p in paths]
+    found = discover(paths)
+    files = found.files
     if not files:
         raise TraceError("no input file: give one or more transcript files to import")
     for f in files:
@@ -78,7 +82,7 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
     append = out.exists() and not replace
     if append:
         _check_appendable(out)
-    result = ImportResult(out, appended=append)
+    result = ImportResult(out, appended=append, skipped=found.skipped)
 
     def runs() -> Iterator[Trace]:
         for f in files:
@@ -130,7 +134,7 @@ def _check_appendable(out: Path) -> None:
 
 
 @click.command("import")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True)
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
               help="The JSONL trace file to write (one run a line). If it exists, the "
                    "runs are appended to it.")
@@ -141,7 +145,9 @@ def import_command(files: tuple[str, ...], output: str, force: bool) -> None:
     format a plugin reads) as a turnpress JSONL trace file.
 
     Each FILE holds one run (.json: the final message list of a run, a
-    mini-swe-agent .traj.json...) or one run a line (.jsonl). An existing -o file
+    mini-swe-agent .traj.json...) or one run a line (.jsonl); a directory is read
+    recursively and a glob pattern expanded, every file no reader recognises named
+    on stderr. An existing -o file
     keeps its runs and gets the new ones appended, as `run --save-trace x.jsonl`
     does; --force replaces it. Nothing is written if any input is bad.
     """
@@ -151,6 +157,8 @@ def import_command(files: tuple[str, ...], output: str, force: bool) -> None:
         result = import_transcripts(files, output, replace=force)
     except TraceError as exc:
         raise fail_cleanly(exc) from None
+    for line in skipped_lines(Inputs(list(map(Path, result.runs)), result.skipped)):
+        click.echo(line, err=True)
     formats = ", ".join(f"{name} x{count}" for name, count in sorted(result.formats.items()))
     verb = "appended" if result.appended else "imported"
     click.echo(f"{verb} {result.total} run(s) from {len(result.runs)} file(s) to "

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from turnpress.cli import CLIError, resolve_trace_path, strategy_spec, templates_option
+from turnpress.cli import CLIError, input_files, strategy_spec, templates_option
 from turnpress.compare.cache import cache_model_names
 from turnpress.compare.pricing import PRICE_PRESETS
 from turnpress.core.registry import PluginError
@@ -57,8 +57,9 @@ HTML_PROMPT_TRACES = 20
 def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str, cache: str,
             price: str | None, as_json: bool, html_path: str | None, min_recall: float,
             jobs: int, template_dirs: tuple[str, ...]) -> None:
-    """Compare strategies on TRACE files (JSON or JSONL, or a bundled trace's name;
-    default: every bundled example).
+    """Compare strategies on TRACE files (JSON or JSONL, a bundled trace's name, a
+    directory read recursively or a glob pattern; default: every bundled example).
+    Each file of a directory or pattern that no reader recognises is named on stderr.
 
     For every prompt of every trace and every strategy: exact prompt tokens, the
     tokens a provider serves from its prompt cache, cost, retention (which facts
@@ -73,7 +74,7 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     from turnpress.compare.sources import count_traces
     from turnpress.core.trace import TraceError
 
-    sources = [resolve_trace_path(t) for t in traces] or None
+    sources = input_files(traces) or None
     if html_path is not None:
         parent = Path(html_path).resolve().parent
         if not parent.is_dir():

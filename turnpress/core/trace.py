@@ -41,18 +41,22 @@ from turnpress.core.trace_parse import too_deep, trace_from_dict
 from turnpress.examples import example_trace_paths
 
 __all__ = [
+    "BOM",
     "READ_VERSIONS",
     "TRACE_VERSION",
     "Trace",
     "TraceError",
     "append_jsonl",
+    "claims",
     "decode_value",
     "encode_value",
+    "first_line",
     "is_bare_name",
     "is_event_log",
     "is_native_trace",
     "iter_traces",
     "load_trace",
+    "parse_text",
     "read_any",
     "read_runs",
     "save_trace",
@@ -80,7 +84,7 @@ def read_any(obj: Any, path: Path, where: str, name: str) -> Trace:
     return runs[0]
 
 
-def _claims(obj: Any, path: Path) -> bool:
+def claims(obj: Any, path: Path) -> bool:
     """Whether turnpress's format or some reader reads ``obj`` as a run."""
     if isinstance(obj, dict) and ("version" in obj or "turns" in obj):
         return True
@@ -247,9 +251,10 @@ def trace_from_json_line(line: str, path: Path, lineno: int, count: int) -> Trac
     return read_any(_parse(line, where, lineno), path, where, f"{path.stem}#{count}")
 
 
-def _first_line(handle: BinaryIO, p: Path) -> Any:
-    """The parsed first non-blank line of a JSONL file (``None`` for an empty or
-    unparsable one: the line-by-line reading reports it); the handle is rewound."""
+def first_line(handle: BinaryIO, p: Path, *, strict: bool = False) -> Any:
+    """The parsed first non-blank line of a JSONL file, ``None`` for an empty one; an
+    unparsable one is ``None`` too (the line-by-line reading reports it), or, with
+    ``strict``, its :class:`TraceError`. The handle is rewound."""
     try:
         for lineno, raw in enumerate(handle, 1):
             if raw.strip():
@@ -257,9 +262,16 @@ def _first_line(handle: BinaryIO, p: Path) -> Any:
                 return _parse(text, f"{p}: line {lineno}", lineno)
         return None
     except TraceError:
+        if strict:
+            raise
         return None
     finally:
         handle.seek(0)
+
+
+def parse_text(data: bytes, where: str) -> Any:
+    """One JSON document (UTF-8 bytes), every problem a one-line :class:`TraceError`."""
+    return _parse(_decode_utf8(data, where), where)
 
 
 def is_event_log(path: str | os.PathLike[str]) -> bool:
@@ -271,10 +283,10 @@ def is_event_log(path: str | os.PathLike[str]) -> bool:
         return False
     try:
         with p.open("rb") as handle:
-            first = _first_line(handle, p)
+            first = first_line(handle, p)
     except OSError:
         return False
-    return first is not None and not _claims(first, p) and _claims([first], p)
+    return first is not None and not claims(first, p) and claims([first], p)
 
 
 def _event_log(handle: BinaryIO, p: Path) -> list[Any]:
