@@ -44,6 +44,7 @@ from turnpress.core.compression import (
     get_strategy,
     render_with_breakpoints,
 )
+from turnpress.core.errors import quote
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Tool, Turn
 from turnpress.core.providers import to_anthropic, to_openai
 from turnpress.core.responses import OPAQUE_TYPES, to_responses, with_compactions
@@ -293,7 +294,7 @@ def count_tokens(payload: Any, tokenizer: str = "o200k_base") -> int:
 
 def _check_format(format: Any) -> None:
     if format not in FORMATS:
-        raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+        raise ValueError(f"unknown format {quote(format)}; use one of {', '.join(FORMATS)}")
 
 
 def _probe(strategy: Any) -> None:

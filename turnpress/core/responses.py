@@ -35,7 +35,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from turnpress.core.errors import TraceError
+from turnpress.core.errors import TraceError, quote
 
 __all__ = [
     "INSTRUCTIONS",
@@ -58,16 +58,6 @@ ITEM_TYPES = ("message", "function_call", "function_call_output")
 OPAQUE_TYPES = ("reasoning", "compaction")
 ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text", "text")
-#: at most this many characters of a bad value are quoted in an error
-QUOTE = 80
-
-
-def quote(value: Any) -> str:
-    """``repr(value)``, cut to :data:`QUOTE` characters (``...`` marks a cut)."""
-    text = repr(value)
-    return text if len(text) <= QUOTE else text[: QUOTE - 3] + "..."
-
-
 def looks_like_items(data: Any) -> bool:
     """Whether a list is Responses input items: one item has a Responses ``type``
     (``message``, ``function_call``, ``reasoning``...)."""

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from turnpress.core.errors import quote
 from turnpress.core.model import (
     INSTRUCTION_ROLES,
     MESSAGE_ROLES,
@@ -89,7 +90,7 @@ def text_of(content: Any) -> str:
 def _check_message(m: Any, index: int, where: str) -> str:
     if not isinstance(m, dict):
         raise fail(where, index, f"expected a JSON object with \"role\" and \"content\", "
-                                 f"got {type(m).__name__} {m!r:.60}")
+                                 f"got {type(m).__name__} {quote(m)}")
     role = m.get("role")
     if "role" not in m:
         raise fail(where, index, "no \"role\" field")
@@ -102,7 +103,7 @@ def _check_message(m: Any, index: int, where: str) -> str:
                                  f"\"function\": {{\"name\", \"arguments\"}}}}] and each "
                                  f"result as {{\"role\": \"tool\", \"tool_call_id\", \"content\"}}")
     if role not in ROLES:
-        raise fail(where, index, f"unknown role {role!r}; a message's role must be one of "
+        raise fail(where, index, f"unknown role {quote(role)}; a message's role must be one of "
                                  f"{', '.join(ROLES)}")
     content = m.get("content")
     if content is not None and not isinstance(content, (str, list)):
@@ -191,7 +192,7 @@ def usage_from(raw: Any, where: str, index: int) -> Usage | None:
             return 0
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise fail(where, index, f"usage.{label or key} must be a non-negative integer, "
-                                     f"got {value!r}")
+                                     f"got {quote(value)}")
         return value
 
     try:
@@ -281,7 +282,7 @@ def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str) 
         if not isinstance(call_id, str) or call_id not in {c[0] for c in calls}:
             made = ", ".join(repr(c[0]) for c in calls) or "none"
             raise fail(where, e.index, f"tool message with no matching call: tool_call_id "
-                                       f"{call_id!r} is not a call of the assistant message "
+                                       f"{quote(call_id)} is not a call of the assistant message "
                                        f"{assistant.index} (its calls: {made})")
         results.setdefault(call_id, []).append(e.message.get("content"))
     # calls that share an id (malformed, but seen in logs) take its answers in order

@@ -47,9 +47,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from turnpress.core.errors import quote
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Tool
-from turnpress.core.responses import quote
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers import anthropic_messages
 from turnpress.plugins.readers._messages_to_trace import Entry, build_trace
@@ -106,7 +106,7 @@ def _lines(data: list[Any], where: str) -> list[tuple[int, dict[str, Any]]]:
                                  f"\"message\" object")
             if message.get("role") != event["type"]:
                 raise TraceError(f"{where}: line {i}: message.role {quote(message.get('role'))}"
-                                 f" does not match the line's type {event['type']!r}")
+                                 f" does not match the line's type {quote(event['type'])}")
         out.append((i, event))
     return out
 
