@@ -24,7 +24,7 @@ import jinja2
 
 from turnpress.compare.pricing import cost_usd
 from turnpress.compare.results import ComparisonResult, StrategyResult
-from turnpress.compare.table import format_cost
+from turnpress.compare.table import format_cost, recall_text
 from turnpress.core.tokens import message_body
 
 __all__ = ["MAX_CHART_TRACES", "html_report", "report_data", "write_html_report"]
@@ -177,7 +177,7 @@ def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -
          else f"{s.savings_vs_full_history * 100:.1f}%",
          "cached": f"{s.cached_share * 100:.1f}%", "written": f"{s.written_tokens:,}",
          "cost": format_cost(s.cost_usd), "ratio": f"{s.cost_ratio:.2f}x",
-         "retention": f"{s.retention:.3f}", "recall": f"{s.needed_fact_recall:.3f}",
+         "retention": f"{s.retention:.3f}", "recall": recall_text(s, 3),
          "recommended": s is best, "dropped_facts": s.dropped_facts,
          "dropped": ", ".join(f"{k} ×{n}" for k, n in s.dropped.most_common()) or "–"}
         for i, s in enumerate(result.compared)

@@ -232,7 +232,8 @@ class StrategyResult:
             "cost_usd": round(self.cost_usd, 8),
             "cost_ratio": round(self.cost_ratio, 6),
             "retention": round(self.retention, 6),
-            "needed_fact_recall": round(self.needed_fact_recall, 6),
+            # null: no prompt had a needed fact, so recall measured nothing
+            "needed_fact_recall": round(self.needed_fact_recall, 6) if self.needed else None,
             "needed_facts": self.needed,
             "dropped_facts": self.dropped_facts,
             "dropped": dict(self.dropped.most_common()),
