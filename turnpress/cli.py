@@ -295,7 +295,8 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
             _, breakpoints = run_strategy(chosen, lambda tr=tr, n=n: prompt_with_breakpoints(
                 tr, n, chosen, template_dirs))
             system, anthropic_messages = to_anthropic(messages, breakpoints)
-            documents.append({"system": system, "messages": anthropic_messages})
+            documents.append({"system": system, "messages": anthropic_messages,
+                              **_tools_of(tr, "anthropic")})
         elif fmt == "responses":
             from turnpress.core.responses import to_responses, with_compactions
 
@@ -303,15 +304,25 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
             items = with_compactions([*tr.preamble, *(m for past in tr.turns[: n - 1]
                                                       for m in past.messages)], items)
             documents.append({**({} if instructions is None else
-                                 {"instructions": instructions}), "input": items})
+                                 {"instructions": instructions}), "input": items,
+                              **_tools_of(tr, "responses")})
         else:
-            documents.append({"messages": to_openai(messages)})
+            documents.append({"messages": to_openai(messages), **_tools_of(tr, "openai")})
     if documents:
         if len(documents) == 1:
             click.echo(json.dumps(documents[0], indent=2, ensure_ascii=False))
         else:
             for doc in documents:
                 click.echo(json.dumps(doc, ensure_ascii=False))
+
+
+def _tools_of(trace: Any, shape: str) -> dict[str, Any]:
+    """``{"tools": [...]}``: the tools a transcript's request defined, in ``shape``
+    (nothing when it defined none)."""
+    from turnpress.core.providers import request_tools
+
+    tools = request_tools(trace.tools, shape)
+    return {"tools": tools} if tools else {}
 
 
 @main.command()

@@ -378,7 +378,9 @@ class Tool:
     ``params`` maps each parameter name to its type label, in call order;
     ``returns`` is the label of what it returns; ``fn`` is the Python callable
     that does the work (``None`` for a tool known only by its signature, as in
-    a trace).
+    a trace). ``schema`` is the provider's definition as a request gave it (the
+    function body: ``{"name", "description", "parameters"}`` or Anthropic's
+    ``input_schema``), kept so that a transcript renders as the request it was.
     """
 
     name: str
@@ -386,6 +388,7 @@ class Tool:
     returns: str = "any"
     description: str = ""
     fn: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    schema: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", FrozenMap(self.params))
@@ -420,7 +423,8 @@ class Tool:
 
         Accepts ``{"description": ..., "parameters": {"properties": {...}}}``
         (OpenAI function style) and ``{"description", "params", "returns"}``
-        (the trace file's own shape).
+        (the trace file's own shape, with the provider's ``schema`` when it kept
+        one). A provider definition is kept as :attr:`schema`.
         """
         if not isinstance(schema, Mapping):
             raise TypeError(f"tool {name!r}: expected a mapping, got {type(schema).__name__}")
@@ -451,12 +455,22 @@ class Tool:
         returns = schema.get("returns", "any")
         if not isinstance(returns, str):
             raise TypeError(f"tool {name!r}: 'returns' must be a type label string")
-        return cls(name, params, returns, description, schema.get("fn"))
+        kept = schema.get("schema") if "params" in schema else (
+            {k: v for k, v in schema.items() if k != "fn"}
+            if "parameters" in schema or "input_schema" in schema else None)
+        if kept is not None and not isinstance(kept, Mapping):
+            raise TypeError(f"tool {name!r}: 'schema' must be an object")
+        return cls(name, params, returns, description, schema.get("fn"),
+                   dict(kept) if kept is not None else None)
 
     def to_dict(self) -> dict[str, Any]:
-        """The trace-file shape: ``{"description", "params", "returns"}``."""
-        return {"description": self.description, "params": dict(self.params),
-                "returns": self.returns}
+        """The trace-file shape: ``{"description", "params", "returns"}``, and the
+        provider's ``schema`` when the tool has one."""
+        out = {"description": self.description, "params": dict(self.params),
+               "returns": self.returns}
+        if self.schema is not None:
+            out["schema"] = dict(self.schema)
+        return out
 
 
 def coerce_tools(tools: Mapping[str, Any] | None) -> dict[str, Tool]:

@@ -22,6 +22,7 @@ __all__ = [
     "format_text",
     "prompt_with_breakpoints",
     "render_with_breakpoints",
+    "request_tools",
     "to_anthropic",
     "to_openai",
 ]
@@ -73,6 +74,35 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     the ``_anthropic`` key an Anthropic run's tool messages carry for
     :func:`to_anthropic` and the ``_responses`` key of a Responses run's messages."""
     return [{k: v for k, v in m.items() if k not in _KEPT_KEYS} for m in messages]
+
+
+def request_tools(tools: Mapping[str, Any], shape: str) -> list[dict[str, Any]]:
+    """The tools a transcript's request defined (each :class:`~turnpress.core.model.Tool`
+    with a kept ``schema``), in a provider's ``shape``: ``openai`` (chat completions:
+    ``{"type": "function", "function": {...}}``), ``responses`` (``{"type": "function",
+    "name", ...}``) or ``anthropic`` (``{"name", "description", "input_schema"}``).
+    A definition given in that shape comes back as it was."""
+    out = []
+    for tool in tools.values():
+        schema = getattr(tool, "schema", None)
+        if schema is None:
+            continue
+        parameters = schema.get("parameters", schema.get("input_schema"))
+        if shape == "anthropic":
+            if "input_schema" in schema:
+                out.append(dict(schema))
+                continue
+            body = {"name": tool.name, "description": schema.get("description", ""),
+                    "input_schema": parameters or {"type": "object", "properties": {}}}
+            out.append({k: v for k, v in body.items() if v != "" or k != "description"})
+            continue
+        function = ({k: v for k, v in schema.items() if k != "type"} if "input_schema"
+                    not in schema else {"name": tool.name, **({"description": schema[
+                        "description"]} if schema.get("description") else {}),
+                        "parameters": parameters})
+        out.append({"type": "function", "function": function} if shape == "openai"
+                   else {"type": "function", **function})
+    return out
 
 
 # -- Anthropic ------------------------------------------------------------------------------
