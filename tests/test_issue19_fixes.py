@@ -42,3 +42,16 @@ def test_render_openai_keeps_the_request_tools_through_import(tmp_path):
     assert anthropic["tools"] == json.loads(data("anthropic/run.json").read_text())["tools"]
     # a PTC-Lisp trace defines no provider tools: no "tools" key
     assert "tools" not in json.loads(run("render", "product-research", "-f", "openai").output)
+
+
+def test_trace_show_of_a_transcript_uses_the_transcripts_own_terms():
+    """`trace show` on a transcript said program:/output: and {:city "Paris"}: it shows
+    the assistant's text, JSON arguments, results and the user's messages by role."""
+    shown = run("trace", "show", str(data("anthropic/run.json"))).output
+    assert "program:" not in shown and "output:" not in shown and "{:" not in shown
+    assert 'query({"sql": "select count(*) from orders"}) -> "1042"' in shown
+    assert "assistant:\nI will query both tables at once." in shown
+    assert "user:\nHint: the table is called shipping." in shown
+    # a PTC-Lisp run is unchanged
+    lisp = run("trace", "show", "product-research").output
+    assert "program:" in lisp and "{:" in lisp
