@@ -54,4 +54,4 @@ def test_trace_show_of_a_transcript_uses_the_transcripts_own_terms():
     assert "user:\nHint: the table is called shipping." in shown
     # a PTC-Lisp run is unchanged
     lisp = run("trace", "show", "product-research").output
-    assert "program:" in lisp and "{:" in lisp
+    assert "program:" in lisp and "(def electronics" in lisp
