@@ -55,3 +55,73 @@ def test_trace_show_of_a_transcript_uses_the_transcripts_own_terms():
     # a PTC-Lisp run is unchanged
     lisp = run("trace", "show", "product-research").output
     assert "program:" in lisp and "(def electronics" in lisp
+
+
+_CALL = {"type": "function", "function": {"name": "ls", "arguments": "{}"}}
+
+
+def test_a_call_left_unanswered_mid_run_is_refused_with_its_index(tmp_path):
+    """Shapes a provider refuses: an unanswered call in the middle of a run was accepted
+    and rendered into a list the OpenAI API refuses."""
+    import pytest
+
+    from turnpress import Compressor, compress
+    from turnpress.core.trace import TraceError
+
+    messages = [{"role": "user", "content": "go"},
+                {"role": "assistant", "content": None,
+                 "tool_calls": [{**_CALL, "id": "a"}, {**_CALL, "id": "b"}]},
+                {"role": "tool", "tool_call_id": "a", "content": "x"},
+                {"role": "assistant", "content": "done"}]
+    problem = "message 1: tool_calls[1] (id 'b') is never answered"
+    with pytest.raises(TraceError, match=r"message 1: tool_calls\[1\] \(id 'b'\) is never"):
+        compress(messages)
+    compressor = Compressor()
+    compressor.extend(messages[:3])
+    with pytest.raises(ValueError, match=r"tool_calls\[1\]"):
+        compressor.add(messages[3])
+    assert len(compressor) == 3  # left as it was
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(messages))
+    result = run("render", str(path), "-f", "openai")
+    assert result.exit_code == 2 and problem in result.output
+    # the last turn may still wait for its answers: the run ended there
+    assert compress(messages[:3], strategy="full-history") == messages[:3]
+
+
+def test_duplicate_answers_say_duplicate():
+    import pytest
+
+    from turnpress import compress
+
+    with pytest.raises(ValueError, match="duplicate answer"):
+        compress([{"role": "user", "content": "go"},
+                  {"role": "assistant", "content": None, "tool_calls": [{**_CALL, "id": "a"}]},
+                  {"role": "tool", "tool_call_id": "a", "content": "x"},
+                  {"role": "tool", "tool_call_id": "a", "content": "y"}])
+
+
+def test_openai_shape_sends_only_message_fields_and_string_arguments(tmp_path):
+    """arguments given as an object become a JSON string in -f openai; keys that are no
+    field of an OpenAI message (extra, provider_specific_fields) are not sent by
+    compress() or render -f openai, and the trace keeps them."""
+    from turnpress import compress
+    from turnpress.core.trace import load_trace
+
+    messages = [{"role": "user", "content": "go", "extra": {"ts": 1}},
+                {"role": "assistant", "content": None, "provider_specific_fields": {"x": 1},
+                 "tool_calls": [{"id": "a", "type": "function",
+                                 "function": {"name": "ls", "arguments": {"path": "."}}}]},
+                {"role": "tool", "tool_call_id": "a", "content": "f.txt", "extra": {}}]
+    out = compress(messages, strategy="full-history")
+    assert out == [{"role": "user", "content": "go"},
+                   {"role": "assistant", "content": None, "tool_calls": [
+                       {"id": "a", "type": "function",
+                        "function": {"name": "ls", "arguments": "{\"path\": \".\"}"}}]},
+                   {"role": "tool", "tool_call_id": "a", "content": "f.txt"}]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(messages))
+    doc = json.loads(run("render", str(path), "-s", "full-history", "-f", "openai",
+                         "-t", "2").output)
+    assert doc["messages"] == out
+    assert load_trace(path).turns[0].messages[0]["provider_specific_fields"] == {"x": 1}

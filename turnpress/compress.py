@@ -26,7 +26,12 @@ Input and output shapes (``format``):
   reads the items again on each ``messages()`` call.
 
 A ``usage`` key on an assistant message (what logging proxies record) is read as
-that call's billed usage and is not sent back. A list with no assistant message
+that call's billed usage and is not sent back; nor is any other key that is no
+field of the provider's message (``extra``, ``provider_specific_fields``...), and
+an object ``arguments`` is sent as its JSON string. A list the provider's API
+would refuse is refused with the index of the culprit: a tool call that no tool
+message answers before the next assistant message, tool calls that share an id,
+a call answered twice. A list with no assistant message
 yet has no turn to compress: it is sent as it is. Errors are ``ValueError``s naming
 the message index and the problem.
 """
@@ -265,6 +270,8 @@ class Compressor:
                 self._mission = text
         if role == "assistant":
             if self._open_turn is not None:
+                # the open turn, followed: its calls must all be answered now
+                build_trace([*self._preamble, *self._open, entry], where=WHERE, source="")
                 self._turns.append(self._open_turn)
             elif not self._preamble:
                 build_trace([entry], where=WHERE, source="")  # the reader's own error

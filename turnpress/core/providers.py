@@ -67,13 +67,46 @@ def format_text(messages: Sequence[Message]) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
+#: the fields of an OpenAI chat-completions message, by role (plus LiteLLM's
+#: ``thinking_blocks``, which carries Anthropic thinking in this shape)
+OPENAI_FIELDS: dict[str, frozenset[str]] = {
+    "system": frozenset({"role", "content", "name"}),
+    "developer": frozenset({"role", "content", "name"}),
+    "user": frozenset({"role", "content", "name"}),
+    "assistant": frozenset({"role", "content", "name", "tool_calls", "refusal", "audio",
+                            "function_call", "thinking_blocks"}),
+    "tool": frozenset({"role", "content", "tool_call_id"}),
+}
+
+
+def _openai_call(call: Any) -> Any:
+    """A tool call with an object ``arguments`` as the JSON string the API wants."""
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping) or isinstance(function.get("arguments"), str) \
+            or "arguments" not in function:
+        return call
+    arguments = json.dumps(function["arguments"], ensure_ascii=False)
+    return {**call, "function": {**function, "arguments": arguments}}
+
+
 def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The ``messages`` list of an OpenAI chat-completions request: each message a
-    copy with every key it has (a replayed transcript's ``tool_calls``,
-    ``tool_call_id``, ``thinking_blocks``... stay exactly as they were sent), except
-    the ``_anthropic`` key an Anthropic run's tool messages carry for
-    :func:`to_anthropic` and the ``_responses`` key of a Responses run's messages."""
-    return [{k: v for k, v in m.items() if k not in _KEPT_KEYS} for m in messages]
+    copy of its fields (a replayed transcript's ``tool_calls``, ``tool_call_id``,
+    ``thinking_blocks``... stay exactly as they were sent). Keys that are no field
+    of the API's message are left out: what logging libraries add (``extra``,
+    ``provider_specific_fields``...) and the ``_anthropic`` / ``_responses`` keys
+    readers keep for :func:`to_anthropic` and ``to_responses``; the trace keeps them.
+    A tool call's ``arguments`` given as an object is sent as its JSON string."""
+    out = []
+    for m in messages:
+        fields = OPENAI_FIELDS.get(m.get("role"))  # type: ignore[arg-type]
+        message = {k: v for k, v in m.items()
+                   if k not in _KEPT_KEYS and (fields is None or k in fields)}
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            message["tool_calls"] = [_openai_call(c) for c in calls]
+        out.append(message)
+    return out
 
 
 def request_tools(tools: Mapping[str, Any], shape: str) -> list[dict[str, Any]]:

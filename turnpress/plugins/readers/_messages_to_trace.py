@@ -266,14 +266,24 @@ def build_trace(entries: Sequence[Entry], *, where: str, source: str,
     turns = []
     starts = [k for k, r in enumerate(roles) if r == "assistant"] + [len(entries)]
     for number, (start, end) in enumerate(pairwise(starts), 1):
-        turns.append(_turn(number, entries[start], entries[start + 1: end], where))
+        turns.append(_turn(number, entries[start], entries[start + 1: end], where,
+                           last=end == len(entries)))
     return Trace(mission=mission, turns=tuple(turns), system_prompt=system_prompt,
                  max_turns=len(turns), tools=tools or {}, name=name, source=source,
                  preamble=tuple(e.message for e in entries[:first]), skipped=tuple(skipped))
 
 
-def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str) -> Turn:
+def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str, *,
+          last: bool = False) -> Turn:
     calls = _calls(assistant.message, assistant.index, where)
+    first_at: dict[str, int] = {}
+    for k, (call_id, _, _) in enumerate(calls):
+        if call_id in first_at:
+            raise fail(where, assistant.index, f"duplicate tool call id {quote(call_id)}: "
+                                               f"tool_calls[{first_at[call_id]}] and "
+                                               f"tool_calls[{k}] share it; each call needs "
+                                               f"its own id, which its tool message answers")
+        first_at[call_id] = k
     results: dict[str, list[Any]] = {}  # call id -> its answers, in order
     for e in feedback:
         if e.message["role"] != "tool":
@@ -284,8 +294,19 @@ def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str) 
             raise fail(where, e.index, f"tool message with no matching call: tool_call_id "
                                        f"{quote(call_id)} is not a call of the assistant message "
                                        f"{assistant.index} (its calls: {made})")
+        if call_id in results:
+            raise fail(where, e.index, f"duplicate answer: a tool message already answered "
+                                       f"the call {quote(call_id)} of the assistant message "
+                                       f"{assistant.index}")
         results.setdefault(call_id, []).append(e.message.get("content"))
-    # calls that share an id (malformed, but seen in logs) take its answers in order
+    unanswered = [k for k, (call_id, _, _) in enumerate(calls) if call_id not in results]
+    if unanswered and not last:
+        k = unanswered[0]
+        raise fail(where, assistant.index, f"tool_calls[{k}] (id {quote(calls[k][0])}) is "
+                                           f"never answered: no tool message with its "
+                                           f"tool_call_id follows before the next assistant "
+                                           f"message, and provider APIs refuse such a list; "
+                                           f"add its tool message (its result, or an error)")
     tool_calls = [ToolCall(name, parse_arguments(args),
                            results[call_id].pop(0) if results.get(call_id) else None)
                   for call_id, name, args in calls]
