@@ -263,8 +263,10 @@ def test_import_appends_to_an_existing_output_and_force_replaces_it(tmp_path):
     out.write_text(out.read_text().rstrip("\n"))  # a last line without its newline
     second = run("import", str(data("openai/request.json")), "-o", str(out))
     assert second.exit_code == 0, second.output
-    assert second.output == (f"appended 1 run(s) from 1 file(s) to {out} "
+    assert second.stdout == (f"appended 1 run(s) from 1 file(s) to {out} "
                              f"(openai-chat x1)\n")
+    # runs.jsonl's second run is this very run (issue 19: warned, named)
+    assert "run 'request' was imported again" in second.stderr
     assert [t.name for t in iter_traces(out)] == [*before, "request"]
     # a bad input leaves the existing file as it was, and no temporary file behind
     kept = out.read_bytes()

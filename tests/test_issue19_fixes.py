@@ -125,3 +125,50 @@ def test_openai_shape_sends_only_message_fields_and_string_arguments(tmp_path):
                          "-t", "2").output)
     assert doc["messages"] == out
     assert load_trace(path).turns[0].messages[0]["provider_specific_fields"] == {"x": 1}
+
+
+def test_importing_the_same_run_twice_warns_naming_it(tmp_path):
+    out = tmp_path / "runs.jsonl"
+    source = str(data("openai/request.json"))
+    first = run("import", source, "-o", str(out))
+    assert first.exit_code == 0 and first.stderr == ""
+    again = run("import", source, "-o", str(out))
+    assert again.exit_code == 0
+    assert again.stderr == (f"warning: run 'request' was imported again: the same run is "
+                            f"already at {out}: line 1\n")
+    copy = tmp_path / "copy.json"
+    copy.write_text(data("openai/request.json").read_text())
+    twice = run("import", source, str(copy), "-o", str(tmp_path / "two.jsonl"))
+    assert twice.stderr == ("warning: run 'copy' was imported again: the same run is "
+                            "already at run 1 of this import\n")
+
+
+def test_import_a_directory_is_one_line_not_a_usage_error(tmp_path):
+    (tmp_path / "logs").mkdir()
+    result = run("import", str(tmp_path / "logs"), "-o", str(tmp_path / "o.jsonl"))
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert result.output.startswith(f"Error: {tmp_path / 'logs'}: ")
+
+
+def test_a_utf8_bom_is_accepted(tmp_path):
+    for rel, name in (("openai/request.json", "bom.json"), ("openai/runs.jsonl", "bom.jsonl"),
+                      ("claude-code/stream.jsonl", "cc.jsonl")):
+        path = tmp_path / name
+        path.write_bytes(b"\xef\xbb\xbf" + data(rel).read_bytes())
+        for command in (["trace", "show"], ["compare", "-s", "full-history"]):
+            result = run(*command, str(path))
+            assert result.exit_code == 0, (name, command, result.output)
+
+
+def test_dash_reads_standard_input_in_every_command(tmp_path):
+    text = data("openai/request.json").read_text()
+    for command in (["trace", "show", "-"], ["render", "-", "-f", "openai"],
+                    ["compare", "-", "-s", "full-history"],
+                    ["import", "-", "-o", str(tmp_path / "in.jsonl")]):
+        result = CliRunner().invoke(main, command, input=text)
+        assert result.exit_code == 0, (command, result.output)
+    shown = CliRunner().invoke(main, ["trace", "show", "-"],
+                               input=data("claude-code/stream.jsonl").read_text())
+    assert shown.exit_code == 0 and "trace stdin: 3 of 3 turns" in shown.output
+    empty = CliRunner().invoke(main, ["trace", "show", "-"], input="")
+    assert empty.exit_code == 2 and "standard input is empty" in empty.output

@@ -195,14 +195,53 @@ def resolve_trace_path(arg: str) -> str:
                    f"(in {EXAMPLES_DIR}): {', '.join(sorted(bundled)) or '(none)'}")
 
 
+STDIN = "-"
+"""The argument that reads a trace from standard input."""
+
+
+def stdin_file() -> str:
+    """Standard input saved to a temporary ``stdin.json`` (one JSON document) or
+    ``stdin.jsonl`` (anything else, read line by line), removed at exit: a trace read
+    from ``-`` is then read like a file (and named ``stdin``)."""
+    import atexit
+    import json
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    data = click.get_binary_stream("stdin").read()
+    if not data.strip():
+        raise CLIError("-: standard input is empty; pipe a trace into it, e.g. "
+                       "`cat run.json | turnpress trace show -`")
+    directory = tempfile.mkdtemp(prefix="turnpress-stdin-")
+    atexit.register(shutil.rmtree, directory, True)
+    try:
+        json.loads(data.removeprefix(b"\xef\xbb\xbf"))
+        suffix = ".json"
+    except ValueError:
+        suffix = ".jsonl"
+    path = Path(directory) / f"stdin{suffix}"
+    path.write_bytes(data)
+    return str(path)
+
+
+def with_stdin(args: tuple[str, ...]) -> tuple[str, ...]:
+    """``args`` with ``-`` replaced by :func:`stdin_file` (read once)."""
+    if STDIN not in args:
+        return args
+    saved = stdin_file()
+    return tuple(saved if a == STDIN else a for a in args)
+
+
 def input_files(args: tuple[str, ...]) -> list[str]:
     """The files named on the command line: a file, a bundled trace's name, a directory
-    (read recursively) or a glob pattern. Each file a directory or pattern holds that no
-    reader recognises is named on stderr with the reason, then a count
-    (``turnpress.core.trace_inputs.discover``)."""
+    (read recursively), a glob pattern, or ``-`` (standard input). Each file a
+    directory or pattern holds that no reader recognises is named on stderr with the
+    reason, then a count (``turnpress.core.trace_inputs.discover``)."""
     from turnpress.core.trace import TraceError
     from turnpress.core.trace_inputs import discover, skipped_lines
 
+    args = with_stdin(args)
     try:
         found = discover(resolve_trace_path(a) for a in args)
     except TraceError as exc:
