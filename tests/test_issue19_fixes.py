@@ -172,3 +172,19 @@ def test_dash_reads_standard_input_in_every_command(tmp_path):
     assert shown.exit_code == 0 and "trace stdin: 3 of 3 turns" in shown.output
     empty = CliRunner().invoke(main, ["trace", "show", "-"], input="")
     assert empty.exit_code == 2 and "standard input is empty" in empty.output
+
+
+def test_a_template_override_adds_text_with_include_as_documented(tmp_path):
+    """Docs: `{% extends "default:..." %}` cannot add text (the built-in templates define
+    no blocks); the README's `{% include "default:..." %}` does."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    [example] = re.findall(r"```jinja\n\{# my-templates/history/turns_left.j2 #\}\n(.*?)```",
+                           readme, flags=re.S)
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "turns_left.j2").write_text(example)
+    result = run("render", "product-research", "-t", "2", "--templates", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "Turns left: 5\nHurry up." in result.output
