@@ -188,3 +188,38 @@ def test_a_template_override_adds_text_with_include_as_documented(tmp_path):
     result = run("render", "product-research", "-t", "2", "--templates", str(tmp_path))
     assert result.exit_code == 0, result.output
     assert "Turns left: 5\nHurry up." in result.output
+
+
+def test_compare_help_shows_none_and_strategies_lists_options():
+    """Help: `compare -s` shows |none as render does; `turnpress strategies` lists each
+    strategy's options with defaults and a line each."""
+    assert "NAME[:k=v,...]|none" in run("compare", "--help").output
+    listed = run("strategies", "rolling-window")
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert lines[0].startswith("rolling-window: ")
+    assert lines[1].split()[:2] == ["window=2", "(2,"] and "turns kept in full" in lines[1]
+    assert [line.split()[0] for line in lines[1:]] == [
+        "window=2", "step=10", "println_limit=15", "tool_call_limit=20", "errors='last'"]
+    everything = run("strategies").output
+    assert "full-history: " in everything and "  (no options)" in everything
+    bad = run("strategies", "nope")
+    assert bad.exit_code == 2 and bad.output.count("\n") == 1
+
+
+def test_openai_example_without_a_key_prints_one_line():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    pytest.importorskip("openai")
+    example = Path(__file__).resolve().parent.parent / "examples" / "openai_loop.py"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    result = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
+                            env=env, timeout=60)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == ("examples/openai_loop.py: set OPENAI_API_KEY (and "
+                             "OPENAI_BASE_URL for another OpenAI-compatible server) to run it\n")

@@ -365,6 +365,35 @@ def _tools_of(trace: Any, shape: str) -> dict[str, Any]:
 
 
 @main.command()
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+def strategies(names: tuple[str, ...]) -> None:
+    """List the strategies (or the NAMEs given), each with its options: default and
+    a line each, as `-s NAME:option=value` takes them."""
+    import inspect
+
+    from turnpress.core.registry import get_registry
+    from turnpress.core.strategy_lookup import describe_options
+
+    registered = get_registry().strategies()
+    unknown = [n for n in names if n not in registered]
+    if unknown:
+        raise CLIError(f"unknown strategy {unknown[0]!r}; registered: "
+                       f"{', '.join(sorted(registered))}")
+    blocks = []
+    for name in names or sorted(registered):
+        cls = registered[name].value
+        summary = (inspect.getdoc(cls) or "").strip().split("\n\n")[0]
+        lines = [f"{name}: {' '.join(summary.split())}"]
+        options = describe_options(cls)
+        width = max((len(f"{o}={d!r}") for o, d, _ in options), default=0)
+        lines.extend(f"  {f'{o}={d!r}':<{width}}  {text}".rstrip() for o, d, text in options)
+        if not options:
+            lines.append("  (no options)")
+        blocks.append("\n".join(lines))
+    click.echo("\n\n".join(blocks))
+
+
+@main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def plugins(as_json: bool) -> None:
     """List installed plugins: what each registers, its distribution and version.

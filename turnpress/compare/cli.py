@@ -32,7 +32,7 @@ HTML_PROMPT_TRACES = 20
 
 @click.command()
 @click.argument("traces", nargs=-1, metavar="[TRACE]...")
-@click.option("--strategy", "-s", "strategies", multiple=True, metavar="NAME[:k=v,...]",
+@click.option("--strategy", "-s", "strategies", multiple=True, metavar="NAME[:k=v,...]|none",
               help="A strategy to compare (repeatable; default: every registered one), "
                    "e.g. rolling-window:window=3.")
 @click.option("--tokenizer", "-t", default="o200k_base", show_default=True,
