@@ -57,6 +57,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "turnpress.plugins.checkpoint_coalesced",
     "turnpress.plugins.clear_tool_uses",
     "turnpress.plugins.full_history",
+    "turnpress.plugins.langchain_clear_tool_uses",
     "turnpress.plugins.observation_masking",
     "turnpress.plugins.per_turn_summary",
     "turnpress.plugins.progressive_batch",
