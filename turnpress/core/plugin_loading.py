@@ -63,6 +63,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "turnpress.plugins.progressive_batch",
     "turnpress.plugins.rolling_window",
     "turnpress.plugins.single_user_coalesced",
+    "turnpress.plugins.trim_messages",
     "turnpress.plugins.readers.mini_swe_agent",
     "turnpress.plugins.readers.anthropic_messages",
     "turnpress.plugins.readers.openai_responses",
