@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from turnpress.core.compression import RenderContext, Strategy
+from turnpress.core.compression import Breakpoint, RenderContext, Strategy
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.message_text import message_body, message_text
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Turn
@@ -78,6 +78,14 @@ class TrimMessages(Strategy):
         while start < len(full) and full[start]["role"] != role:
             start += 1
         return [*full[:head], *full[start:]]
+
+    def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                          ctx: RenderContext) -> list[Breakpoint]:
+        """Where a client puts ``cache_control``: the system message and the end of the
+        conversation, as ``full-history`` does (while nothing is trimmed the prompt is
+        append-only; once it trims, only the system message repeats)."""
+        sent = self.to_messages(turns, memory, ctx)
+        return sorted({(0, None), (len(sent) - 1, None)})
 
 
 @hookimpl
