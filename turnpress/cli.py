@@ -10,9 +10,15 @@ on stderr, without Python's source-line echo.
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import inspect
+import json
+import shutil
+import tempfile
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -203,12 +209,6 @@ def stdin_file() -> str:
     """Standard input saved to a temporary ``stdin.json`` (one JSON document) or
     ``stdin.jsonl`` (anything else, read line by line), removed at exit: a trace read
     from ``-`` is then read like a file (and named ``stdin``)."""
-    import atexit
-    import json
-    import shutil
-    import tempfile
-    from pathlib import Path
-
     data = click.get_binary_stream("stdin").read()
     if not data.strip():
         raise CLIError("-: standard input is empty; pipe a trace into it, e.g. "
@@ -369,8 +369,6 @@ def _tools_of(trace: Any, shape: str) -> dict[str, Any]:
 def strategies(names: tuple[str, ...]) -> None:
     """List the strategies (or the NAMEs given), each with its options: default and
     a line each, as `-s NAME:option=value` takes them."""
-    import inspect
-
     from turnpress.core.registry import get_registry
     from turnpress.core.strategy_lookup import describe_options
 
