@@ -358,10 +358,11 @@ def test_second_line_of_jsonl_is_named(tmp_path):
     assert "Skipped " + path + ": line 2: invalid JSON at column 2" in result.stderr
 
 
-def test_a_directory_is_not_a_trace(tmp_path):
+def test_an_empty_directory_is_one_error(tmp_path):
+    """A directory is read recursively (issue 19 item 3); one with no file is an error."""
     result = run(str(tmp_path), "--tokenizer", "chars4")
     assert result.exit_code == 2
-    assert "cannot read trace file" in result.output
+    assert "the directory holds no file" in result.output
 
 
 def test_trace_files_from_anywhere(tmp_path):

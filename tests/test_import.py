@@ -28,9 +28,11 @@ from turnpress.plugins.readers.openai_chat import trace_from_messages
 
 ONE_PER_FORMAT = {"openai-chat": "openai/request.json",
                   "mini-swe-agent": "mini/fix-typo.traj.json",
-                  "anthropic-messages": "anthropic/run.json"}
+                  "anthropic-messages": "anthropic/run.json",
+                  "openai-responses": "responses/request.json",
+                  "claude-code": "claude-code/stream.jsonl"}
 ALL = [*ONE_PER_FORMAT.values(), "openai/no_usage.json", "openai/runs.jsonl",
-       "anthropic/no_usage.json"]
+       "anthropic/no_usage.json", "responses/items.jsonl", "claude-code/session.jsonl"]
 
 
 def run(*args: str):
@@ -40,8 +42,9 @@ def run(*args: str):
 def test_import_writes_traces_that_load_back_losslessly(tmp_path):
     out = tmp_path / "all.jsonl"
     result = import_transcripts([data(rel) for rel in ALL], out)
-    assert result.total == 7 and result.formats == {
-        "openai-chat": 4, "mini-swe-agent": 1, "anthropic-messages": 2}
+    assert result.total == 13 and result.formats == {
+        "openai-chat": 4, "mini-swe-agent": 1, "anthropic-messages": 2, "openai-responses": 3,
+        "claude-code": 3}
     originals = [t for rel in ALL for t in iter_traces(data(rel))]
     imported = list(iter_traces(out))
     assert imported == originals
@@ -125,18 +128,20 @@ def test_every_command_auto_detects_the_format(rel, tmp_path):
 
 def test_compare_with_jobs_streams_a_jsonl_of_transcripts(tmp_path):
     mixed = tmp_path / "mixed.jsonl"
-    lines = [json.dumps(json.loads(data(rel).read_text())) for rel in ONE_PER_FORMAT.values()]
+    lines = [json.dumps(json.loads(data(rel).read_text())) for rel in ONE_PER_FORMAT.values()
+             if rel.endswith(".json")]
     mixed.write_text("\n".join(lines) + "\n")
     result = run("compare", str(mixed), "-s", "full-history", "--json", "--jobs", "2")
     assert result.exit_code == 0, result.output
     # a trajectory names itself by its instance_id; the others by file and line
     assert [t["name"] for t in json.loads(result.output)["traces"]] == [
-        "mixed#1", "demo__fix-typo", "mixed#3"]
+        "mixed#1", "demo__fix-typo", "mixed#3", "mixed#4"]
 
 
 def test_render_openai_format_is_the_original_prefix():
     raw = json.loads(data("mini/fix-typo.traj.json").read_text())["messages"]
-    sent = [{k: v for k, v in m.items() if k != "extra"} for m in raw if m["role"] != "exit"]
+    sent = [{k: v for k, v in m.items() if k not in ("extra", "provider_specific_fields")}
+            for m in raw if m["role"] != "exit"]
     result = run("render", str(data("mini/fix-typo.traj.json")), "-s", "full-history",
                  "-f", "openai", "-t", "3")
     assert json.loads(result.output) == {"messages": sent_before_each_assistant(sent)[2]}
@@ -156,6 +161,17 @@ def test_render_snapshot(fmt, snapshot):
     anthropic = run("render", str(path), "-s", "full-history", "-f", "anthropic")
     assert text.exit_code == 0 and anthropic.exit_code == 0, text.output + anthropic.output
     assert text.output + "\n--- --format anthropic ---\n" + anthropic.output == snapshot
+
+
+@pytest.mark.parametrize("fmt", list(ONE_PER_FORMAT))
+def test_render_openai_and_responses_snapshot(fmt, snapshot):
+    """Issue 19: `render -f openai` and `-f responses` of each format, pinned."""
+    path = str(data(ONE_PER_FORMAT[fmt]))
+    outputs = [run("render", path, "-s", "full-history", "-f", shape)
+               for shape in ("openai", "responses")]
+    assert all(r.exit_code == 0 for r in outputs), [r.output for r in outputs]
+    assert (outputs[0].output + "\n--- --format responses ---\n" + outputs[1].output
+            == snapshot)
 
 
 # -- property: random OpenAI-chat transcripts survive import -> save -> load -> render ----
@@ -183,10 +199,9 @@ def transcripts(draw):
         if calls:
             assistant["tool_calls"] = calls
         messages.append(assistant)
-        for call in calls:
-            if draw(st.booleans()):
-                messages.append({"role": "tool", "tool_call_id": call["id"],
-                                 "content": draw(_text)})
+        for call in calls:  # every call answered (issue 19: APIs refuse unanswered calls)
+            messages.append({"role": "tool", "tool_call_id": call["id"],
+                             "content": draw(_text)})
         if draw(st.booleans()):
             messages.append({"role": "user", "content": draw(_text)})
     return messages
@@ -248,8 +263,10 @@ def test_import_appends_to_an_existing_output_and_force_replaces_it(tmp_path):
     out.write_text(out.read_text().rstrip("\n"))  # a last line without its newline
     second = run("import", str(data("openai/request.json")), "-o", str(out))
     assert second.exit_code == 0, second.output
-    assert second.output == (f"appended 1 run(s) from 1 file(s) to {out} "
+    assert second.stdout == (f"appended 1 run(s) from 1 file(s) to {out} "
                              f"(openai-chat x1)\n")
+    # runs.jsonl's second run is this very run (issue 19: warned, named)
+    assert "run 'request' was imported again" in second.stderr
     assert [t.name for t in iter_traces(out)] == [*before, "request"]
     # a bad input leaves the existing file as it was, and no temporary file behind
     kept = out.read_bytes()

@@ -48,8 +48,11 @@ def test_exit_message_is_skipped_with_its_reason_and_trace_show_says_so():
 
 
 def test_full_history_replays_each_prompt_exactly():
-    sent = [{k: v for k, v in m.items() if k != "extra"} for m in load_json(REL)["messages"]
-            if m["role"] != "exit"]
+    """Every message as sent, less what is no field of an OpenAI message: extra, and
+    (issue 19) LiteLLM's provider_specific_fields, which the trace keeps."""
+    sent = [{k: v for k, v in m.items() if k not in ("extra", "provider_specific_fields")}
+            for m in load_json(REL)["messages"] if m["role"] != "exit"]
+    assert "provider_specific_fields" in load_trace(data(REL)).turns[0].messages[0]
     trace = load_trace(data(REL))
     for n, prefix in enumerate(sent_before_each_assistant(sent), 1):
         assert json.dumps(to_openai(trace.prompt(n, "full-history"))) == json.dumps(prefix)

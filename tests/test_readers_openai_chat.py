@@ -157,15 +157,16 @@ def test_a_message_nested_deeper_than_a_trace_may_be_is_refused(tmp_path):
         load_trace(path)
 
 
-def test_calls_that_share_an_id_take_its_answers_in_order():
-    """ux-a item 9: two calls with id c1, answered r1 then r2: the second call showed r1
-    and r2 was lost."""
+def test_calls_that_share_an_id_are_an_error_that_says_duplicate():
+    """ux-a item 9 read two calls with id c1 by answer order; issue 19: a provider API
+    refuses duplicate ids, so the reader says "duplicate" (and names both calls)."""
     call = {"type": "function", "function": {"name": "bash", "arguments": '{"command": "pwd"}'}}
-    trace = trace_from_messages([
-        {"role": "user", "content": "go"},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{**call, "id": "c1"}, {**call, "id": "c1"}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "r1"},
-        {"role": "tool", "tool_call_id": "c1", "content": "r2"},
-        {"role": "assistant", "content": "done"}])
-    assert [c.result for c in trace.turns[0].tool_calls] == ["r1", "r2"]
+    with pytest.raises(TraceError, match=r"message 1: duplicate tool call id 'c1': "
+                                         r"tool_calls\[0\] and tool_calls\[1\]"):
+        trace_from_messages([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{**call, "id": "c1"}, {**call, "id": "c1"}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "r1"},
+            {"role": "tool", "tool_call_id": "c1", "content": "r2"},
+            {"role": "assistant", "content": "done"}])

@@ -162,14 +162,14 @@ def test_transcript_pieces_are_cut_and_rendered_once_per_turn(monkeypatch) -> No
         return cut_middle(text, ctx, **limits)
 
     calls: list[int] = []
-    to_clojure = RenderContext.to_clojure
+    json_argument = _imported_messages.json_argument  # a transcript's arguments are JSON
 
-    def counting_clojure(self, value, limit=None, printable_limit=None):
+    def counting_arguments(value, limit=None):
         calls.append(1)
-        return to_clojure(self, value, limit, printable_limit)
+        return json_argument(value, limit)
 
     monkeypatch.setattr(_imported_messages, "cut_middle", counting_cut)
-    monkeypatch.setattr(RenderContext, "to_clojure", counting_clojure)
+    monkeypatch.setattr(_imported_messages, "json_argument", counting_arguments)
     trace = transcript(n_extra=8)
     contents = sum(1 for t in trace.turns for m in t.messages
                    if m["role"] == "tool" and m["content"])

@@ -10,8 +10,12 @@ on stderr, without Python's source-line echo.
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import inspect
 import json
+import shutil
+import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -21,11 +25,20 @@ import click
 
 from turnpress.core.compression import get_strategy
 from turnpress.core.inspect import describe_trace
-from turnpress.core.providers import format_text, prompt_with_breakpoints, to_anthropic, to_openai
+from turnpress.core.providers import (
+    format_text,
+    prompt_with_breakpoints,
+    request_tools,
+    to_anthropic,
+    to_openai,
+)
 from turnpress.core.registry import PluginError, PluginWarning, get_registry
+from turnpress.core.responses import to_responses, with_compactions
 from turnpress.core.strategy import DEFAULT_STRATEGY
+from turnpress.core.strategy_lookup import describe_options
 from turnpress.core.templates import export_templates, list_templates
 from turnpress.core.trace import TraceError, is_bare_name, iter_traces, trace_file
+from turnpress.core.trace_inputs import discover, skipped_lines
 from turnpress.examples import EXAMPLES_DIR, example_trace_paths
 
 T = TypeVar("T")
@@ -191,10 +204,57 @@ def resolve_trace_path(arg: str) -> str:
                    f"(in {EXAMPLES_DIR}): {', '.join(sorted(bundled)) or '(none)'}")
 
 
+STDIN = "-"
+"""The argument that reads a trace from standard input."""
+
+
+def stdin_file() -> str:
+    """Standard input saved to a temporary ``stdin.json`` (one JSON document) or
+    ``stdin.jsonl`` (anything else, read line by line), removed at exit: a trace read
+    from ``-`` is then read like a file (and named ``stdin``)."""
+    data = click.get_binary_stream("stdin").read()
+    if not data.strip():
+        raise CLIError("-: standard input is empty; pipe a trace into it, e.g. "
+                       "`cat run.json | turnpress trace show -`")
+    directory = tempfile.mkdtemp(prefix="turnpress-stdin-")
+    atexit.register(shutil.rmtree, directory, True)
+    try:
+        json.loads(data.removeprefix(b"\xef\xbb\xbf"))
+        suffix = ".json"
+    except ValueError:
+        suffix = ".jsonl"
+    path = Path(directory) / f"stdin{suffix}"
+    path.write_bytes(data)
+    return str(path)
+
+
+def with_stdin(args: tuple[str, ...]) -> tuple[str, ...]:
+    """``args`` with ``-`` replaced by :func:`stdin_file` (read once)."""
+    if STDIN not in args:
+        return args
+    saved = stdin_file()
+    return tuple(saved if a == STDIN else a for a in args)
+
+
+def input_files(args: tuple[str, ...]) -> list[str]:
+    """The files named on the command line: a file, a bundled trace's name, a directory
+    (read recursively), a glob pattern, or ``-`` (standard input). Each file a
+    directory or pattern holds that no reader recognises is named on stderr with the
+    reason, then a count (``turnpress.core.trace_inputs.discover``)."""
+    args = with_stdin(args)
+    try:
+        found = discover(resolve_trace_path(a) for a in args)
+    except TraceError as exc:
+        raise fail_cleanly(exc) from None
+    for line in skipped_lines(found):
+        click.echo(line, err=True)
+    return [str(p) for p in found.files]
+
+
 def load_traces_or_examples(paths: tuple[str, ...]) -> list[Any]:
-    """Load the traces named on the command line (a path or a bundled trace's name),
-    or the bundled examples."""
-    files = [resolve_trace_path(p) for p in paths] or [str(p) for p in example_trace_paths()]
+    """Load the traces named on the command line (a path, a bundled trace's name, a
+    directory or a glob pattern: :func:`input_files`), or the bundled examples."""
+    files = input_files(paths) or [str(p) for p in example_trace_paths()]
     traces = []
     for path in files:
         try:
@@ -223,7 +283,7 @@ templates_option = click.option(
                    "(+1: the next prompt a live agent sends). Default: the last turn. "
                    "(In compare, -t is --tokenizer.)")
 @click.option("--format", "-f", "fmt",
-              type=click.Choice(["text", "json", "openai", "anthropic"]),
+              type=click.Choice(["text", "json", "openai", "anthropic", "responses"]),
               default="text", show_default=True)
 @templates_option
 def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
@@ -266,15 +326,54 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
             _, breakpoints = run_strategy(chosen, lambda tr=tr, n=n: prompt_with_breakpoints(
                 tr, n, chosen, template_dirs))
             system, anthropic_messages = to_anthropic(messages, breakpoints)
-            documents.append({"system": system, "messages": anthropic_messages})
+            documents.append({"system": system, "messages": anthropic_messages,
+                              **_tools_of(tr, "anthropic")})
+        elif fmt == "responses":
+            instructions, items = to_responses(messages)
+            items = with_compactions([*tr.preamble, *(m for past in tr.turns[: n - 1]
+                                                      for m in past.messages)], items)
+            documents.append({**({} if instructions is None else
+                                 {"instructions": instructions}), "input": items,
+                              **_tools_of(tr, "responses")})
         else:
-            documents.append({"messages": to_openai(messages)})
+            documents.append({"messages": to_openai(messages), **_tools_of(tr, "openai")})
     if documents:
         if len(documents) == 1:
             click.echo(json.dumps(documents[0], indent=2, ensure_ascii=False))
         else:
             for doc in documents:
                 click.echo(json.dumps(doc, ensure_ascii=False))
+
+
+def _tools_of(trace: Any, shape: str) -> dict[str, Any]:
+    """``{"tools": [...]}``: the tools a transcript's request defined, in ``shape``
+    (nothing when it defined none)."""
+    tools = request_tools(trace.tools, shape)
+    return {"tools": tools} if tools else {}
+
+
+@main.command()
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+def strategies(names: tuple[str, ...]) -> None:
+    """List the strategies (or the NAMEs given), each with its options: default and
+    a line each, as `-s NAME:option=value` takes them."""
+    registered = get_registry().strategies()
+    unknown = [n for n in names if n not in registered]
+    if unknown:
+        raise CLIError(f"unknown strategy {unknown[0]!r}; registered: "
+                       f"{', '.join(sorted(registered))}")
+    blocks = []
+    for name in names or sorted(registered):
+        cls = registered[name].value
+        summary = (inspect.getdoc(cls) or "").strip().split("\n\n")[0]
+        lines = [f"{name}: {' '.join(summary.split())}"]
+        options = describe_options(cls)
+        width = max((len(f"{o}={d!r}") for o, d, _ in options), default=0)
+        lines.extend(f"  {f'{o}={d!r}':<{width}}  {text}".rstrip() for o, d, text in options)
+        if not options:
+            lines.append("  (no options)")
+        blocks.append("\n".join(lines))
+    click.echo("\n\n".join(blocks))
 
 
 @main.command()
@@ -342,7 +441,8 @@ def trace() -> None:
 @templates_option
 def trace_show(path: str, view: str, raw: bool, strategy: str,
                template_dirs: tuple[str, ...]) -> None:
-    """Show the turns of the run(s) in TRACE (a file, or a bundled trace's name)."""
+    """Show the turns of the run(s) in TRACE (a file, a bundled trace's name, a
+    directory read recursively, or a glob pattern such as 'logs/**/*.jsonl')."""
     chosen = choose_strategy(strategy)
     for tr in load_traces_or_examples((path,)):
         click.echo(run_strategy(chosen, lambda tr=tr: describe_trace(

@@ -17,9 +17,21 @@ Input and output shapes (``format``):
   messages=...)``, with ``cache_control`` markers at the strategy's stable prefix;
   ``system`` is ``""`` when there is none. ``is_error`` flags of tool results are
   kept.
+- ``"responses"``: OpenAI Responses API input: a list of items (``message``,
+  ``function_call``, ``function_call_output``, ``reasoning``, ``compaction``...) or
+  a request body ``{"input": [...], "instructions"?, "tools"?}``. Returns the same
+  shape: a list of items, or ``{"instructions"?, "input": [...]}`` for a body.
+  ``reasoning`` and ``compaction`` items are opaque and sent back whole (see
+  :mod:`turnpress.core.responses`). :class:`Compressor` takes this format too; it
+  reads the items again on each ``messages()`` call.
 
 A ``usage`` key on an assistant message (what logging proxies record) is read as
-that call's billed usage and is not sent back. A list with no assistant message
+that call's billed usage and is not sent back; nor is any other key that is no
+field of the provider's message (``extra``, ``provider_specific_fields``...), and
+an object ``arguments`` is sent as its JSON string. A list the provider's API
+would refuse is refused with the index of the culprit: a tool call that no tool
+message answers before the next assistant message, tool calls that share an id,
+a call answered twice. A list with no assistant message
 yet has no turn to compress: it is sent as it is. Errors are ``ValueError``s naming
 the message index and the problem.
 """
@@ -37,18 +49,20 @@ from turnpress.core.compression import (
     get_strategy,
     render_with_breakpoints,
 )
+from turnpress.core.errors import quote
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Tool, Turn
 from turnpress.core.pricing import CacheRules, Price, resolve_pricing
 from turnpress.core.providers import to_anthropic, to_openai
+from turnpress.core.responses import OPAQUE_TYPES, to_responses, with_compactions
 from turnpress.core.tokens import get_tokenizer
-from turnpress.core.trace import TraceError
-from turnpress.plugins.readers import anthropic_messages, openai_chat
+from turnpress.core.trace import Trace, TraceError
+from turnpress.plugins.readers import anthropic_messages, openai_chat, openai_responses
 from turnpress.plugins.readers._messages_to_trace import Entry, build_trace, text_of, tools_from
 
 __all__ = ["Compressor", "compress", "count_tokens"]
 
-Format = Literal["openai", "anthropic"]
-FORMATS = ("openai", "anthropic")
+Format = Literal["openai", "anthropic", "responses"]
+FORMATS = ("openai", "anthropic", "responses")
 WHERE = "messages"
 
 #: the tiny chat transcript a Compressor renders once at creation, so a strategy
@@ -96,6 +110,8 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
     _check_format(format)
     chosen = get_strategy(strategy)  # an unknown strategy is an error even with no turn yet
     cache_rules, prices = _pricing(format, cache, price)
+    if format == "responses":
+        return _compress_responses(messages, chosen, tools, turns_left, (cache_rules, prices))
     # 1. messages -> entries: the format's reader, as `turnpress import` reads them
     if format == "anthropic":
         system, body, tools = _anthropic_input(messages, tools)
@@ -109,14 +125,21 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
         return _preamble_only(entries, format, error_ids)
     # 2. entries -> trace: each assistant message starts a turn
     trace = build_trace(entries, where=WHERE, source=source, tools=_tool_map(tools))
-    # 3. trace -> prompt: the next turn's, rendered by the strategy
+    # 3. and 4. trace -> the next turn's prompt -> the provider's shape
+    return _next_prompt(trace, chosen, turns_left, (cache_rules, prices), format, error_ids)
+
+
+def _next_prompt(trace: Trace, chosen: Any, turns_left: int | None,
+                 pricing: tuple[CacheRules, Price], format: str,
+                 error_ids: Iterable[str] = ()) -> Any:
+    """The prompt of the turn after ``trace``'s last, rendered by the strategy, in the
+    provider's shape."""
     args = trace.prompt_arguments(len(trace.turns) + 1)
     args["turns_left"] = turns_left  # None: not known (RenderContext.turns_left_known)
     args["memory"] = {}
     prompt, points = render_with_breakpoints(**args, compression=chosen,
-                                             cache=cache_rules, price=prices)
-    # 4. prompt -> the provider's shape
-    return _shaped(prompt, points, format, error_ids)
+                                             cache=pricing[0], price=pricing[1])
+    return _shaped(prompt, points, format, set(error_ids))
 
 
 def _pricing(format: str, cache: str | CacheRules | None, price: str | Price | None
@@ -124,6 +147,43 @@ def _pricing(format: str, cache: str | CacheRules | None, price: str | Price | N
     """The cache rules and price for the strategy: ``cache`` (None: ``format``'s
     provider) and ``price`` (None: that cache's default preset)."""
     return resolve_pricing(cache if cache is not None else format, price)
+
+
+def _compress_responses(data: Any, chosen: Any, tools: Any, turns_left: int | None,
+                        pricing: tuple[CacheRules, Price]) -> Any:
+    """``compress(format="responses")``: a list of items, or a request body; the same
+    four steps as :func:`compress`, and the opaque items put back."""
+    if isinstance(data, Mapping):
+        if "input" not in data:
+            raise TraceError(f"{WHERE}: a Responses input needs \"input\": pass a list of "
+                             f"items or {{\"input\": [...], \"instructions\": ...}}")
+        items, instructions = data["input"], data.get("instructions")
+        tools = tools if tools is not None else data.get("tools")
+        if isinstance(items, str):
+            items = [{"role": "user", "content": items}]
+    else:
+        items, instructions = data, None
+    items = _plain_list(items)
+    entries = openai_responses.entries(items, WHERE, instructions=instructions)
+    if not _has_assistant([e.message for e in entries]):
+        instructions_out, out = _preamble_only(entries, "responses")
+    else:
+        trace = build_trace(entries, where=WHERE, source=openai_responses.FORMAT,
+                            tools=_tool_map(_function_tools(tools)))
+        instructions_out, out = _next_prompt(trace, chosen, turns_left, pricing, "responses")
+        out = with_compactions([e.message for e in entries], out)
+    if not isinstance(data, Mapping):
+        return out
+    body: dict[str, Any] = {} if instructions_out is None else {"instructions": instructions_out}
+    return {**body, "input": out}
+
+
+def _function_tools(tools: Any) -> Any:
+    """A Responses ``tools`` list without the built-in tools (web_search...)."""
+    if not isinstance(tools, list):
+        return tools
+    return [t for t in tools if not (isinstance(t, Mapping)
+                                     and t.get("type", "function") != "function")]
 
 
 class Compressor:
@@ -149,7 +209,9 @@ class Compressor:
         self.format = format
         self.strategy = get_strategy(strategy)
         self.cache, self.price = _pricing(format, cache, price)
-        self.tools = _tool_map(tools)
+        self.tools = _tool_map(_function_tools(tools))
+        self._raw_tools = tools
+        self._items: list[Any] = []  # format="responses": the items added
         self._entries: list[Entry] = []  # the preamble, then the open turn
         self._preamble: list[Entry] = []
         self._turns: list[Turn] = []  # closed turns
@@ -172,6 +234,14 @@ class Compressor:
         cannot be read raises ``ValueError`` naming its index."""
         index = self._count
         message = _plain(message)
+        if self.format == "responses":
+            # checked now, with its index: the items so far plus this one must read
+            items = [*self._items, message]
+            if not all(isinstance(i, Mapping) and i.get("type") in OPAQUE_TYPES for i in items):
+                openai_responses.entries(items, WHERE)  # opaque items wait for a message
+            self._items.append(message)
+            self._count += 1
+            return
         if self.format == "anthropic":
             entries = _anthropic_entries(None, [message], index)
             self._error_ids |= _error_ids([message])
@@ -209,6 +279,10 @@ class Compressor:
     def messages(self, *, turns_left: int | None = None) -> Any:
         """What to send now, in this compressor's ``format`` (see :func:`compress`;
         ``turns_left=None``: not known, no turns-left line)."""
+        if self.format == "responses":
+            return compress(list(self._items), strategy=self.strategy, tools=self._raw_tools,
+                            turns_left=turns_left, format="responses", cache=self.cache,
+                            price=self.price)
         if not self._open:
             return _preamble_only(self._preamble, self.format, self._error_ids)
         turns = self.turns
@@ -231,6 +305,8 @@ class Compressor:
                 self._mission = text
         if role == "assistant":
             if self._open_turn is not None:
+                # the open turn, followed: its calls must all be answered now
+                build_trace([*self._preamble, *self._open, entry], where=WHERE, source="")
                 self._turns.append(self._open_turn)
             elif not self._preamble:
                 build_trace([entry], where=WHERE, source="")  # the reader's own error
@@ -258,7 +334,7 @@ def count_tokens(payload: Any, tokenizer: str = "o200k_base") -> int:
 
 def _check_format(format: Any) -> None:
     if format not in FORMATS:
-        raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+        raise ValueError(f"unknown format {quote(format)}; use one of {', '.join(FORMATS)}")
 
 
 def _probe(strategy: Any) -> None:
@@ -346,7 +422,7 @@ def _preamble_only(entries: list[Entry], format: str, error_ids: Iterable[str] =
     compress, so the messages are sent as they are (checked by the reader; Anthropic:
     marked at the end of the system prompt and of the last message)."""
     if not entries:
-        return [] if format == "openai" else ("", [])
+        return {"openai": [], "responses": (None, [])}.get(format, ("", []))
     _preamble_trace(entries)
     messages: list[Message] = [dict(e.message) for e in entries]  # type: ignore[misc]
     return _shaped(messages, [(0, None), (len(messages) - 1, None)], format, set(error_ids))
@@ -356,6 +432,8 @@ def _shaped(messages: list[Message], points: Sequence[Any], format: str,
             error_ids: set[str]) -> Any:
     if format == "openai":
         return to_openai(messages)
+    if format == "responses":
+        return to_responses(messages)
     system, out = to_anthropic(messages, points)
     if error_ids:
         for message in out:

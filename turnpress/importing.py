@@ -14,6 +14,7 @@ as ``turnpress run --save-trace runs.jsonl`` appends a run; ``--force``
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -24,7 +25,8 @@ from pathlib import Path
 
 import click
 
-from turnpress.cli import fail_cleanly
+from turnpress.cli import fail_cleanly, with_stdin
+from turnpress.core.errors import quote
 from turnpress.core.trace import (
     Trace,
     TraceError,
@@ -33,6 +35,7 @@ from turnpress.core.trace import (
     iter_traces,
     save_traces,
 )
+from turnpress.core.trace_inputs import Inputs, discover, skipped_lines
 
 __all__ = ["ImportResult", "import_command", "import_transcripts"]
 
@@ -48,6 +51,11 @@ class ImportResult:
     formats: Counter[str] = field(default_factory=Counter)
     #: whether the runs were appended to an output file that already existed
     appended: bool = False
+    #: files found in a directory or by a pattern and not read, with the reason
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    #: runs written that were already in the output (or twice in this import):
+    #: ``(run name, where the same run already is)``
+    duplicates: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -70,7 +78,8 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
         raise TraceError(f"{out}: the output of turnpress import is a JSONL file, one run a "
                          f"line; name it with {' or '.join(OUTPUT_SUFFIXES)} (e.g. -o runs.jsonl)")
-    files = [Path(p) for p in paths]
+    found = discover(paths)
+    files = found.files
     if not files:
         raise TraceError("no input file: give one or more transcript files to import")
     for f in files:
@@ -79,7 +88,7 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
     append = out.exists() and not replace
     if append:
         _check_appendable(out)
-    result = ImportResult(out, appended=append)
+    result = ImportResult(out, appended=append, skipped=found.skipped)
 
     def runs() -> Iterator[Trace]:
         for f in files:
@@ -94,8 +103,10 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
     try:
         if not append:
             save_traces(runs(), partial)
+            result.duplicates = _duplicates(partial, None)
         else:
             save_traces(runs(), fresh)
+            result.duplicates = _duplicates(fresh, out)
             shutil.copy(out, partial)  # its content and permissions
             with fresh.open("rb") as new_runs:
                 append_jsonl(partial, new_runs)
@@ -107,6 +118,37 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
             if leftover.exists():
                 leftover.unlink()
     return result
+
+
+def _run_key(line: bytes) -> tuple[bytes, str]:
+    """A run's fingerprint (its trace, whatever its name) and its name."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return hashlib.sha256(line.strip()).digest(), ""
+    name = obj.pop("name", "") if isinstance(obj, dict) else ""
+    text = json.dumps(obj, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), str(name)
+
+
+def _duplicates(new: Path, existing: Path | None) -> list[tuple[str, str]]:
+    """``(name, where)`` for each run of the JSONL file ``new`` that is, whatever its
+    name, a run of ``existing`` or an earlier run of ``new``."""
+    seen: dict[bytes, str] = {}
+    if existing is not None:
+        with existing.open("rb") as handle:
+            for lineno, line in enumerate(handle, 1):
+                if line.strip():
+                    seen.setdefault(_run_key(line)[0], f"{existing}: line {lineno}")
+    found = []
+    with new.open("rb") as handle:
+        for lineno, line in enumerate(handle, 1):
+            key, name = _run_key(line)
+            if key in seen:
+                found.append((name or f"run {lineno}", seen[key]))
+            else:
+                seen[key] = f"run {lineno} of this import"
+    return found
 
 
 def _check_appendable(out: Path) -> None:
@@ -131,7 +173,7 @@ def _check_appendable(out: Path) -> None:
 
 
 @click.command("import")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True)
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
               help="The JSONL trace file to write (one run a line). If it exists, the "
                    "runs are appended to it.")
@@ -142,14 +184,21 @@ def import_command(files: tuple[str, ...], output: str, force: bool) -> None:
     format a plugin reads) as a turnpress JSONL trace file.
 
     Each FILE holds one run (.json: the final message list of a run, a
-    mini-swe-agent .traj.json...) or one run a line (.jsonl). An existing -o file
+    mini-swe-agent .traj.json...) or one run a line (.jsonl); a directory is read
+    recursively and a glob pattern expanded, every file no reader recognises named
+    on stderr. An existing -o file
     keeps its runs and gets the new ones appended, as `run --save-trace x.jsonl`
     does; --force replaces it. Nothing is written if any input is bad.
     """
     try:
-        result = import_transcripts(files, output, replace=force)
+        result = import_transcripts(with_stdin(files), output, replace=force)
     except TraceError as exc:
         raise fail_cleanly(exc) from None
+    for line in skipped_lines(Inputs(list(map(Path, result.runs)), result.skipped)):
+        click.echo(line, err=True)
+    for name, where in result.duplicates:
+        click.echo(f"warning: run {quote(name)} was imported again: the same run is already "
+                   f"at {where}", err=True)
     formats = ", ".join(f"{name} x{count}" for name, count in sorted(result.formats.items()))
     verb = "appended" if result.appended else "imported"
     click.echo(f"{verb} {result.total} run(s) from {len(result.runs)} file(s) to "

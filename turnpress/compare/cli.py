@@ -19,7 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from turnpress.cli import CLIError, resolve_trace_path, strategy_spec, templates_option
+from turnpress.cli import CLIError, input_files, strategy_spec, templates_option
 from turnpress.compare.cache import cache_model_names
 from turnpress.compare.engine import NothingCompared, compare_traces
 from turnpress.compare.failures import CompareError
@@ -49,7 +49,7 @@ HTML_PROMPT_TRACES = 20
 
 @click.command()
 @click.argument("traces", nargs=-1, metavar="[TRACE]...")
-@click.option("--strategy", "-s", "strategies", multiple=True, metavar="NAME[:k=v,...]",
+@click.option("--strategy", "-s", "strategies", multiple=True, metavar="NAME[:k=v,...]|none",
               help="A strategy to compare (repeatable; default: every registered one), "
                    "e.g. rolling-window:window=3.")
 @click.option("--tokenizer", "-t", default="o200k_base", show_default=True,
@@ -113,8 +113,9 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
             strict: bool, sample: int | None, seed: int, summarizer: str | None,
             base_url: str | None, summary_cache: str | None, summary_budget: float | None,
             template_dirs: tuple[str, ...]) -> None:
-    """Compare strategies on TRACE files (JSON or JSONL, or a bundled trace's name;
-    default: every bundled example).
+    """Compare strategies on TRACE files (JSON or JSONL, a bundled trace's name, a
+    directory read recursively or a glob pattern; default: every bundled example).
+    Each file of a directory or pattern that no reader recognises is named on stderr.
 
     For every prompt of every trace and every strategy: exact prompt tokens, the
     tokens a provider serves from its prompt cache, cost, retention (which facts
@@ -130,7 +131,7 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     without a configured model it uses the extractive summarizer (the footer says so).
     """
 
-    sources = [resolve_trace_path(t) for t in traces] or None
+    sources = input_files(traces) or None
     if html_path is not None:
         parent = Path(html_path).resolve().parent
         if not parent.is_dir():

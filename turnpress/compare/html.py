@@ -31,7 +31,7 @@ import jinja2
 from turnpress.compare.intervals import CONFIDENCE, Interval
 from turnpress.compare.pricing import cost_usd
 from turnpress.compare.results import ComparisonResult, StrategyResult
-from turnpress.compare.table import format_cost
+from turnpress.compare.table import format_cost, recall_text
 from turnpress.core.tokens import message_body
 
 __all__ = ["MAX_CHART_TRACES", "MAX_PROMPT_CHARS", "html_report", "report_data",
@@ -232,7 +232,7 @@ def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -
          else f"{s.savings_vs_full_history * 100:.1f}%",
          "cached": f"{s.cached_share * 100:.1f}%", "written": f"{s.written_tokens:,}",
          "cost": format_cost(s.cost_usd), "ratio": f"{s.cost_ratio:.2f}x",
-         "retention": f"{s.retention:.3f}", "recall": f"{s.needed_fact_recall:.3f}",
+         "retention": f"{s.retention:.3f}", "recall": recall_text(s, 3),
          "ratio_ci": _span(ci[s.label]["cost_ratio"], 2),
          "recall_ci": _span(ci[s.label]["needed_fact_recall"], 3),
          "recommended": s is best, "dropped_facts": s.dropped_facts,

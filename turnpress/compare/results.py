@@ -319,7 +319,8 @@ class StrategyResult:
             "cost_usd": round(self.cost_usd, 8),
             "cost_ratio": round(self.cost_ratio, 6),
             "retention": round(self.retention, 6),
-            "needed_fact_recall": round(self.needed_fact_recall, 6),
+            # null: no prompt had a needed fact, so recall measured nothing
+            "needed_fact_recall": round(self.needed_fact_recall, 6) if self.needed else None,
             "min_trace_recall": round(self.min_trace_recall, 6),
             "floor_ratio": round(self.floor_ratio, 6),
             **({"ci": interval_fields(dict(ci))} if ci is not None else {}),

@@ -13,7 +13,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from turnpress.core.trace import Trace, TraceError, iter_traces, trace_file, trace_from_json_line
+from turnpress.core.trace import (
+    Trace,
+    TraceError,
+    is_event_log,
+    iter_traces,
+    trace_file,
+    trace_from_json_line,
+)
 from turnpress.examples import example_trace_paths
 
 __all__ = ["TraceSample", "TraceSource", "as_sources", "count_traces", "load_task", "skipped_task",
@@ -39,7 +46,7 @@ def trace_tasks(sources: Iterable[TraceSource], strict: bool = True
             yield ("trace", source)
             continue
         path = trace_file(source)
-        if not _is_jsonl(path):
+        if not _is_jsonl(path) or is_event_log(path):  # an event log is one run, read whole
             yield ("file", str(path))
             continue
         try:
@@ -117,7 +124,7 @@ def count_traces(traces: Any = None) -> int:
     """How many traces ``traces`` holds (JSONL lines are counted, not parsed)."""
     n = 0
     for source in as_sources(traces):
-        if isinstance(source, Trace) or not _is_jsonl(Path(source)):
+        if isinstance(source, Trace) or not _is_jsonl(Path(source)) or is_event_log(source):
             n += 1
             continue
         try:

@@ -231,7 +231,7 @@ def comparison_table(result: ComparisonResult, *, gap: int = 2) -> Table:
             row.append(compact_tokens(s.written_tokens))
         row += [short_cost(s.cost_usd), _ci_cell(f"{s.cost_ratio:.2f}x", ci["cost_ratio"], 2),
                 f"{s.retention:.2f}",
-                _ci_cell(f"{s.needed_fact_recall:.3f}", ci["needed_fact_recall"], 3),
+                _ci_cell(recall_text(s, 3), ci["needed_fact_recall"], 3),
                 str(s.dropped_facts)]
         table.add_row(*row)
     for label, status, _reason in result.unresolved:
@@ -243,6 +243,12 @@ def comparison_table(result: ComparisonResult, *, gap: int = 2) -> Table:
                       *((compact_tokens(run.cache_write_tokens),) if anthropic else ()),
                       short_cost(run.cost_usd), _ratio(run), "", "", "")
     return table
+
+
+def recall_text(s: StrategyResult, digits: int) -> str:
+    """A strategy's needed-fact recall for a table: ``n/a`` when no prompt had a needed
+    fact (recall measured nothing)."""
+    return f"{s.needed_fact_recall:.{digits}f}" if s.needed else "n/a"
 
 
 def _ratio(run: AsRun) -> str:
@@ -270,7 +276,7 @@ def plain_lines(result: ComparisonResult) -> list[str]:
                      "-" if _is_baseline(s) else _pct(s.savings_vs_full_history),
                      _pct(s.cached_share), *([str(s.written_tokens)] if anthropic else []),
                      f"{s.cost_usd:.6f}", f"{s.cost_ratio:.3f}", f"{s.retention:.3f}",
-                     f"{s.needed_fact_recall:.3f}", str(s.dropped_facts),
+                     recall_text(s, 3), str(s.dropped_facts),
                      *_plain_intervals(intervals[s.label])])
     for label, status, _reason in result.unresolved:
         rows.append([label, status])

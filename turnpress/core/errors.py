@@ -10,7 +10,28 @@ export them too.
 
 from __future__ import annotations
 
-__all__ = ["ExecutorError", "PluginError", "PluginWarning", "TraceError"]
+from typing import Any
+
+__all__ = ["QUOTE_LIMIT", "ExecutorError", "PluginError", "PluginWarning", "TraceError", "quote"]
+
+#: at most this many characters of a bad value are quoted in an error message
+QUOTE_LIMIT = 80
+
+
+def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)`` for an error message, cut to at most ``limit`` characters (a cut
+    string ends ``...'`` inside its quotes; anything else ends ``...``): a bad value of
+    100k characters is not echoed whole."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, str):
+        cut = value[:limit]
+        while len(repr(cut)) + 3 > limit:
+            cut = cut[: -max(1, (len(repr(cut)) + 3 - limit) // 2)]
+        shown = repr(cut)
+        return shown[:-1] + "..." + shown[-1]
+    return text[: limit - 3] + "..."
 
 
 class TraceError(ValueError):

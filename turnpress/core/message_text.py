@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["message_body", "message_text", "prompt_text"]
+__all__ = ["json_argument", "message_body", "message_text", "prompt_text"]
 
 
 def message_text(role: str, content: str) -> str:
@@ -36,6 +36,27 @@ def _call_text(call: Any) -> str:
                                        default=str)
             return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
     return json.dumps(call, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _clipped(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[: max(limit - 3, 0)] + "..."
+    if isinstance(value, Mapping):
+        return {str(k): _clipped(v, limit) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clipped(v, limit) for v in value]
+    return value
+
+
+def json_argument(value: Any, limit: int | None = None) -> str:
+    """A transcript tool call's argument as the JSON it was sent as (``{"city":
+    "Paris"}``), each string in it cut to ``limit`` characters; a raw string argument
+    (invalid JSON in the log) as it is, cut the same way."""
+    if limit is not None:
+        value = _clipped(value, limit)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def message_body(message: Mapping[str, Any]) -> str:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
+
+from turnpress.core.frozen import FrozenMap, HashableMap, Memory, freeze_memory
 
 __all__ = [
     "INSTRUCTION_ROLES",
@@ -18,6 +20,7 @@ __all__ = [
     "Failure",
     "Fn",
     "FrozenMap",
+    "HashableMap",
     "Keyword",
     "Memory",
     "Message",
@@ -109,91 +112,6 @@ class Failure:
     message: str
 
 
-class FrozenMap(Mapping[str, Any]):
-    """A read-only, picklable mapping that keeps insertion order."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping[str, Any] | None = None, /) -> None:
-        self._data = dict(data or {})
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Mapping):
-            return self._data == dict(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._data!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self._data,))
-
-
-class HashableMap(FrozenMap):
-    """A read-only map that can be a map key or set item: how the sandbox stores a map
-    used as a key, and how a trace loads one back (both hash alike)."""
-
-    __slots__ = ("_hash",)
-
-    def __init__(self, data: Mapping[Any, Any] | None = None, /) -> None:
-        super().__init__(data)
-        self._hash = hash(frozenset(self._data.items()))
-
-    def __hash__(self) -> int:  # type: ignore[override]
-        return self._hash
-
-
-class Memory(FrozenMap):
-    """A turn's memory: the agent's definitions, plus the docstrings of ``def``'d values.
-
-    ``docs`` maps a name to the docstring given in ``(def name "doc" value)``;
-    function docstrings live on the :class:`Fn` itself.
-    """
-
-    __slots__ = ("docs",)
-
-    def __init__(
-        self, data: Mapping[str, Any] | None = None, /, docs: Mapping[str, str] | None = None
-    ) -> None:
-        super().__init__(data)
-        if docs is None:
-            docs = getattr(data, "docs", None) or {}
-        self.docs: Mapping[str, str] = dict(docs)
-
-    def __repr__(self) -> str:
-        if self.docs:
-            return f"Memory({self._data!r}, docs={self.docs!r})"
-        return f"Memory({self._data!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_memory, (self._data, dict(self.docs)))
-
-
-def _rebuild_memory(data: dict[str, Any], docs: dict[str, str]) -> Memory:
-    return Memory(data, docs=docs)
-
-
-def _freeze_memory(memory: Mapping[str, Any] | None) -> Memory:
-    if isinstance(memory, Memory):
-        return memory
-    if memory is None:
-        return Memory()
-    if not isinstance(memory, Mapping):
-        raise TypeError(f"memory must be a mapping of name -> value, got {type(memory).__name__}")
-    return Memory(memory)
-
-
 @dataclass(frozen=True)
 class Usage:
     """What the provider billed for the LLM call that produced a turn (input side).
@@ -266,7 +184,7 @@ class Turn:
             if not isinstance(call, ToolCall):
                 raise TypeError(f"tool_calls must hold ToolCall objects, got {call!r}")
         object.__setattr__(self, "tool_calls", calls)
-        object.__setattr__(self, "memory", _freeze_memory(self.memory))
+        object.__setattr__(self, "memory", freeze_memory(self.memory))
         if not self.success and not isinstance(self.result, Failure):
             raise TypeError("a failed turn's result must be a Failure; use Turn.failed()")
 
@@ -386,7 +304,9 @@ class Tool:
     ``params`` maps each parameter name to its type label, in call order;
     ``returns`` is the label of what it returns; ``fn`` is the Python callable
     that does the work (``None`` for a tool known only by its signature, as in
-    a trace).
+    a trace). ``schema`` is the provider's definition as a request gave it (the
+    function body: ``{"name", "description", "parameters"}`` or Anthropic's
+    ``input_schema``), kept so that a transcript renders as the request it was.
     """
 
     name: str
@@ -394,6 +314,7 @@ class Tool:
     returns: str = "any"
     description: str = ""
     fn: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    schema: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", FrozenMap(self.params))
@@ -428,7 +349,8 @@ class Tool:
 
         Accepts ``{"description": ..., "parameters": {"properties": {...}}}``
         (OpenAI function style) and ``{"description", "params", "returns"}``
-        (the trace file's own shape).
+        (the trace file's own shape, with the provider's ``schema`` when it kept
+        one). A provider definition is kept as :attr:`schema`.
         """
         if not isinstance(schema, Mapping):
             raise TypeError(f"tool {name!r}: expected a mapping, got {type(schema).__name__}")
@@ -459,12 +381,22 @@ class Tool:
         returns = schema.get("returns", "any")
         if not isinstance(returns, str):
             raise TypeError(f"tool {name!r}: 'returns' must be a type label string")
-        return cls(name, params, returns, description, schema.get("fn"))
+        kept = schema.get("schema") if "params" in schema else (
+            {k: v for k, v in schema.items() if k != "fn"}
+            if "parameters" in schema or "input_schema" in schema else None)
+        if kept is not None and not isinstance(kept, Mapping):
+            raise TypeError(f"tool {name!r}: 'schema' must be an object")
+        return cls(name, params, returns, description, schema.get("fn"),
+                   dict(kept) if kept is not None else None)
 
     def to_dict(self) -> dict[str, Any]:
-        """The trace-file shape: ``{"description", "params", "returns"}``."""
-        return {"description": self.description, "params": dict(self.params),
-                "returns": self.returns}
+        """The trace-file shape: ``{"description", "params", "returns"}``, and the
+        provider's ``schema`` when the tool has one."""
+        out = {"description": self.description, "params": dict(self.params),
+               "returns": self.returns}
+        if self.schema is not None:
+            out["schema"] = dict(self.schema)
+        return out
 
 
 def coerce_tools(tools: Mapping[str, Any] | None) -> dict[str, Tool]:

@@ -22,6 +22,7 @@ __all__ = [
     "format_text",
     "prompt_with_breakpoints",
     "render_with_breakpoints",
+    "request_tools",
     "to_anthropic",
     "to_openai",
 ]
@@ -66,14 +67,75 @@ def format_text(messages: Sequence[Message]) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
+#: the fields of an OpenAI chat-completions message, by role (plus LiteLLM's
+#: ``thinking_blocks``, which carries Anthropic thinking in this shape)
+OPENAI_FIELDS: dict[str, frozenset[str]] = {
+    "system": frozenset({"role", "content", "name"}),
+    "developer": frozenset({"role", "content", "name"}),
+    "user": frozenset({"role", "content", "name"}),
+    "assistant": frozenset({"role", "content", "name", "tool_calls", "refusal", "audio",
+                            "function_call", "thinking_blocks"}),
+    "tool": frozenset({"role", "content", "tool_call_id"}),
+}
+
+
+def _openai_call(call: Any) -> Any:
+    """A tool call with an object ``arguments`` as the JSON string the API wants."""
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping) or isinstance(function.get("arguments"), str) \
+            or "arguments" not in function:
+        return call
+    arguments = json.dumps(function["arguments"], ensure_ascii=False)
+    return {**call, "function": {**function, "arguments": arguments}}
+
+
 def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The ``messages`` list of an OpenAI chat-completions request: each message a
-    copy with every key it has (a replayed transcript's ``tool_calls``,
-    ``tool_call_id``, ``thinking_blocks``... stay exactly as they were sent), except
-    the ``_anthropic`` key an Anthropic run's tool messages carry for
-    :func:`to_anthropic`."""
-    return [{k: v for k, v in m.items() if k != ANTHROPIC_KEPT} if ANTHROPIC_KEPT in m
-            else dict(m) for m in messages]
+    copy of its fields (a replayed transcript's ``tool_calls``, ``tool_call_id``,
+    ``thinking_blocks``... stay exactly as they were sent). Keys that are no field
+    of the API's message are left out: what logging libraries add (``extra``,
+    ``provider_specific_fields``...) and the ``_anthropic`` / ``_responses`` keys
+    readers keep for :func:`to_anthropic` and ``to_responses``; the trace keeps them.
+    A tool call's ``arguments`` given as an object is sent as its JSON string."""
+    out = []
+    for m in messages:
+        fields = OPENAI_FIELDS.get(m.get("role"))  # type: ignore[arg-type]
+        message = {k: v for k, v in m.items()
+                   if k not in _KEPT_KEYS and (fields is None or k in fields)}
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            message["tool_calls"] = [_openai_call(c) for c in calls]
+        out.append(message)
+    return out
+
+
+def request_tools(tools: Mapping[str, Any], shape: str) -> list[dict[str, Any]]:
+    """The tools a transcript's request defined (each :class:`~turnpress.core.model.Tool`
+    with a kept ``schema``), in a provider's ``shape``: ``openai`` (chat completions:
+    ``{"type": "function", "function": {...}}``), ``responses`` (``{"type": "function",
+    "name", ...}``) or ``anthropic`` (``{"name", "description", "input_schema"}``).
+    A definition given in that shape comes back as it was."""
+    out = []
+    for tool in tools.values():
+        schema = getattr(tool, "schema", None)
+        if schema is None:
+            continue
+        parameters = schema.get("parameters", schema.get("input_schema"))
+        if shape == "anthropic":
+            if "input_schema" in schema:
+                out.append(dict(schema))
+                continue
+            body = {"name": tool.name, "description": schema.get("description", ""),
+                    "input_schema": parameters or {"type": "object", "properties": {}}}
+            out.append({k: v for k, v in body.items() if v != "" or k != "description"})
+            continue
+        function = ({k: v for k, v in schema.items() if k != "type"} if "input_schema"
+                    not in schema else {"name": tool.name, **({"description": schema[
+                        "description"]} if schema.get("description") else {}),
+                        "parameters": parameters})
+        out.append({"type": "function", "function": function} if shape == "openai"
+                   else {"type": "function", **function})
+    return out
 
 
 # -- Anthropic ------------------------------------------------------------------------------
@@ -86,6 +148,9 @@ EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 #: a tool message's key for its Anthropic tool_result's block-list content and
 #: ``is_error`` (set by the anthropic-messages reader, dropped by :func:`to_openai`)
 ANTHROPIC_KEPT = "_anthropic"
+#: keys readers add to a message for the way back to their own format (the
+#: Responses items a message came from: ``turnpress.core.responses.KEPT``)
+_KEPT_KEYS = (ANTHROPIC_KEPT, "_responses")
 
 
 

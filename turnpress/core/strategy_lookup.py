@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -20,12 +22,34 @@ from turnpress.core.strategy import (
     option_defaults,
 )
 
-__all__ = ["get_strategy", "normalize", "parse_strategy_spec", "strategy_names"]
+__all__ = ["describe_options", "get_strategy", "normalize", "parse_strategy_spec",
+           "strategy_names"]
+
+#: how much of an option's description ``describe_options`` keeps
+OPTION_DOC_CHARS = 90
 
 
 def strategy_names(registry: Registry | None = None) -> list[str]:
     """The names of all registered strategies, sorted."""
     return sorted((registry or get_registry()).strategies())
+
+
+def describe_options(cls: type) -> list[tuple[str, Any, str]]:
+    """``(option, default, one line)`` for each option of a strategy class, the line
+    taken from where its docstring (from ``Options:`` on, if it has that word) first
+    names the option (``window``...) up to the end of that clause; ``""`` when the
+    docstring does not name it."""
+    doc = " ".join((inspect.getdoc(cls) or "").split())
+    if "Options:" in doc:  # where a docstring documents them, as the built-ins do
+        doc = doc[doc.index("Options:"):]
+    out = []
+    for option, default in option_defaults(cls).items():
+        found = re.search(rf"``{re.escape(option)}``(.*?)(?:;|\. |$)", doc)
+        text = found.group(1).replace("``", "").strip(" :,") if found else ""
+        if len(text) > OPTION_DOC_CHARS:
+            text = text[: OPTION_DOC_CHARS - 3].rstrip() + "..."
+        out.append((option, default, text))
+    return out
 
 
 def _is_strategy_class(x: Any) -> bool:

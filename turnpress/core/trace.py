@@ -41,18 +41,24 @@ from turnpress.core.trace_parse import too_deep, trace_from_dict
 from turnpress.examples import example_trace_paths
 
 __all__ = [
+    "BOM",
     "READ_VERSIONS",
     "TRACE_VERSION",
     "Trace",
     "TraceError",
     "append_jsonl",
+    "claims",
     "decode_value",
     "encode_value",
+    "first_line",
     "is_bare_name",
+    "is_event_log",
     "is_native_trace",
     "iter_traces",
     "load_trace",
+    "parse_text",
     "read_any",
+    "read_runs",
     "save_trace",
     "save_traces",
     "trace_file",
@@ -69,15 +75,41 @@ def trace_formats() -> list[str]:
 
 
 def read_any(obj: Any, path: Path, where: str, name: str) -> Trace:
-    """One run from one parsed JSON value: turnpress's own format, or the first
-    registered transcript reader whose ``detect`` accepts it.
+    """One run from one parsed JSON value (see :func:`read_runs`); a value a reader
+    reads as several runs is an error."""
+    runs = read_runs(obj, path, where, name)
+    if len(runs) != 1:
+        raise TraceError(f"{where}: holds {len(runs)} runs, not one; read the file with "
+                         f"turnpress.core.trace.iter_traces()")
+    return runs[0]
+
+
+def claims(obj: Any, path: Path) -> bool:
+    """Whether turnpress's format or some reader reads ``obj`` as a run."""
+    if isinstance(obj, dict) and ("version" in obj or "turns" in obj):
+        return True
+    for reg in get_registry().trace_readers().values():
+        try:
+            if reg.value[0](obj, path):
+                return True
+        except Exception:  # a detector that raises does not claim the value
+            continue
+    return is_native_trace(obj)
+
+
+def read_runs(obj: Any, path: Path, where: str, name: str) -> list[Trace]:
+    """The runs of one parsed JSON value: turnpress's own format, or the first
+    registered transcript reader whose ``detect`` accepts it. A reader's ``read``
+    returns a :class:`Trace`, or a list of them when the value holds several runs
+    (a Claude Code session split at its compaction boundaries); runs without a name
+    are named ``name``, then ``name/2``, ``name/3``...
 
     A value with a top-level ``"version"`` or ``"turns"`` is read as turnpress's own
     format; one with only ``"mission"`` or ``"max_turns"`` of those keys goes to the
     readers first (a third-party format may well have a mission), and is read as a
     (broken) turnpress trace only when no reader accepts it."""
     if isinstance(obj, dict) and ("version" in obj or "turns" in obj):
-        return trace_from_dict(obj, where, name)
+        return [trace_from_dict(obj, where, name)]
     for reg in get_registry().trace_readers().values():
         detect, read = reg.value
         try:
@@ -94,15 +126,18 @@ def read_any(obj: Any, path: Path, where: str, name: str) -> Trace:
             message = str(exc)  # a reader that names ``where`` itself, as documented
             raise TraceError(message if message.startswith(f"{where}:")
                              else f"{where}: {message}") from None
-        if not isinstance(trace, Trace):
+        runs = trace if isinstance(trace, list) else [trace]
+        if not runs or not all(isinstance(t, Trace) for t in runs):
             raise TraceError(f"{where}: trace reader {reg.name!r} of {reg.plugin.source} "
-                             f"returned {type(trace).__name__}, not a Trace")
-        _check_message_depth(trace, where)
-        if not trace.name:
-            trace = _renamed(trace, name)
-        return trace
+                             f"returned {type(trace).__name__}, not a Trace or a list of "
+                             f"Traces")
+        out = []
+        for k, run in enumerate(runs, 1):
+            _check_message_depth(run, where)
+            out.append(run if run.name else _renamed(run, name if k == 1 else f"{name}/{k}"))
+        return out
     if is_native_trace(obj):
-        return trace_from_dict(obj, where, name)
+        return [trace_from_dict(obj, where, name)]
     raise TraceError(f"{where}: not a format turnpress reads; it reads: "
                      f"{', '.join(trace_formats())} (a turnpress trace needs \"version\", "
                      f"\"mission\", \"max_turns\" and \"turns\")")
@@ -212,24 +247,85 @@ def trace_from_json_line(line: str, path: Path, lineno: int, count: int) -> Trac
     ``STEM#count`` when the run has no name); every problem a one-line
     :class:`TraceError` naming the file and line."""
     where = f"{path}: line {lineno}"
+    line = line.removeprefix("\ufeff")  # a UTF-8 byte order mark
     return read_any(_parse(line, where, lineno), path, where, f"{path.stem}#{count}")
+
+
+def first_line(handle: BinaryIO, p: Path, *, strict: bool = False) -> Any:
+    """The parsed first non-blank line of a JSONL file, ``None`` for an empty one; an
+    unparsable one is ``None`` too (the line-by-line reading reports it), or, with
+    ``strict``, its :class:`TraceError`. The handle is rewound."""
+    try:
+        for lineno, raw in enumerate(handle, 1):
+            if raw.strip():
+                text = _decode_utf8(raw.removeprefix(BOM), f"{p}: line {lineno}", lineno)
+                return _parse(text, f"{p}: line {lineno}", lineno)
+        return None
+    except TraceError:
+        if strict:
+            raise
+        return None
+    finally:
+        handle.seek(0)
+
+
+def parse_text(data: bytes, where: str) -> Any:
+    """One JSON document (UTF-8 bytes), every problem a one-line :class:`TraceError`."""
+    return _parse(_decode_utf8(data, where), where)
+
+
+def is_event_log(path: str | os.PathLike[str]) -> bool:
+    """Whether a JSONL file is ONE run written as events, one a line (Claude Code's
+    stream-json output and session files): its first line is no run that turnpress
+    or a reader reads, but a list of it is one a reader reads."""
+    p = trace_file(path)
+    if not _is_jsonl(p):
+        return False
+    try:
+        with p.open("rb") as handle:
+            first = first_line(handle, p)
+    except OSError:
+        return False
+    return first is not None and not claims(first, p) and claims([first], p)
+
+
+def _event_log(handle: BinaryIO, p: Path) -> list[Any]:
+    """Every line of an event log, parsed; ``None`` for a blank line, so that item i
+    is line i + 1 (a reader names lines in its errors)."""
+    events: list[Any] = []
+    for lineno, raw in enumerate(handle, 1):
+        if lineno == 1:
+            raw = raw.removeprefix(BOM)
+        where = f"{p}: line {lineno}"
+        events.append(_parse(_decode_utf8(raw, where, lineno), where, lineno)
+                      if raw.strip() else None)
+    return events
+
+
+#: a UTF-8 byte order mark, accepted (and ignored) at the start of a file
+BOM = b"\xef\xbb\xbf"
 
 
 def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
     """Yield every run in a JSON or JSONL trace file, reading JSONL line by line (a
-    bundled trace's name is read as its file: :func:`trace_file`)."""
+    bundled trace's name is read as its file: :func:`trace_file`). A JSONL event log
+    (:func:`is_event_log`) is read whole, as one value: the list of its lines."""
     p = trace_file(path)
     try:
         handle = p.open("rb")
     except OSError as exc:
         raise TraceError(f"{p}: cannot read trace file: {exc.strerror or exc}") from None
     with handle:
-        if _is_jsonl(p):
+        if _is_jsonl(p) and is_event_log(p):
+            yield from read_runs(_event_log(handle, p), p, str(p), _stem(p))
+        elif _is_jsonl(p):
             count = 0
             for lineno, raw in enumerate(handle, 1):
                 if not raw.strip():
                     continue
                 count += 1
+                if count == 1:
+                    raw = raw.removeprefix(BOM)
                 yield trace_from_json_line(_decode_utf8(raw, f"{p}: line {lineno}", lineno),
                                            p, lineno, count)
             if count == 0:
@@ -240,13 +336,11 @@ def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
             except OSError as exc:
                 raise TraceError(f"{p}: cannot read trace file: {exc.strerror or exc}") \
                     from None
-            text = _decode_utf8(data, str(p))
+            text = _decode_utf8(data.removeprefix(BOM), str(p))
             del data  # a big file is held once at a time: bytes, text, parsed, trace
             obj = _parse(text, str(p))
             del text
-            trace = read_any(obj, p, str(p), _stem(p))
-            del obj  # what the trace does not keep is freed before it is compared
-            yield trace
+            yield from read_runs(obj, p, str(p), _stem(p))
 
 
 def _stem(path: Path) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from turnpress.core import codec
-from turnpress.core.errors import TraceError
+from turnpress.core.errors import TraceError, quote
 from turnpress.core.model import (
     Failure,
     Memory,
@@ -49,7 +49,7 @@ class _Reader:
 
     def fail(self, field_name: str, problem: str, turn: int | None = None) -> TraceError:
         at = f"{self.where}: turn {turn}: " if turn is not None else f"{self.where}: "
-        return TraceError(f"{at}field {field_name!r}: {problem}")
+        return TraceError(f"{at}field {quote(field_name)}: {problem}")
 
     def known(self, obj: Mapping[str, Any], keys: Iterable[str], what: str,
               turn: int | None = None, prefix: str = "") -> None:
@@ -211,10 +211,10 @@ class _Reader:
                              "memory_set", number)
         for name in removed:
             if name not in self.memory:
-                raise self.fail("memory_removed", f"removes {name!r}, which the memory "
+                raise self.fail("memory_removed", f"removes {quote(name)}, which the memory "
                                                   f"before this turn does not hold", number)
             if name in changed:
-                raise self.fail("memory_removed", f"{name!r} is both set and removed", number)
+                raise self.fail("memory_removed", f"{quote(name)} is both set and removed", number)
             del self.memory[name]
         self.memory.update(changed)
         if "memory_order" in obj:
@@ -228,7 +228,7 @@ class _Reader:
                                  "docs_set", number)
         for name in docs_removed:
             if name not in self.docs or name in docs_set:
-                raise self.fail("docs_removed", f"removes {name!r}, which has no docstring "
+                raise self.fail("docs_removed", f"removes {quote(name)}, which has no docstring "
                                                 f"before this turn (or is also set)", number)
             del self.docs[name]
         self.docs.update(docs_set)

@@ -16,6 +16,7 @@ from itertools import islice
 from typing import Any
 
 from turnpress.core.compression import RenderContext, newest_items
+from turnpress.core.message_text import json_argument
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Turn
 from turnpress.plugins.full_history import TurnWalk
 
@@ -274,8 +275,9 @@ def newest_words(turns: Sequence[Turn]) -> list[Message]:
 
 def tool_calls(turns: Sequence[Turn], ctx: RenderContext, limit: int) -> str | None:
     """The ``;; Tool calls made:`` section of a transcript: the last ``limit`` calls, each
-    argument shown up to ``CALL_ARG_CHARS`` characters (commands and paths are what a
-    tool-calling agent reuses)."""
+    argument as the JSON it was sent as, each string in it shown up to
+    ``CALL_ARG_CHARS`` characters (commands and paths are what a tool-calling agent
+    reuses)."""
     if not turns:
         return None
     key = ("_imported_messages.tool_calls", CALL_ARG_CHARS)
@@ -287,7 +289,7 @@ def tool_calls(turns: Sequence[Turn], ctx: RenderContext, limit: int) -> str | N
 def _call_entries(turn: Turn, ctx: RenderContext) -> tuple[dict[str, str], ...]:
     """The tool-call entries of one turn (made once per run; never change them)."""
     return tuple({"name": call.name,
-                  "args": " ".join(ctx.to_clojure(a, 3, CALL_ARG_CHARS) for a in call.args)}
+                  "args": " ".join(json_argument(a, CALL_ARG_CHARS) for a in call.args)}
                  for call in turn.tool_calls)
 
 

@@ -80,6 +80,8 @@ class ClearToolUses(Strategy):
     """
 
     name = "clear-tool-uses"
+    #: Anthropic's edit never makes a result larger: one shorter than the placeholder stays
+    keep_short_results = True
 
     def __init__(self, *, trigger: int = 100_000, keep: int = 3, clear_at_least: int = 0,
                  exclude_tools: Any = "", clear_tool_inputs: bool = False,
@@ -188,7 +190,7 @@ class ClearToolUses(Strategy):
 
         for use in uses:
             result = messages[use.result]
-            if len(_text(result)) > len(placeholder):
+            if not self.keep_short_results or len(_text(result)) > len(placeholder):
                 own(use.result)["content"] = placeholder
             if not self.clear_tool_inputs:
                 continue

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from turnpress.core.errors import quote
 from turnpress.core.model import (
     INSTRUCTION_ROLES,
     MESSAGE_ROLES,
@@ -89,7 +90,7 @@ def text_of(content: Any) -> str:
 def _check_message(m: Any, index: int, where: str) -> str:
     if not isinstance(m, dict):
         raise fail(where, index, f"expected a JSON object with \"role\" and \"content\", "
-                                 f"got {type(m).__name__} {m!r:.60}")
+                                 f"got {type(m).__name__} {quote(m)}")
     role = m.get("role")
     if "role" not in m:
         raise fail(where, index, "no \"role\" field")
@@ -102,7 +103,7 @@ def _check_message(m: Any, index: int, where: str) -> str:
                                  f"\"function\": {{\"name\", \"arguments\"}}}}] and each "
                                  f"result as {{\"role\": \"tool\", \"tool_call_id\", \"content\"}}")
     if role not in ROLES:
-        raise fail(where, index, f"unknown role {role!r}; a message's role must be one of "
+        raise fail(where, index, f"unknown role {quote(role)}; a message's role must be one of "
                                  f"{', '.join(ROLES)}")
     content = m.get("content")
     if content is not None and not isinstance(content, (str, list)):
@@ -175,6 +176,7 @@ def usage_from(raw: Any, where: str, index: int) -> Usage | None:
     """The billed input usage in a provider's ``usage`` object, or ``None`` without one.
 
     OpenAI: ``prompt_tokens`` (``prompt_tokens_details.cached_tokens`` cached);
+    OpenAI Responses: ``input_tokens`` with ``input_tokens_details.cached_tokens``;
     DeepSeek: ``prompt_cache_hit_tokens`` (+ ``prompt_cache_miss_tokens``);
     Anthropic: ``input_tokens`` + ``cache_read_input_tokens`` (cached) +
     ``cache_creation_input_tokens`` (written).
@@ -190,10 +192,14 @@ def usage_from(raw: Any, where: str, index: int) -> Usage | None:
             return 0
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise fail(where, index, f"usage.{label or key} must be a non-negative integer, "
-                                     f"got {value!r}")
+                                     f"got {quote(value)}")
         return value
 
     try:
+        if "input_tokens" in raw and "input_tokens_details" in raw:  # OpenAI Responses
+            details = raw.get("input_tokens_details")
+            cached = count(details, "cached_tokens", "input_tokens_details.cached_tokens")
+            return Usage(count(raw, "input_tokens"), cached)
         if "input_tokens" in raw:
             read = count(raw, "cache_read_input_tokens")
             written = count(raw, "cache_creation_input_tokens")
@@ -260,14 +266,24 @@ def build_trace(entries: Sequence[Entry], *, where: str, source: str,
     turns = []
     starts = [k for k, r in enumerate(roles) if r == "assistant"] + [len(entries)]
     for number, (start, end) in enumerate(pairwise(starts), 1):
-        turns.append(_turn(number, entries[start], entries[start + 1: end], where))
+        turns.append(_turn(number, entries[start], entries[start + 1: end], where,
+                           last=end == len(entries)))
     return Trace(mission=mission, turns=tuple(turns), system_prompt=system_prompt,
                  max_turns=len(turns), tools=tools or {}, name=name, source=source,
                  preamble=tuple(e.message for e in entries[:first]), skipped=tuple(skipped))
 
 
-def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str) -> Turn:
+def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str, *,
+          last: bool = False) -> Turn:
     calls = _calls(assistant.message, assistant.index, where)
+    first_at: dict[str, int] = {}
+    for k, (call_id, _, _) in enumerate(calls):
+        if call_id in first_at:
+            raise fail(where, assistant.index, f"duplicate tool call id {quote(call_id)}: "
+                                               f"tool_calls[{first_at[call_id]}] and "
+                                               f"tool_calls[{k}] share it; each call needs "
+                                               f"its own id, which its tool message answers")
+        first_at[call_id] = k
     results: dict[str, list[Any]] = {}  # call id -> its answers, in order
     for e in feedback:
         if e.message["role"] != "tool":
@@ -276,10 +292,21 @@ def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str) 
         if not isinstance(call_id, str) or call_id not in {c[0] for c in calls}:
             made = ", ".join(repr(c[0]) for c in calls) or "none"
             raise fail(where, e.index, f"tool message with no matching call: tool_call_id "
-                                       f"{call_id!r} is not a call of the assistant message "
+                                       f"{quote(call_id)} is not a call of the assistant message "
                                        f"{assistant.index} (its calls: {made})")
+        if call_id in results:
+            raise fail(where, e.index, f"duplicate answer: a tool message already answered "
+                                       f"the call {quote(call_id)} of the assistant message "
+                                       f"{assistant.index}")
         results.setdefault(call_id, []).append(e.message.get("content"))
-    # calls that share an id (malformed, but seen in logs) take its answers in order
+    unanswered = [k for k, (call_id, _, _) in enumerate(calls) if call_id not in results]
+    if unanswered and not last:
+        k = unanswered[0]
+        raise fail(where, assistant.index, f"tool_calls[{k}] (id {quote(calls[k][0])}) is "
+                                           f"never answered: no tool message with its "
+                                           f"tool_call_id follows before the next assistant "
+                                           f"message, and provider APIs refuse such a list; "
+                                           f"add its tool message (its result, or an error)")
     tool_calls = [ToolCall(name, parse_arguments(args),
                            results[call_id].pop(0) if results.get(call_id) else None)
                   for call_id, name, args in calls]

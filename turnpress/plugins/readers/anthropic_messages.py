@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from turnpress.core.errors import quote
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Failure
 from turnpress.core.trace import Trace, TraceError
@@ -87,10 +88,10 @@ def _user_part(block: dict[str, Any], where: str, index: int) -> dict[str, Any]:
         elif source.get("type") == "url":
             url = str(source.get("url", ""))
         else:
-            raise fail(where, index, f"image source type {source.get('type')!r} is not "
+            raise fail(where, index, f"image source type {quote(source.get('type'))} is not "
                                      f"supported (base64, url)")
         return {"type": "image_url", "image_url": {"url": url}}
-    raise fail(where, index, f"content block type {kind!r} is not supported in a user "
+    raise fail(where, index, f"content block type {quote(kind)} is not supported in a user "
                              f"message (text, image, tool_result)")
 
 
@@ -116,7 +117,7 @@ def _tool_result(block: dict[str, Any], where: str, index: int) -> Entry:
             if not (isinstance(b, dict) and b.get("type") == "text"
                     and isinstance(b.get("text"), str)):
                 kind = b.get("type") if isinstance(b, dict) else type(b).__name__
-                raise fail(where, index, f"tool_result content block {kind!r} is not "
+                raise fail(where, index, f"tool_result content block {quote(kind)} is not "
                                          f"supported (text only: an OpenAI tool message "
                                          f"holds text)")
             texts.append(b["text"])
@@ -160,7 +161,7 @@ def _assistant(m: dict[str, Any], where: str, index: int) -> dict[str, Any]:
                           "function": {"name": block["name"], "arguments": json.dumps(
                               block.get("input", {}), ensure_ascii=False)}})
         else:
-            raise fail(where, index, f"content block type {kind!r} is not supported in an "
+            raise fail(where, index, f"content block type {quote(kind)} is not supported in an "
                                      f"assistant message (text, tool_use, thinking, "
                                      f"redacted_thinking)")
     out: dict[str, Any] = {"role": "assistant",
@@ -193,7 +194,7 @@ def message_entries(system: Any, messages: Any, where: str) -> list[Entry]:
                                  f"{type(m).__name__}")
         role = m.get("role")
         if role not in ROLES:
-            raise fail(where, i, f"unknown role {role!r}; an Anthropic message's role must "
+            raise fail(where, i, f"unknown role {quote(role)}; an Anthropic message's role must "
                                  f"be one of {', '.join(ROLES)} (the system prompt is the "
                                  f"top-level \"system\")")
         content = m.get("content")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from turnpress.core.hookspecs import hookimpl
+from turnpress.core.responses import looks_like_items
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers._messages_to_trace import (
     Entry,
@@ -38,7 +39,8 @@ def detect(data: Any, path: Path | None = None) -> bool:
     """A message list (empty, or starting with a ``role``) or a ``{"messages"}`` body
     that is neither mini-swe-agent's nor Anthropic's."""
     if isinstance(data, list):
-        return not data or (isinstance(data[0], dict) and "role" in data[0])
+        return not data or (isinstance(data[0], dict) and "role" in data[0]
+                            and not looks_like_items(data))
     return (isinstance(data, dict) and "messages" in data
             and "trajectory_format" not in data and not looks_anthropic(data))
 

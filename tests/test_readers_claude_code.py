@@ -1,0 +1,225 @@
+"""The ``claude-code`` reader (DESIGN §10, §12; issue 19 item 2): stream-json output and
+session files, usage once per message.id, side chains, rewinds and compaction."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from transcripts_helpers import data
+
+from turnpress.cli import main
+from turnpress.core.model import Usage
+from turnpress.core.providers import to_anthropic
+from turnpress.core.trace import TraceError, is_event_log, iter_traces
+from turnpress.importing import import_transcripts
+from turnpress.plugins.readers.claude_code import MISSING_PROMPT, detect
+
+STREAM = "claude-code/stream.jsonl"
+SESSION = "claude-code/session.jsonl"
+
+
+def _lines(rel):
+    return [json.loads(line) for line in data(rel).read_text().splitlines()]
+
+
+def _plain(messages):
+    """Anthropic messages without turnpress's cache_control markers, one text block
+    written as its text (the same request to the API)."""
+    def strip(block):
+        return {k: v for k, v in block.items() if k != "cache_control"}
+
+    def content(c):
+        if isinstance(c, list):
+            c = [strip(b) for b in c]
+            if len(c) == 1 and set(c[0]) == {"type", "text"}:
+                return c[0]["text"]
+        return c
+    return [{**m, "content": content(m["content"])} for m in messages]
+
+
+def _sent_stream():
+    """The stream's main thread as the API received it: lines of one message.id joined,
+    consecutive user lines joined, usage left out."""
+    messages, last_id = [], None
+    for e in _lines(STREAM):
+        if e["type"] not in ("user", "assistant") or e.get("parent_tool_use_id"):
+            continue
+        m = e["message"]
+        if messages and messages[-1]["role"] == m["role"] and (
+                m["role"] == "user" or m.get("id") == last_id):
+            messages[-1]["content"] += m["content"]
+        else:
+            messages.append({"role": m["role"], "content": list(m["content"])})
+        last_id = m.get("id")
+    return messages
+
+
+def test_stream_json_usage_once_per_message_id_and_sidechain_left_out():
+    assert is_event_log(data(STREAM))
+    [trace] = list(iter_traces(data(STREAM)))
+    assert trace.source == "claude-code" and trace.mission == MISSING_PROMPT
+    assert [t.usage for t in trace.turns] == [Usage(1503, 0, 1500), Usage(1625, 1500, 120),
+                                              Usage(1684, 1620, 60)]
+    result = _lines(STREAM)[-1]["usage"]  # the main thread adds up to the result line
+    assert sum(t.usage.cached_tokens for t in trace.turns) == result["cache_read_input_tokens"]
+    assert sum(t.usage.prompt_tokens for t in trace.turns) == (
+        result["input_tokens"] + result["cache_read_input_tokens"]
+        + result["cache_creation_input_tokens"])
+    first = trace.turns[0]
+    assert [c.name for c in first.tool_calls] == ["Read", "Bash"]  # parallel calls
+    assert not first.success and first.result.reason == "tool_error"
+    assert first.messages[0]["thinking_blocks"][0]["signature"] == "sig1"
+    notes = [s["note"] for s in trace.skipped]
+    assert any("side chain (sub-agent) 'toolu_3', lines 9-12" in n and "2 call(s)" in n
+               for n in notes)
+    assert set(trace.tools) == {"Bash", "Read", "Task"}
+
+
+def test_stream_full_history_replays_each_prompt_exactly():
+    [trace] = list(iter_traces(data(STREAM)))
+    sent = [{"role": "user", "content": MISSING_PROMPT}, *_sent_stream()]
+    starts = [i for i, m in enumerate(sent) if m["role"] == "assistant"]
+    assert len(starts) == len(trace.turns)
+    for n, start in enumerate(starts, 1):
+        _, messages = to_anthropic(trace.prompt(n, "full-history"))
+        assert _plain(messages) == sent[:start]
+
+
+def test_session_follows_the_chain_and_splits_at_compaction():
+    first, second = iter_traces(data(SESSION))
+    assert (first.name, second.name) == ("session", "session/2")
+    assert first.mission == "Fix the failing test in tests/test_math.py."
+    assert second.mission.startswith("This session is being continued")
+    # the rewound prompt "Actually, just delete the test." is on no run
+    texts = [json.dumps(m) for t in (first, second) for turn in t.turns for m in turn.messages]
+    assert not any("delete the test" in t for t in texts)
+    assert [len(first.turns), len(second.turns)] == [2, 2]
+    assert first.turns[0].usage == Usage(1503, 0, 1500) and first.turns[1].usage is None
+    notes = " | ".join(s["note"] for s in first.skipped)
+    assert "1 message line(s) on other branches" in notes
+    assert "segment 1 of 2" in notes and "side chain (sub-agent) 'ag1', line 13" in notes
+
+
+def test_trace_show_says_how_sidechains_and_compaction_were_handled():
+    shown = CliRunner().invoke(main, ["trace", "show", str(data(SESSION))])
+    assert shown.exit_code == 0, shown.output
+    assert "note: segment 2 of 2: the session was compacted" in shown.output
+    assert "note: side chain (sub-agent) 'ag1'" in shown.output
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ([{"type": "system", "subtype": "init", "session_id": "s"}], True),
+    ([None, {"type": "summary", "summary": "x", "leafUuid": "u"}], True),
+    ([{"type": "message", "role": "user", "content": "x"}], False),
+    ({"type": "system", "session_id": "s"}, False),
+])
+def test_detect(value, expected):
+    assert detect(value) is expected
+
+
+def _write(tmp_path, events):
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+INIT = {"type": "system", "subtype": "init", "session_id": "s", "uuid": "i"}
+
+
+@pytest.mark.parametrize(("events", "problem"), [
+    ([INIT, {"type": "assistant", "message": {"role": "user", "content": []},
+             "session_id": "s"}],
+     "line 2: message.role 'user' does not match the line's type 'assistant'"),
+    ([INIT, {"type": "user", "message": {"role": "user", "content": "go"}, "session_id": "s"},
+      {"type": "assistant", "session_id": "s",
+       "message": {"id": "m", "role": "assistant", "content": [{"type": "bogus"}]}}],
+     "line 3: content block type 'bogus' is not supported"),
+    ([INIT, {"type": "user", "message": {"role": "user", "content": "go"}, "session_id": "s"},
+      {"type": "user", "session_id": "s", "message": {"role": "user", "content": [
+          {"type": "tool_result", "tool_use_id": "nope", "content": "x"}]}},
+      {"type": "assistant", "session_id": "s",
+       "message": {"id": "m", "role": "assistant", "content": "ok"}}],
+     "line 2: tool message with no matching call"),
+    ([INIT], "empty run: no user or assistant line"),
+])
+def test_bad_input_is_one_line_naming_file_and_line(events, problem, tmp_path):
+    path = _write(tmp_path, events)
+    with pytest.raises(TraceError) as err:
+        list(iter_traces(path))
+    assert str(err.value).startswith(f"{path}: ") and problem in str(err.value)
+    result = CliRunner().invoke(main, ["trace", "show", str(path)])
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+
+
+# -- property: random Claude Code logs survive import -> save -> load -> full-history ------
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
+
+
+@st.composite
+def stream_logs(draw):
+    events = [dict(INIT), {"type": "user", "session_id": "s",
+                           "message": {"role": "user", "content": draw(_text)}}]
+    ids = iter(range(10_000))
+    for _ in range(draw(st.integers(1, 4))):
+        mid = f"msg_{next(ids)}"
+        usage = draw(st.none() | st.builds(
+            lambda a, b, c: {"input_tokens": a, "cache_read_input_tokens": b,
+                             "cache_creation_input_tokens": c},
+            st.integers(0, 99), st.integers(0, 99), st.integers(0, 99)))
+        blocks = [{"type": "text", "text": draw(_text)}] if draw(st.booleans()) else []
+        calls = [f"toolu_{next(ids)}" for _ in range(draw(st.integers(0, 3)))]
+        blocks += [{"type": "tool_use", "id": c, "name": "Bash",
+                    "input": {"command": draw(_text)}} for c in calls]
+        for block in blocks or [{"type": "text", "text": "."}]:
+            message = {"id": mid, "role": "assistant", "content": [block]}
+            if usage is not None:
+                message["usage"] = usage
+            events.append({"type": "assistant", "session_id": "s", "message": message,
+                           "parent_tool_use_id": None})
+        if not calls:  # the user answers (the API alternates roles)
+            events.append({"type": "user", "session_id": "s", "parent_tool_use_id": None,
+                           "message": {"role": "user", "content": draw(_text)}})
+        for c in calls:
+            events.append({"type": "user", "session_id": "s", "parent_tool_use_id": None,
+                           "message": {"role": "user", "content": [
+                               {"type": "tool_result", "tool_use_id": c,
+                                "content": draw(_text), "is_error": draw(st.booleans())}]}})
+    return events
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream_logs())
+def test_random_logs_survive_import_save_load_full_history(events):
+    directory = Path(tempfile.mkdtemp())
+    try:
+        source = _write(directory, events)
+        out = directory / "out.jsonl"
+        import_transcripts([source], out)
+        [loaded] = list(iter_traces(out))
+        assert [loaded] == list(iter_traces(source))
+        sent, last_id = [], None
+        for e in events[1:]:
+            m = e["message"]
+            content = m["content"]
+            if sent and sent[-1]["role"] == m["role"] and (
+                    m["role"] == "user" or m.get("id") == last_id):
+                sent[-1]["content"] += content
+            else:
+                sent.append({"role": m["role"], "content": content if isinstance(
+                    content, str) else list(content)})
+            last_id = m.get("id")
+        starts = [i for i, m in enumerate(sent) if m["role"] == "assistant"]
+        assert len(starts) == len(loaded.turns)
+        for n, start in enumerate(starts, 1):
+            assert (_plain(to_anthropic(loaded.prompt(n, "full-history"))[1])
+                    == _plain(sent[:start]))
+    finally:
+        shutil.rmtree(directory)

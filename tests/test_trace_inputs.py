@@ -1,0 +1,81 @@
+"""Directories and glob patterns as input to compare, trace show and import (DESIGN §12;
+issue 19 item 3): read recursively, every skipped file named with its reason."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from transcripts_helpers import data
+
+from turnpress.cli import main
+from turnpress.core.trace import TraceError
+from turnpress.core.trace_inputs import discover, skipped_lines
+from turnpress.importing import import_transcripts
+
+
+@pytest.fixture
+def logs(tmp_path):
+    """A project folder: runs in three formats (one nested), and files no reader reads."""
+    root = tmp_path / "logs"
+    (root / "nested" / "deeper").mkdir(parents=True)
+    shutil.copy(data("openai/request.json"), root / "a.json")
+    shutil.copy(data("claude-code/stream.jsonl"), root / "nested" / "session.jsonl")
+    shutil.copy(data("responses/items.jsonl"), root / "nested" / "deeper" / "items.jsonl")
+    (root / "notes.txt").write_text("not a log")
+    (root / "broken.json").write_text("{\"messages\": [")
+    (root / "nested" / "other.json").write_text(json.dumps({"hello": "world"}))
+    (root / "nested" / "empty.jsonl").write_text("\n")
+    return root
+
+
+def test_a_directory_is_read_recursively_and_each_skipped_file_has_a_reason(logs):
+    found = discover([logs])
+    assert [p.relative_to(logs).as_posix() for p in found.files] == [
+        "a.json", "nested/deeper/items.jsonl", "nested/session.jsonl"]
+    reasons = {p.relative_to(logs).as_posix(): why for p, why in found.skipped}
+    assert reasons == {
+        "broken.json": "line 1: invalid JSON at column 15: Expecting value",
+        "notes.txt": "not a .json, .jsonl, .ndjson file",
+        "nested/empty.jsonl": "empty: no line to read",
+        "nested/other.json": "not a format turnpress reads"}
+    lines = skipped_lines(found)
+    assert len(lines) == 5 and lines[-1] == "4 file(s) skipped, 3 read"
+
+
+def test_a_glob_pattern_crosses_directories_with_double_star(logs):
+    found = discover([f"{logs}/**/*.jsonl"])
+    assert [p.name for p in found.files] == ["items.jsonl", "session.jsonl"]
+    assert [p.name for p, _ in found.skipped] == ["empty.jsonl"]
+    with pytest.raises(TraceError, match="no file matches this pattern"):
+        discover([f"{logs}/*.yaml"])
+
+
+def test_compare_and_trace_show_take_a_directory(logs):
+    result = CliRunner().invoke(main, ["compare", str(logs), "-s", "full-history", "--json"])
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.stdout)["traces"]) == 4  # 1 + 2 lines + 1 log
+    assert "skipped " in result.stderr and "4 file(s) skipped, 3 read" in result.stderr
+    shown = CliRunner().invoke(main, ["trace", "show", f"{logs}/**/*.jsonl"])
+    assert shown.exit_code == 0 and "imported from: claude-code" in shown.stdout
+    assert shown.stderr.splitlines() == [
+        f"skipped {logs}/nested/empty.jsonl: empty: no line to read",
+        "1 file(s) skipped, 2 read"]
+
+
+def test_import_a_directory(logs, tmp_path):
+    out = tmp_path / "all.jsonl"
+    result = CliRunner().invoke(main, ["import", str(logs), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("imported 4 run(s) from 3 file(s)")
+    assert result.stderr.count("\n") == 5
+    assert import_transcripts([logs], tmp_path / "again.jsonl").total == 4
+
+
+def test_a_directory_with_nothing_to_read_is_one_line(tmp_path):
+    (tmp_path / "x.txt").write_text("x")
+    result = CliRunner().invoke(main, ["import", str(tmp_path), "-o", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert "no file turnpress reads among the 1 found" in result.output

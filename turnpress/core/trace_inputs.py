@@ -1,0 +1,116 @@
+"""Which files a command reads: trace files, directories and glob patterns (DESIGN §12).
+
+:func:`discover` is the one place ``compare``, ``trace show`` and ``import`` find
+their input files. A file named as such is read as it is (a bad one is an error).
+A directory is read recursively, and a glob pattern (``runs/**/*.jsonl``; ``**``
+crosses directories) is expanded: every file found that turnpress's format or
+some registered reader recognises is read; every other file is *skipped*, with
+the reason (not a .json/.jsonl file, invalid JSON, not a format turnpress
+reads...), so that nothing is left out silently.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from turnpress.core.errors import TraceError
+from turnpress.core.trace import BOM, claims, first_line, parse_text
+
+__all__ = ["TRACE_SUFFIXES", "Inputs", "discover", "skipped_lines"]
+
+#: the file endings a directory or a pattern is searched for
+TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson")
+_MAGIC = ("*", "?", "[")
+
+
+@dataclass
+class Inputs:
+    """The files to read, and the files found but skipped with their reason."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def _is_pattern(arg: str) -> bool:
+    return any(c in arg for c in _MAGIC) and not Path(arg).exists()
+
+
+def _walk(directory: Path) -> list[Path]:
+    found = []
+    for root, _, files in os.walk(directory):
+        found.extend(Path(root) / name for name in files)
+    return sorted(found)
+
+
+def why_not(path: Path) -> str | None:
+    """Why a found file is not read (``None``: some reader recognises it)."""
+    if path.suffix.lower() not in TRACE_SUFFIXES:
+        return f"not a {', '.join(TRACE_SUFFIXES)} file"
+    try:
+        if path.suffix.lower() == ".json":
+            obj = parse_text(path.read_bytes().removeprefix(BOM), str(path))
+            return None if claims(obj, path) else "not a format turnpress reads"
+        with path.open("rb") as handle:
+            first = first_line(handle, path, strict=True)
+    except TraceError as exc:
+        text = str(exc)
+        return text[len(f"{path}: "):] if text.startswith(f"{path}: ") else text
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    if first is None:
+        return "empty: no line to read"
+    if claims(first, path) or claims([first], path):
+        return None
+    return "line 1 is not a format turnpress reads"
+
+
+def discover(args: Iterable[str | os.PathLike[str]]) -> Inputs:
+    """The files named by ``args`` (files, directories, glob patterns; see the module
+    docstring), in order, each once. A pattern that matches nothing, or a directory
+    or pattern where no file is read, is a :class:`TraceError`."""
+    out = Inputs()
+    seen: set[Path] = set()
+
+    def add(path: Path) -> None:
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            out.files.append(path)
+
+    for arg in args:
+        text = os.fspath(arg)
+        path = Path(text)
+        if path.is_dir() or _is_pattern(text):
+            found = (_walk(path) if path.is_dir() else
+                     [f for p in sorted(glob.glob(text, recursive=True))
+                      for f in (_walk(Path(p)) if Path(p).is_dir() else [Path(p)])])
+            if not found:
+                raise TraceError(f"{text}: no file matches this pattern" if not path.is_dir()
+                                 else f"{text}: the directory holds no file")
+            before = len(out.files)
+            for f in found:
+                reason = why_not(f)
+                if reason is None:
+                    add(f)
+                else:
+                    out.skipped.append((f, reason))
+            if len(out.files) == before:
+                raise TraceError(f"{text}: no file turnpress reads among the {len(found)} "
+                                 f"found ({len(found)} skipped: {found[0]}: "
+                                 f"{why_not(found[0])}...)")
+        else:
+            add(path)
+    return out
+
+
+def skipped_lines(inputs: Inputs) -> list[str]:
+    """One line per skipped file (``skipped FILE: why``), then a count, or nothing."""
+    if not inputs.skipped:
+        return []
+    lines = [f"skipped {path}: {reason}" for path, reason in inputs.skipped]
+    lines.append(f"{len(inputs.skipped)} file(s) skipped, {len(inputs.files)} read")
+    return lines
