@@ -25,7 +25,12 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, conver
 
 from turnpress.compress import count_tokens
 from turnpress.integrations._common import CompressOptions, provider_of
-from turnpress.integrations.langchain import TurnpressMiddleware, pre_model_hook
+from turnpress.integrations.langchain import (
+    LangChainCompressor,
+    TurnpressMiddleware,
+    compress_messages,
+    pre_model_hook,
+)
 
 example = load_example("langchain_agent")
 
@@ -118,8 +123,10 @@ def test_an_async_agent_goes_through_the_same_middleware():
         """Read a file of the repository."""
         return repo.get(path, f"Error: no such file {path!r}")
 
+    # single-user-coalesced by name: its 2-message requests show the middleware ran (the
+    # default sends a 3-step run as it was: no delta would be shorter than its step)
     agent = create_agent(model, [read_file], system_prompt=example.SYSTEM,
-                         middleware=[TurnpressMiddleware()])
+                         middleware=[TurnpressMiddleware("single-user-coalesced")])
     state = asyncio.run(agent.ainvoke({"messages": [{"role": "user",
                                                      "content": example.MISSION}]}))
     assert len(state["messages"]) == 8
@@ -133,8 +140,8 @@ def test_the_middleware_leaves_the_request_it_was_given_unchanged():
                 AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}]),
                 ToolMessage("a\nb", tool_call_id="c1")]
     request = ModelRequest(model=None, messages=list(messages), system_prompt="Be brief.")
-    got = []
-    TurnpressMiddleware().wrap_model_call(request, got.append)
+    got = []  # single-user-coalesced by name: the compressed request is one message
+    TurnpressMiddleware("single-user-coalesced").wrap_model_call(request, got.append)
     assert request.messages == messages and request.system_prompt == "Be brief."
     assert got[0].system_prompt == "Be brief."
     assert [m.type for m in got[0].messages] == ["human"]
@@ -155,7 +162,13 @@ def test_the_readme_section_runs_as_printed():
     printed = run_readme_block(block, model=model, tools=[read_file],
                                mission=example.MISSION)
     assert printed == "6 messages kept; The largest is LIMIT_1_59 = 159.\n"
-    assert [len(r) for r in model.requests] == [1, 1, 1]  # no system prompt: one USER message
+    # the default (price-scheduled) sends a 3-call run as it was (no delta would be
+    # shorter than its step): the mission, then each call paired with its result
+    sent = requests(model)
+    assert [len(r) for r in sent] == [1, 3, 5]
+    for request in sent:
+        assert request[0] == {"role": "user", "content": example.MISSION}
+        check_chat_request(request)
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -170,34 +183,68 @@ def test_pre_model_hook_sends_compressed_messages_and_keeps_the_state():
         """Read a file of the repository."""
         return repo.get(path, f"Error: no such file {path!r}")
 
+    # single-user-coalesced by name: its 2-message requests show the hook's messages
+    # were sent (the default sends a 3-step run as it was)
     agent = create_react_agent(model, [read_file], prompt=example.SYSTEM,
-                               pre_model_hook=pre_model_hook())
+                               pre_model_hook=pre_model_hook("single-user-coalesced"))
     state = agent.invoke({"messages": [{"role": "user", "content": example.MISSION}]})
     assert len(state["messages"]) == 8  # mission, 3 calls and results, the answer
     assert [len(r) for r in model.requests] == [2, 2, 2, 2]
     assert "no such file 'nope.py'" in model.requests[-1][-1].content
 
 
-def test_cache_and_price_are_forwarded_only_when_given():
-    def old(messages, *, strategy=True):
-        """A compress() without cache= / price=."""
+class ChatAnthropic:
+    """Stands for langchain-anthropic's chat model: its class name tells the provider."""
 
-    def new(messages, *, strategy=True, cache=None, price=None):
-        """A compress() with them."""
+    model = "claude-sonnet-4-5"
 
-    assert CompressOptions("full-history", function=old).keywords("gpt-4o") == {
-        "strategy": "full-history"}
-    with pytest.raises(TypeError, match="cache= needs a turnpress whose compress"):
-        CompressOptions(cache="anthropic", function=old)
-    with pytest.raises(TypeError, match="price="):
-        TurnpressMiddleware(price={"input": 3.0})  # today's compress() takes no price
-    options = CompressOptions(price={"input": 3.0}, function=new)
+
+def test_cache_and_price_are_forwarded(monkeypatch):
+    """Every call gets an explicit cache model: the one given, else the provider of the
+    request's chat model, else openai; never compress()'s own default for the shape it
+    is called with (the anthropic one when a tool result failed)."""
+    import turnpress.integrations._common as common
+
+    seen = []
+
+    def recorded(messages, **keywords):
+        seen.append({k: keywords[k] for k in ("strategy", "cache", "price")})
+        return common_compress(messages, **keywords)
+
+    common_compress = common.compress
+    monkeypatch.setattr(common, "compress", recorded)
+    from langchain.agents.middleware import ModelRequest
+
+    messages = [HumanMessage("Count the files."),
+                AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}]),
+                ToolMessage("Error: no ls", tool_call_id="c1", status="error")]
+    for middleware, model in [(TurnpressMiddleware(), None),
+                              (TurnpressMiddleware(), ChatAnthropic()),
+                              (TurnpressMiddleware(cache="none", price="in=1,cached=1"),
+                               ChatAnthropic())]:
+        request = ModelRequest(model=model, messages=list(messages))
+        middleware.wrap_model_call(request, lambda r: r)
+    assert seen == [{"strategy": True, "cache": "openai", "price": None},
+                    {"strategy": True, "cache": "anthropic", "price": None},
+                    {"strategy": True, "cache": "none", "price": "in=1,cached=1"}]
+    options = CompressOptions(price="anthropic-haiku-3.5")
     assert options.keywords("claude-sonnet-4") == {
-        "strategy": True, "cache": "anthropic", "price": {"input": 3.0}}
-    assert CompressOptions(cache="openai", function=new).keywords("claude")["cache"] == "openai"
-    assert "cache" not in CompressOptions(function=new).keywords(example.ScriptedModel(paths=[]))
-    with pytest.raises(ValueError, match="unknown"):
+        "strategy": True, "cache": "anthropic", "price": "anthropic-haiku-3.5"}
+    assert CompressOptions(cache="openai").keywords("claude")["cache"] == "openai"
+    assert CompressOptions().keywords(example.ScriptedModel(paths=[]))["cache"] == "openai"
+    compress_messages(messages, cache="anthropic")
+    assert seen[-1]["cache"] == "anthropic"
+
+
+def test_bad_options_are_one_error_when_the_integration_is_made():
+    with pytest.raises(ValueError, match="TurnpressMiddleware: unknown strategy"):
         TurnpressMiddleware("no-such-strategy")
+    with pytest.raises(ValueError, match="pre_model_hook: unknown cache model 'antropic'"):
+        pre_model_hook(cache="antropic")
+    with pytest.raises(ValueError, match="compress_messages: malformed price"):
+        compress_messages([], price="in=3")
+    with pytest.raises(ValueError, match="LangChainCompressor: price must be a preset"):
+        LangChainCompressor(price={"input": 3.0})
 
 
 class _SmolModel:

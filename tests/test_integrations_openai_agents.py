@@ -111,9 +111,12 @@ def test_compaction_items_are_sent_whole_and_first():
     items = [compaction, {"role": "user", "content": "Count the files."},
              {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
              {"type": "function_call_output", "call_id": "c1", "output": "a\nb"}]
-    out = call(items)
+    # single-user-coalesced by name: it rewrites the whole conversation into one user
+    # message, and the compaction item still goes first, whole
+    out = call(items, strategy="single-user-coalesced")
     assert out.input[0] == compaction and out.instructions == "Be brief."
     assert [i.get("role") for i in out.input[1:]] == ["user"]
+    assert call(items).input[0] == compaction  # the default keeps it first too
     assert call(items, strategy="full-history").input == items
     assert call(items, instructions=None, strategy="full-history").instructions is None
 
@@ -139,8 +142,30 @@ def test_error_outputs():
     assert default_is_error("Error: no such file") and not default_is_error("No errors.")
     with pytest.raises(ValueError, match="unknown"):
         TurnpressFilter("no-such-strategy")
-    with pytest.raises(TypeError, match="cache="):
-        TurnpressFilter(cache="openai")  # today's compress() takes no cache model
+    with pytest.raises(ValueError, match="TurnpressFilter: unknown cache model"):
+        TurnpressFilter(cache="gpt")
+
+
+def test_the_cache_model_is_the_agents_provider(monkeypatch):
+    """cache= / price= as given, else the provider of the agent's model, else openai."""
+    import turnpress.integrations._common as common
+
+    seen = []
+    real = common.compress
+    monkeypatch.setattr(common, "compress", lambda m, **k: seen.append(
+        (k["cache"], k["price"])) or real(m, **k))
+    items = [{"role": "user", "content": "Count the files."},
+             {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "a\nb"}]
+
+    class Agent:
+        model = "litellm/anthropic/claude-sonnet-4-5"
+
+    for made, agent in [(TurnpressFilter(), None), (TurnpressFilter(), Agent()),
+                        (TurnpressFilter(cache="openai", price="openai-gpt-4o"), Agent())]:
+        made(CallModelData(model_data=ModelInputData(input=items, instructions=None),
+                           agent=agent, context=None))
+    assert seen == [("openai", None), ("anthropic", None), ("openai", "openai-gpt-4o")]
 
 
 def test_the_readme_section_runs_as_printed():
@@ -158,4 +183,9 @@ def test_the_readme_section_runs_as_printed():
     agent = Agent(name="auditor", model=model, tools=[function_tool(read_file)])
     printed = run_readme_block(block, agent=agent, mission=example.MISSION)
     assert printed == "The largest is LIMIT_1_59 = 159.\n"
-    assert [len(items) for _, items in model.requests] == [1, 1, 1]
+    # the default (price-scheduled) sends a 3-call run as it was (no delta would be
+    # shorter than its step): the mission, then each reasoning item, call and output
+    assert [len(items) for _, items in model.requests] == [1, 4, 7]
+    for _, items in model.requests:
+        assert items[0] == {"role": "user", "content": example.MISSION}
+        check_items(items, produced_reasoning(model))

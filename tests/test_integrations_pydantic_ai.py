@@ -156,8 +156,38 @@ def test_a_response_sent_as_it_was_is_the_runs_own_object_with_its_thinking():
 def test_options_are_checked_when_the_processor_is_made():
     with pytest.raises(ValueError, match="unknown"):
         TurnpressHistory("no-such-strategy")
-    with pytest.raises(TypeError, match="cache="):
-        TurnpressHistory(cache="anthropic")  # today's compress() takes no cache model
+    with pytest.raises(ValueError, match="TurnpressHistory: unknown cache model"):
+        TurnpressHistory(cache="claude")
+    with pytest.raises(ValueError, match="TurnpressHistory: malformed price"):
+        TurnpressHistory(price="cached=1")
+
+
+def test_the_cache_model_is_the_runs_provider(monkeypatch):
+    """cache= / price= as given, else the provider of the run's model (pydantic-ai's
+    ``RunContext.model``), else openai; FunctionModel tells none."""
+    from pydantic_ai.models.function import FunctionModel
+
+    import turnpress.integrations._common as common
+
+    seen = []
+    real = common.compress
+    monkeypatch.setattr(common, "compress", lambda m, **k: seen.append(
+        (k["cache"], k["price"])) or real(m, **k))
+    history = [ModelRequest(parts=[UserPromptPart("List the files.")]),
+               ModelResponse(parts=[ToolCallPart("ls", {"path": "."}, tool_call_id="c1")]),
+               ModelRequest(parts=[ToolReturnPart("ls", "a.txt", tool_call_id="c1")])]
+
+    class Context:
+        run_id = "r1"
+
+        def __init__(self, model):
+            self.model = model
+
+    for made, model in [(TurnpressHistory(), FunctionModel(lambda m, i: None)),
+                        (TurnpressHistory(), "anthropic:claude-3-5-haiku-latest"),
+                        (TurnpressHistory(cache="none", price="in=1,cached=1"), "openai:gpt-4o")]:
+        made(Context(model), list(history))
+    assert seen == [("openai", None), ("anthropic", None), ("none", "in=1,cached=1")]
 
 
 def test_the_readme_section_runs_as_printed():
@@ -175,4 +205,10 @@ def test_the_readme_section_runs_as_printed():
     printed = run_readme_block(block, model=FunctionModel(script), tools=[read_file],
                                mission=example.MISSION)
     assert printed == "The largest is LIMIT_1_59 = 159.\n"
-    assert [len(r) for r in script.requests] == [1, 1, 1]
+    # the default (price-scheduled) sends a 3-call run as it was (no delta would be
+    # shorter than its step): the mission, then each call paired with its return
+    assert [len(r) for r in script.requests] == [1, 3, 5]
+    for request in script.requests:
+        assert chat(request)[0] == {"role": "user", "content": example.MISSION}
+        check_pairing(request)
+        check_chat_request(chat(request))

@@ -23,7 +23,7 @@ from integration_checks import (
     readme_block,
     run_readme_block,
 )
-from smolagents import Model, ToolCallingAgent, tool
+from smolagents import CodeAgent, Model, ToolCallingAgent, tool
 from smolagents.memory import ActionStep, TaskStep
 from smolagents.memory import ToolCall as SmolToolCall
 from smolagents.models import (
@@ -149,8 +149,40 @@ class _Logger:
 def test_options_are_checked_when_the_callback_is_made():
     with pytest.raises(ValueError, match="unknown"):
         TurnpressMemory("no-such-strategy")
-    with pytest.raises(TypeError, match="price="):
-        TurnpressMemory(price={"input": 3.0})  # render() takes no price (yet)
+    with pytest.raises(ValueError, match="TurnpressMemory: price must be a preset"):
+        TurnpressMemory(price={"input": 3.0})
+    with pytest.raises(ValueError, match="TurnpressMemory: unknown cache model"):
+        TurnpressMemory(cache="bedrock")
+
+
+@pytest.mark.parametrize(("model_id", "cache", "price"), [
+    ("scripted", "openai", None), ("anthropic/claude-sonnet-4", "anthropic", None),
+    ("anthropic/claude-sonnet-4", "anthropic", "anthropic-haiku-3.5")])
+def test_the_cache_model_is_the_models_provider(model_id, cache, price, monkeypatch):
+    """render() gets cache= / price= as given, else the provider of the agent's model
+    (its ``model_id``), else openai."""
+    import turnpress.integrations.smolagents as integration
+
+    seen = []
+    real = integration.render
+    monkeypatch.setattr(integration, "render", lambda turns, **k: seen.append(
+        (k["cache"], k["price"])) or real(turns, **k))
+    repo = example.repository(3)
+
+    def read_file(path: str) -> str:
+        """Read a file.
+
+        Args:
+            path: the path
+        """
+        return repo[path]
+
+    model = example.ScriptedModel(list(repo))
+    model.model_id = model_id
+    agent = CodeAgent(tools=[tool(read_file)], model=model, verbosity_level=-1,
+                      step_callbacks=[TurnpressMemory(price=price)])
+    assert agent.run(example.MISSION) == 259
+    assert seen and set(seen) == {(cache, price)}
 
 
 def test_the_readme_section_runs_as_printed():
