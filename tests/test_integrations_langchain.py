@@ -123,14 +123,20 @@ def test_an_async_agent_goes_through_the_same_middleware():
         """Read a file of the repository."""
         return repo.get(path, f"Error: no such file {path!r}")
 
-    # single-user-coalesced by name: its 2-message requests show the middleware ran (the
-    # default sends a 3-step run as it was: no delta would be shorter than its step)
     agent = create_agent(model, [read_file], system_prompt=example.SYSTEM,
-                         middleware=[TurnpressMiddleware("single-user-coalesced")])
+                         middleware=[TurnpressMiddleware()])
     state = asyncio.run(agent.ainvoke({"messages": [{"role": "user",
                                                      "content": example.MISSION}]}))
     assert len(state["messages"]) == 8
-    assert [len(r) for r in model.requests] == [2, 2, 2, 2]
+    # the default (price-scheduled) appends one delta per call: the call, and its
+    # result cut to head and tail (what shows that the middleware ran), the error whole
+    sent = requests(model)
+    assert [len(r) for r in sent] == [2, 4, 6, 8]
+    assert "lines elided" in sent[-1][3]["content"] and "lines elided" in sent[-1][7]["content"]
+    assert sent[-1][5]["content"] == "Error: no such file 'nope.py'"
+    for request in sent:
+        assert request[1] == {"role": "user", "content": example.MISSION}
+        check_chat_request(request)
 
 
 def test_the_middleware_leaves_the_request_it_was_given_unchanged():
@@ -140,7 +146,7 @@ def test_the_middleware_leaves_the_request_it_was_given_unchanged():
                 AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}]),
                 ToolMessage("a\nb", tool_call_id="c1")]
     request = ModelRequest(model=None, messages=list(messages), system_prompt="Be brief.")
-    got = []  # single-user-coalesced by name: the compressed request is one message
+    got = []  # single-user-coalesced by name: its compressed request is one message
     TurnpressMiddleware("single-user-coalesced").wrap_model_call(request, got.append)
     assert request.messages == messages and request.system_prompt == "Be brief."
     assert got[0].system_prompt == "Be brief."
@@ -162,10 +168,11 @@ def test_the_readme_section_runs_as_printed():
     printed = run_readme_block(block, model=model, tools=[read_file],
                                mission=example.MISSION)
     assert printed == "6 messages kept; The largest is LIMIT_1_59 = 159.\n"
-    # the default (price-scheduled) sends a 3-call run as it was (no delta would be
-    # shorter than its step): the mission, then each call paired with its result
+    # the default (price-scheduled) appends one delta per call: the call, and its
+    # result cut to head and tail; the mission first
     sent = requests(model)
     assert [len(r) for r in sent] == [1, 3, 5]
+    assert "lines elided" in sent[-1][2]["content"] and "lines elided" in sent[-1][4]["content"]
     for request in sent:
         assert request[0] == {"role": "user", "content": example.MISSION}
         check_chat_request(request)
@@ -183,14 +190,19 @@ def test_pre_model_hook_sends_compressed_messages_and_keeps_the_state():
         """Read a file of the repository."""
         return repo.get(path, f"Error: no such file {path!r}")
 
-    # single-user-coalesced by name: its 2-message requests show the hook's messages
-    # were sent (the default sends a 3-step run as it was)
     agent = create_react_agent(model, [read_file], prompt=example.SYSTEM,
-                               pre_model_hook=pre_model_hook("single-user-coalesced"))
+                               pre_model_hook=pre_model_hook())
     state = agent.invoke({"messages": [{"role": "user", "content": example.MISSION}]})
     assert len(state["messages"]) == 8  # mission, 3 calls and results, the answer
-    assert [len(r) for r in model.requests] == [2, 2, 2, 2]
-    assert "no such file 'nope.py'" in model.requests[-1][-1].content
+    # what the hook returned was sent: each read cut to head and tail by the default's
+    # deltas (the state keeps them whole), the last error whole
+    sent = requests(model)
+    assert [len(r) for r in sent] == [2, 4, 6, 8]
+    assert all("lines elided" in sent[-1][k]["content"] for k in (3, 5))
+    assert all("lines elided" not in m.content for m in state["messages"])
+    assert sent[-1][-1]["content"] == "Error: no such file 'nope.py'"
+    for request in sent:
+        check_chat_request(request)
 
 
 class ChatAnthropic:

@@ -183,9 +183,13 @@ def test_the_readme_section_runs_as_printed():
     agent = Agent(name="auditor", model=model, tools=[function_tool(read_file)])
     printed = run_readme_block(block, agent=agent, mission=example.MISSION)
     assert printed == "The largest is LIMIT_1_59 = 159.\n"
-    # the default (price-scheduled) sends a 3-call run as it was (no delta would be
-    # shorter than its step): the mission, then each reasoning item, call and output
+    # the default (price-scheduled) appends one delta per call: the response as it was
+    # (its reasoning item, the call with its id) and the output cut to head and tail
     assert [len(items) for _, items in model.requests] == [1, 4, 7]
+    last = model.requests[-1][1]
+    assert [i.get("type") for i in last[1:4]] == ["reasoning", "function_call",
+                                                  "function_call_output"]
+    assert "lines elided" in last[3]["output"] and "lines elided" in last[6]["output"]
     for _, items in model.requests:
         assert items[0] == {"role": "user", "content": example.MISSION}
         check_items(items, produced_reasoning(model))

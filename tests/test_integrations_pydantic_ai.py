@@ -205,9 +205,10 @@ def test_the_readme_section_runs_as_printed():
     printed = run_readme_block(block, model=FunctionModel(script), tools=[read_file],
                                mission=example.MISSION)
     assert printed == "The largest is LIMIT_1_59 = 159.\n"
-    # the default (price-scheduled) sends a 3-call run as it was (no delta would be
-    # shorter than its step): the mission, then each call paired with its return
+    # the default (price-scheduled) appends one delta per call: the call and its return
+    # cut to head and tail; the mission first
     assert [len(r) for r in script.requests] == [1, 3, 5]
+    assert "lines elided" in chat(script.requests[-1])[-1]["content"]
     for request in script.requests:
         assert chat(request)[0] == {"role": "user", "content": example.MISSION}
         check_pairing(request)
