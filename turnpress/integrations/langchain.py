@@ -29,13 +29,12 @@ ChatAnthropic sends as ``is_error``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from turnpress.compress import Compressor
 from turnpress.core.pricing import CacheRules, Price
-from turnpress.integrations._common import CompressOptions, compress_chat
+from turnpress.integrations._common import CompressOptions, compress_chat, message_key
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -69,10 +68,6 @@ def from_openai(messages: Sequence[dict[str, Any]]) -> list[BaseMessage]:
     return list(_core().convert_to_messages([dict(m) for m in messages]))
 
 
-def _key(message: dict[str, Any]) -> str:
-    return json.dumps(message, sort_keys=True, default=str)
-
-
 def _given_back(sent: Sequence[dict[str, Any]], originals: Sequence[BaseMessage],
                 forms: Sequence[dict[str, Any]]) -> list[BaseMessage]:
     """``sent`` (OpenAI messages) as ``BaseMessage``s, with what the OpenAI shape lost
@@ -80,12 +75,12 @@ def _given_back(sent: Sequence[dict[str, Any]], originals: Sequence[BaseMessage]
     docstring)."""
     same: dict[str, list[int]] = {}
     for k, form in enumerate(forms):
-        same.setdefault(_key(form), []).append(k)
+        same.setdefault(message_key(form), []).append(k)
     status = {m.tool_call_id: m.status for m in originals
               if getattr(m, "type", None) == "tool" and getattr(m, "status", None)}
     out: list[BaseMessage] = []
     for message in sent:
-        found = same.get(_key(message))
+        found = same.get(message_key(message))
         if found:
             out.append(originals[found.pop(0)].model_copy(deep=True))
             continue
