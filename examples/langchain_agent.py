@@ -10,11 +10,14 @@ example runs offline: it reads the next file each step and, at the end, answers 
 the largest constant it can still see. It prints, per model call, the tokens the
 model received, then the same run without the middleware.
 
-With ``single-user-coalesced`` the model sees the tool calls made and the newest
-outputs only (15 by default), so it misses the largest value, read 25 steps before
-the end, which the full history still shows: the recall a strategy trades for tokens,
-which ``turnpress compare`` measures on real runs. (The smolagents example keeps it:
-its code holds the value in a variable.)
+The strategy is the library's default, ``price-scheduled``, unless ``--strategy``
+names another. It sends each read as a compact delta (the output cut to its head and
+tail) and now and then rebuilds one view of the run (tool calls, key lines, the last
+error), so the model misses the largest value, in the middle of a file read 25 steps
+before the end, which the full history still shows (``single-user-coalesced``,
+which shows the newest 15 outputs, misses it too): the recall a strategy trades for
+tokens, which ``turnpress compare`` measures on real runs. (The smolagents example
+keeps it: its code holds the value in a variable.)
 
     python examples/langchain_agent.py [--strategy NAME] [--files N]
 """
@@ -127,7 +130,8 @@ def main(strategy: str, files: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--strategy", default="single-user-coalesced")
+    parser.add_argument("--strategy", default="price-scheduled",
+                        help="a turnpress strategy (default: the library's default)")
     parser.add_argument("--files", type=int, default=30)
     options = parser.parse_args()
     main(options.strategy, options.files)

@@ -11,11 +11,14 @@ runs offline: it reads the next file each step and, at the end, answers with the
 largest constant it can still see. It prints, per model call, the tokens of the
 Responses input the model received, then the same run without the filter.
 
-With ``single-user-coalesced`` the model sees the tool calls made and the newest
-outputs only (15 by default), so it misses the largest value, read 25 steps before
-the end, which the full history still shows: the recall a strategy trades for tokens,
-which ``turnpress compare`` measures on real runs. (The smolagents example keeps it:
-its code holds the value in a variable.)
+The strategy is the library's default, ``price-scheduled``, unless ``--strategy``
+names another. It sends each read as a compact delta (the output cut to its head and
+tail) and now and then rebuilds one view of the run (tool calls, key lines, the last
+error), so the model misses the largest value, in the middle of a file read 25 steps
+before the end, which the full history still shows (``single-user-coalesced``,
+which shows the newest 15 outputs, misses it too): the recall a strategy trades for
+tokens, which ``turnpress compare`` measures on real runs. (The smolagents example
+keeps it: its code holds the value in a variable.)
 
     python examples/openai_agents_agent.py [--strategy NAME] [--files N]
 """
@@ -128,7 +131,8 @@ def main(strategy: str, files: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--strategy", default="single-user-coalesced")
+    parser.add_argument("--strategy", default="price-scheduled",
+                        help="a turnpress strategy (default: the library's default)")
     parser.add_argument("--files", type=int, default=30)
     options = parser.parse_args()
     main(options.strategy, options.files)

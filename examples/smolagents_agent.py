@@ -8,7 +8,8 @@ fail (no such file: the tool raises, smolagents records the step's error). The m
 is a scripted smolagents ``Model`` that writes that code, so the example runs
 offline; its last step answers with the variable. It prints, per model call, the
 tokens of the request the model prepared (smolagents' own
-``_prepare_completion_kwargs``), then the same run without the callback:
+``_prepare_completion_kwargs``), then the same run without the callback. The strategy
+is the library's default, ``price-scheduled``, unless ``--strategy`` names another:
 
     python examples/smolagents_agent.py [--strategy NAME] [--files N]
 """
@@ -115,7 +116,8 @@ def main(strategy: str, files: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--strategy", default="single-user-coalesced")
+    parser.add_argument("--strategy", default="price-scheduled",
+                        help="a turnpress strategy (default: the library's default)")
     parser.add_argument("--files", type=int, default=30)
     options = parser.parse_args()
     main(options.strategy, options.files)

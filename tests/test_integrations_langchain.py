@@ -25,7 +25,12 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, conver
 
 from turnpress.compress import count_tokens
 from turnpress.integrations._common import CompressOptions, provider_of
-from turnpress.integrations.langchain import TurnpressMiddleware, pre_model_hook
+from turnpress.integrations.langchain import (
+    LangChainCompressor,
+    TurnpressMiddleware,
+    compress_messages,
+    pre_model_hook,
+)
 
 example = load_example("langchain_agent")
 
@@ -36,7 +41,14 @@ def plain():
 
 
 @pytest.fixture(scope="module")
+def default():
+    return example.run(True)  # the library's default: price-scheduled
+
+
+@pytest.fixture(scope="module")
 def coalesced():
+    """single-user-coalesced by name: the tests that use it pin its shape (a system
+    message and one user message) on purpose."""
     return example.run("single-user-coalesced")
 
 
@@ -48,11 +60,32 @@ def test_the_example_runs_a_long_tool_loop_and_prints_its_savings():
     out = subprocess.run([sys.executable, str(EXAMPLES / "langchain_agent.py")],
                          capture_output=True, text=True, timeout=300, check=True).stdout
     assert out.count("\ncall ") == 32 and out.startswith("call 1: ")
-    # the full history shows the largest value; the coalesced view, its newest 15 outputs
+    # the example's default is the library's (price-scheduled): at least 60% fewer
+    # tokens (measured: 71%); the full history shows the largest value, in the middle of
+    # a read that the default's deltas and views cut to head and tail
     assert "(without turnpress: The largest is LIMIT_7_33 = 9000.)" in out
     assert "state keeps 66 messages" in out
     saved = int(out.rsplit("saved: ", 1)[1].split("%")[0])
-    assert saved >= 40
+    assert saved >= 60
+
+
+def test_the_default_sends_fewer_tokens_with_mission_errors_and_pairing(plain, default):
+    """The default (price-scheduled): at least 60% fewer tokens over the run (measured:
+    71%), the state keeps everything, and every request is valid with its calls paired,
+    the system prompt and the mission, each error right after it and the last one at
+    the end."""
+    (state, model), (_, plain_model) = default, plain
+    sent, full = requests(model), requests(plain_model)
+    assert len(sent) == len(full) == 33
+    assert sum(map(count_tokens, sent)) <= 0.4 * sum(map(count_tokens, full))
+    assert len(state["messages"]) == 66
+    for request in sent:
+        check_chat_request(request)
+        assert request[0] == {"role": "system", "content": example.SYSTEM}
+        assert example.MISSION in str(request[1]["content"])
+    assert "no such file 'src/part_12_old.py'" in str(sent[13][-1]["content"])
+    assert "no such file 'src/summary.py'" in str(sent[-1][-1]["content"])
+    assert any(len(r) == 2 for r in sent[1:])  # views rebuilt along the way
 
 
 def test_the_model_receives_fewer_tokens_and_the_state_keeps_everything(plain, coalesced):
@@ -123,7 +156,15 @@ def test_an_async_agent_goes_through_the_same_middleware():
     state = asyncio.run(agent.ainvoke({"messages": [{"role": "user",
                                                      "content": example.MISSION}]}))
     assert len(state["messages"]) == 8
-    assert [len(r) for r in model.requests] == [2, 2, 2, 2]
+    # the default (price-scheduled) appends one delta per call: the call, and its
+    # result cut to head and tail (what shows that the middleware ran), the error whole
+    sent = requests(model)
+    assert [len(r) for r in sent] == [2, 4, 6, 8]
+    assert "lines elided" in sent[-1][3]["content"] and "lines elided" in sent[-1][7]["content"]
+    assert sent[-1][5]["content"] == "Error: no such file 'nope.py'"
+    for request in sent:
+        assert request[1] == {"role": "user", "content": example.MISSION}
+        check_chat_request(request)
 
 
 def test_the_middleware_leaves_the_request_it_was_given_unchanged():
@@ -133,8 +174,8 @@ def test_the_middleware_leaves_the_request_it_was_given_unchanged():
                 AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}]),
                 ToolMessage("a\nb", tool_call_id="c1")]
     request = ModelRequest(model=None, messages=list(messages), system_prompt="Be brief.")
-    got = []
-    TurnpressMiddleware().wrap_model_call(request, got.append)
+    got = []  # single-user-coalesced by name: its compressed request is one message
+    TurnpressMiddleware("single-user-coalesced").wrap_model_call(request, got.append)
     assert request.messages == messages and request.system_prompt == "Be brief."
     assert got[0].system_prompt == "Be brief."
     assert [m.type for m in got[0].messages] == ["human"]
@@ -155,7 +196,14 @@ def test_the_readme_section_runs_as_printed():
     printed = run_readme_block(block, model=model, tools=[read_file],
                                mission=example.MISSION)
     assert printed == "6 messages kept; The largest is LIMIT_1_59 = 159.\n"
-    assert [len(r) for r in model.requests] == [1, 1, 1]  # no system prompt: one USER message
+    # the default (price-scheduled) appends one delta per call: the call, and its
+    # result cut to head and tail; the mission first
+    sent = requests(model)
+    assert [len(r) for r in sent] == [1, 3, 5]
+    assert "lines elided" in sent[-1][2]["content"] and "lines elided" in sent[-1][4]["content"]
+    for request in sent:
+        assert request[0] == {"role": "user", "content": example.MISSION}
+        check_chat_request(request)
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -174,30 +222,69 @@ def test_pre_model_hook_sends_compressed_messages_and_keeps_the_state():
                                pre_model_hook=pre_model_hook())
     state = agent.invoke({"messages": [{"role": "user", "content": example.MISSION}]})
     assert len(state["messages"]) == 8  # mission, 3 calls and results, the answer
-    assert [len(r) for r in model.requests] == [2, 2, 2, 2]
-    assert "no such file 'nope.py'" in model.requests[-1][-1].content
+    # what the hook returned was sent: each read cut to head and tail by the default's
+    # deltas (the state keeps them whole), the last error whole
+    sent = requests(model)
+    assert [len(r) for r in sent] == [2, 4, 6, 8]
+    assert all("lines elided" in sent[-1][k]["content"] for k in (3, 5))
+    assert all("lines elided" not in m.content for m in state["messages"])
+    assert sent[-1][-1]["content"] == "Error: no such file 'nope.py'"
+    for request in sent:
+        check_chat_request(request)
 
 
-def test_cache_and_price_are_forwarded_only_when_given():
-    def old(messages, *, strategy=True):
-        """A compress() without cache= / price=."""
+class ChatAnthropic:
+    """Stands for langchain-anthropic's chat model: its class name tells the provider."""
 
-    def new(messages, *, strategy=True, cache=None, price=None):
-        """A compress() with them."""
+    model = "claude-sonnet-4-5"
 
-    assert CompressOptions("full-history", function=old).keywords("gpt-4o") == {
-        "strategy": "full-history"}
-    with pytest.raises(TypeError, match="cache= needs a turnpress whose compress"):
-        CompressOptions(cache="anthropic", function=old)
-    with pytest.raises(TypeError, match="price="):
-        TurnpressMiddleware(price={"input": 3.0})  # today's compress() takes no price
-    options = CompressOptions(price={"input": 3.0}, function=new)
+
+def test_cache_and_price_are_forwarded(monkeypatch):
+    """Every call gets an explicit cache model: the one given, else the provider of the
+    request's chat model, else openai; never compress()'s own default for the shape it
+    is called with (the anthropic one when a tool result failed)."""
+    import turnpress.integrations._common as common
+
+    seen = []
+
+    def recorded(messages, **keywords):
+        seen.append({k: keywords[k] for k in ("strategy", "cache", "price")})
+        return common_compress(messages, **keywords)
+
+    common_compress = common.compress
+    monkeypatch.setattr(common, "compress", recorded)
+    from langchain.agents.middleware import ModelRequest
+
+    messages = [HumanMessage("Count the files."),
+                AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}]),
+                ToolMessage("Error: no ls", tool_call_id="c1", status="error")]
+    for middleware, model in [(TurnpressMiddleware(), None),
+                              (TurnpressMiddleware(), ChatAnthropic()),
+                              (TurnpressMiddleware(cache="none", price="in=1,cached=1"),
+                               ChatAnthropic())]:
+        request = ModelRequest(model=model, messages=list(messages))
+        middleware.wrap_model_call(request, lambda r: r)
+    assert seen == [{"strategy": True, "cache": "openai", "price": None},
+                    {"strategy": True, "cache": "anthropic", "price": None},
+                    {"strategy": True, "cache": "none", "price": "in=1,cached=1"}]
+    options = CompressOptions(price="anthropic-haiku-3.5")
     assert options.keywords("claude-sonnet-4") == {
-        "strategy": True, "cache": "anthropic", "price": {"input": 3.0}}
-    assert CompressOptions(cache="openai", function=new).keywords("claude")["cache"] == "openai"
-    assert "cache" not in CompressOptions(function=new).keywords(example.ScriptedModel(paths=[]))
-    with pytest.raises(ValueError, match="unknown"):
+        "strategy": True, "cache": "anthropic", "price": "anthropic-haiku-3.5"}
+    assert CompressOptions(cache="openai").keywords("claude")["cache"] == "openai"
+    assert CompressOptions().keywords(example.ScriptedModel(paths=[]))["cache"] == "openai"
+    compress_messages(messages, cache="anthropic")
+    assert seen[-1]["cache"] == "anthropic"
+
+
+def test_bad_options_are_one_error_when_the_integration_is_made():
+    with pytest.raises(ValueError, match="TurnpressMiddleware: unknown strategy"):
         TurnpressMiddleware("no-such-strategy")
+    with pytest.raises(ValueError, match="pre_model_hook: unknown cache model 'antropic'"):
+        pre_model_hook(cache="antropic")
+    with pytest.raises(ValueError, match="compress_messages: malformed price"):
+        compress_messages([], price="in=3")
+    with pytest.raises(ValueError, match="LangChainCompressor: price must be a preset"):
+        LangChainCompressor(price={"input": 3.0})
 
 
 class _SmolModel:

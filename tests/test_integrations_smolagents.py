@@ -23,7 +23,7 @@ from integration_checks import (
     readme_block,
     run_readme_block,
 )
-from smolagents import Model, ToolCallingAgent, tool
+from smolagents import CodeAgent, Model, ToolCallingAgent, tool
 from smolagents.memory import ActionStep, TaskStep
 from smolagents.memory import ToolCall as SmolToolCall
 from smolagents.models import (
@@ -53,7 +53,13 @@ def plain():
 
 
 @pytest.fixture(scope="module")
+def default():
+    return example.run(True)  # the library's default: price-scheduled
+
+
+@pytest.fixture(scope="module")
 def coalesced():
+    """single-user-coalesced by name: the tests that use it pin its view on purpose."""
     return example.run("single-user-coalesced")
 
 
@@ -66,11 +72,34 @@ def test_the_example_runs_and_prints_its_savings():
                          capture_output=True, text=True, timeout=300, check=True).stdout
     assert out.count("\ncall ") == 32 and out.startswith("call 1: ")
     assert "answer: 9000 (without turnpress: 9000)" in out
-    assert int(out.rsplit("saved: ", 1)[1].split("%")[0]) >= 25
+    # the example's default is the library's (price-scheduled); measured: 65% saved
+    assert int(out.rsplit("saved: ", 1)[1].split("%")[0]) >= 55
+
+
+def test_the_default_sends_fewer_tokens_and_keeps_what_the_code_learned(plain, default):
+    """The default (price-scheduled): at least 55% fewer tokens over the run (measured:
+    65%), the same answer, and every request valid (smolagents' preparation, the OpenAI
+    types, roles alternating) with the mission once and the last error at the end."""
+    (answer, agent, model), (plain_answer, _, plain_model) = default, plain
+    assert answer == plain_answer == 9000
+    assert len(model.requests) == len(plain_model.requests) == 33
+    sent = sum(count_tokens(r) for r in model.requests)
+    full = sum(count_tokens(r) for r in plain_model.requests)
+    assert sent <= 0.45 * full
+    assert [type(s) for s in agent.memory.steps] == [TaskStep, TurnpressView, ActionStep]
+    for request in model.requests:
+        plain_request = json.loads(json.dumps(request))
+        check_chat_request(plain_request)
+        roles = [m["role"] for m in plain_request]
+        assert roles[:2] == ["system", "user"]
+        assert all(a != b for a, b in pairwise(roles))
+        assert text(request).count("New task:\n" + example.MISSION) == 1
+    assert "src/part_12_old.py'" in text(model.requests[14])
+    assert "FileNotFoundError: no such file 'src/summary.py'" in text(model.requests[-1])
 
 
 def test_fewer_tokens_and_the_same_answer_from_what_the_code_learned(plain, coalesced):
-    """At least 25% fewer tokens over the run (measured: 34%) with the default strategy,
+    """At least 25% fewer tokens over the run (measured: 34%) with single-user-coalesced,
     and the same answer: the largest value, read 25 steps before the end, lives on in the
     code's variable ``best``."""
     (answer, agent, model), (plain_answer, _, plain_model) = coalesced, plain
@@ -149,8 +178,40 @@ class _Logger:
 def test_options_are_checked_when_the_callback_is_made():
     with pytest.raises(ValueError, match="unknown"):
         TurnpressMemory("no-such-strategy")
-    with pytest.raises(TypeError, match="price="):
-        TurnpressMemory(price={"input": 3.0})  # render() takes no price (yet)
+    with pytest.raises(ValueError, match="TurnpressMemory: price must be a preset"):
+        TurnpressMemory(price={"input": 3.0})
+    with pytest.raises(ValueError, match="TurnpressMemory: unknown cache model"):
+        TurnpressMemory(cache="bedrock")
+
+
+@pytest.mark.parametrize(("model_id", "cache", "price"), [
+    ("scripted", "openai", None), ("anthropic/claude-sonnet-4", "anthropic", None),
+    ("anthropic/claude-sonnet-4", "anthropic", "anthropic-haiku-3.5")])
+def test_the_cache_model_is_the_models_provider(model_id, cache, price, monkeypatch):
+    """render() gets cache= / price= as given, else the provider of the agent's model
+    (its ``model_id``), else openai."""
+    import turnpress.integrations.smolagents as integration
+
+    seen = []
+    real = integration.render
+    monkeypatch.setattr(integration, "render", lambda turns, **k: seen.append(
+        (k["cache"], k["price"])) or real(turns, **k))
+    repo = example.repository(3)
+
+    def read_file(path: str) -> str:
+        """Read a file.
+
+        Args:
+            path: the path
+        """
+        return repo[path]
+
+    model = example.ScriptedModel(list(repo))
+    model.model_id = model_id
+    agent = CodeAgent(tools=[tool(read_file)], model=model, verbosity_level=-1,
+                      step_callbacks=[TurnpressMemory(price=price)])
+    assert agent.run(example.MISSION) == 259
+    assert seen and set(seen) == {(cache, price)}
 
 
 def test_the_readme_section_runs_as_printed():

@@ -1,23 +1,26 @@
 """What every framework integration shares: the options it hands to :func:`turnpress.compress`.
 
-Each integration takes ``strategy=``, ``cache=`` and ``price=``. ``cache`` (the
-provider's cache model, e.g. ``"openai"`` or ``"anthropic"``) and ``price`` are
-forwarded to ``compress()`` only when given, so an integration works with a
-``compress()`` that does not take them yet; when one is given and this
-``compress()`` has no such parameter, the error says so at construction, not at
-the first model call.
+Each integration takes ``strategy=``, ``cache=`` and ``price=`` and hands all three
+to ``compress()`` (or ``render()``), checked when the integration is built. The
+cache model is never left to ``compress()``'s own default (the provider of its
+``format``, which an integration picks for its own reasons): it is ``cache`` when
+given, else the provider of the framework's model where it can be told
+(``ChatAnthropic``, ``"claude-..."``, ``"anthropic:..."`` -> ``anthropic``;
+``ChatOpenAI``, ``"gpt-..."``, ``"o3"`` -> ``openai``), else ``openai``, the
+library's default (DESIGN §11). ``price`` None is that cache's default price
+(``openai-gpt-4.1`` / ``anthropic-sonnet-4``).
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from turnpress.compress import compress
 from turnpress.core.compression import Compression, get_strategy
+from turnpress.core.pricing import DEFAULT_CACHE, CacheRules, Price, resolve_pricing
 from turnpress.core.providers import to_anthropic
 from turnpress.plugins.readers import anthropic_messages
 
@@ -119,42 +122,35 @@ def _plain_chat(message: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _parameters(function: Callable[..., Any]) -> set[str]:
-    return set(inspect.signature(function).parameters)
-
-
 class CompressOptions:
     """The strategy, cache model and price an integration passes to ``compress()``.
 
-    The strategy is checked here (an unknown name is a ``ValueError`` when the
-    integration is built). ``keywords(model)`` gives the keyword arguments of one
-    ``compress()`` call: ``strategy``, and ``cache`` / ``price`` when given, or, for
-    ``cache``, the provider of the framework's ``model`` when ``compress()`` takes a
-    cache model and the provider can be told.
+    All three are checked here: an unknown strategy, cache model or a malformed price
+    is a ``ValueError`` naming the integration (``where``) when it is built, not at
+    the first model call. ``keywords(model)`` gives the keyword arguments of one
+    ``compress()`` call: ``strategy``, ``cache`` (the one given, else the provider of
+    the framework's ``model`` where it can be told, else ``openai``) and ``price``
+    (the one given, else None: the cache's default price).
     """
 
-    def __init__(self, strategy: Compression = True, *, cache: str | None = None,
-                 price: Any = None, where: str = "turnpress integration",
-                 function: Callable[..., Any] = compress) -> None:
-        get_strategy(strategy)
-        accepted = _parameters(function)
-        for name, value in (("cache", cache), ("price", price)):
-            if value is not None and name not in accepted:
-                raise TypeError(f"{where}: {name}= needs a turnpress whose compress() "
-                                f"takes {name}=; this one does not: leave {name} out")
+    def __init__(self, strategy: Compression = True, *, cache: str | CacheRules | None = None,
+                 price: str | Price | None = None,
+                 where: str = "turnpress integration") -> None:
+        try:
+            get_strategy(strategy)
+            resolve_pricing(cache, price)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
         self.strategy = strategy
         self.cache = cache
         self.price = price
-        self._infer_cache = cache is None and "cache" in accepted
+
+    def cache_for(self, model: Any = None) -> str | CacheRules:
+        """The cache model of a call to ``model`` (see the class docstring)."""
+        if self.cache is not None:
+            return self.cache
+        return provider_of(model) or DEFAULT_CACHE
 
     def keywords(self, model: Any = None) -> dict[str, Any]:
         """Keyword arguments for ``compress()`` (see the class docstring)."""
-        out: dict[str, Any] = {"strategy": self.strategy}
-        cache = self.cache
-        if cache is None and self._infer_cache:
-            cache = provider_of(model)
-        if cache is not None:
-            out["cache"] = cache
-        if self.price is not None:
-            out["price"] = self.price
-        return out
+        return {"strategy": self.strategy, "cache": self.cache_for(model), "price": self.price}

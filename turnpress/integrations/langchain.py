@@ -29,12 +29,12 @@ ChatAnthropic sends as ``is_error``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from turnpress.compress import Compressor
-from turnpress.integrations._common import CompressOptions, compress_chat
+from turnpress.core.pricing import CacheRules, Price
+from turnpress.integrations._common import CompressOptions, compress_chat, message_key
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -68,10 +68,6 @@ def from_openai(messages: Sequence[dict[str, Any]]) -> list[BaseMessage]:
     return list(_core().convert_to_messages([dict(m) for m in messages]))
 
 
-def _key(message: dict[str, Any]) -> str:
-    return json.dumps(message, sort_keys=True, default=str)
-
-
 def _given_back(sent: Sequence[dict[str, Any]], originals: Sequence[BaseMessage],
                 forms: Sequence[dict[str, Any]]) -> list[BaseMessage]:
     """``sent`` (OpenAI messages) as ``BaseMessage``s, with what the OpenAI shape lost
@@ -79,12 +75,12 @@ def _given_back(sent: Sequence[dict[str, Any]], originals: Sequence[BaseMessage]
     docstring)."""
     same: dict[str, list[int]] = {}
     for k, form in enumerate(forms):
-        same.setdefault(_key(form), []).append(k)
+        same.setdefault(message_key(form), []).append(k)
     status = {m.tool_call_id: m.status for m in originals
               if getattr(m, "type", None) == "tool" and getattr(m, "status", None)}
     out: list[BaseMessage] = []
     for message in sent:
-        found = same.get(_key(message))
+        found = same.get(message_key(message))
         if found:
             out.append(originals[found.pop(0)].model_copy(deep=True))
             continue
@@ -97,14 +93,17 @@ def _given_back(sent: Sequence[dict[str, Any]], originals: Sequence[BaseMessage]
 
 def compress_messages(messages: Sequence[BaseMessage], *, strategy: Any = True,
                       tools: Any = None, turns_left: int | None = None,
-                      cache: str | None = None, price: Any = None) -> list[BaseMessage]:
+                      cache: str | CacheRules | None = None, price: str | Price | None = None,
+                      model: Any = None) -> list[BaseMessage]:
     """:func:`turnpress.compress` for ``BaseMessage`` lists: what to pass to the chat
     model next, as ``BaseMessage``s (a message sent as it was is a copy of the
     caller's, with its ``id``, metadata and ``status``). A ``ToolMessage`` with
     ``status="error"`` makes its turn a failed one for the strategy. ``cache`` and
-    ``price`` are handed to ``compress()`` when given."""
+    ``price`` are handed to ``compress()``; without ``cache``, the provider of
+    ``model`` (the chat model the messages go to) where it can be told, else
+    ``openai``."""
     options = CompressOptions(strategy, cache=cache, price=price, where="compress_messages")
-    return _compressed(messages, options, tools=tools, turns_left=turns_left)
+    return _compressed(messages, options, tools=tools, turns_left=turns_left, model=model)
 
 
 def _compressed(messages: Sequence[BaseMessage], options: CompressOptions, *,
@@ -134,11 +133,13 @@ def _openai_tools(tools: Sequence[Any]) -> list[dict[str, Any]] | None:
     return [convert_to_openai_tool(t) for t in tools]
 
 
-def pre_model_hook(strategy: Any = True, *, cache: str | None = None,
-                   price: Any = None) -> Any:
+def pre_model_hook(strategy: Any = True, *, cache: str | CacheRules | None = None,
+                   price: str | Price | None = None) -> Any:
     """A LangGraph ``create_react_agent(pre_model_hook=...)`` node: it returns the
     compressed messages as ``llm_input_messages`` (what LangGraph sends to the model
-    instead of the state's ``messages``), so the state keeps the full history."""
+    instead of the state's ``messages``), so the state keeps the full history. The
+    hook does not see the model: pass ``cache="anthropic"`` for an Anthropic model
+    (default: ``openai``)."""
     options = CompressOptions(strategy, cache=cache, price=price, where="pre_model_hook")
 
     def hook(state: Any) -> dict[str, Any]:
@@ -150,10 +151,17 @@ def pre_model_hook(strategy: Any = True, *, cache: str | None = None,
 
 
 class LangChainCompressor:
-    """:class:`turnpress.Compressor` taking and giving ``BaseMessage``s."""
+    """:class:`turnpress.Compressor` taking and giving ``BaseMessage``s (``cache``:
+    ``"openai"`` when not given, as in the other integrations; ``price``: the cache's
+    default when not given)."""
 
-    def __init__(self, strategy: Any = True, *, tools: Any = None) -> None:
-        self.compressor = Compressor(strategy, tools=tools)
+    def __init__(self, strategy: Any = True, *, tools: Any = None,
+                 cache: str | CacheRules | None = None,
+                 price: str | Price | None = None) -> None:
+        options = CompressOptions(strategy, cache=cache, price=price,
+                                  where="LangChainCompressor")
+        self.compressor = Compressor(strategy, tools=tools, cache=options.cache_for(),
+                                     price=price)
         self._originals: list[BaseMessage] = []
         self._forms: list[dict[str, Any]] = []
 
@@ -189,15 +197,15 @@ if AgentMiddleware is not None:
         follows its call); a message the strategy sends as it was is the caller's own
         ``BaseMessage`` (content blocks such as reasoning, ``id`` and metadata kept).
 
-        ``cache`` (``"openai"`` / ``"anthropic"``) and ``price`` are handed to
-        ``compress()`` when given; when ``compress()`` takes a cache model and none is
-        given, the provider of the request's chat model is used where it can be told
-        (``ChatOpenAI`` / ``ChatAnthropic``). The request's tools reach a plugin
+        ``cache`` (``"openai"`` / ``"anthropic"`` / ``"none"``) and ``price`` (a preset
+        or ``in=..,cached=..``) are handed to ``compress()``; without ``cache``, the
+        provider of the request's chat model (``ChatOpenAI`` / ``ChatAnthropic``) where
+        it can be told, else ``openai``. The request's tools reach a plugin
         strategy as ``ctx.tools``.
         """
 
-        def __init__(self, strategy: Any = True, *, cache: str | None = None,
-                     price: Any = None) -> None:
+        def __init__(self, strategy: Any = True, *, cache: str | CacheRules | None = None,
+                     price: str | Price | None = None) -> None:
             super().__init__()
             self.options = CompressOptions(strategy, cache=cache, price=price,
                                            where="TurnpressMiddleware")

@@ -48,6 +48,7 @@ except ImportError:  # pragma: no cover - tested in a subprocess
                       "pip install 'turnpress[openai-agents]'") from None
 
 from turnpress.core.compression import Compression
+from turnpress.core.pricing import CacheRules, Price
 from turnpress.integrations._common import CompressOptions, compress_chat, message_key
 
 __all__ = ["TurnpressFilter", "from_chat", "to_chat"]
@@ -182,15 +183,17 @@ class TurnpressFilter:
 
     Compresses the input items and instructions of each model call with ``strategy``
     (anything :func:`turnpress.normalize` accepts; an unknown one is a ``ValueError``
-    here); see the module docstring for what is kept whole. ``cache`` and ``price``
-    are handed to ``compress()`` when given; when ``compress()`` takes a cache model
-    and none is given, the provider of the agent's model is used where it can be
-    told. ``is_error`` tells a tool output that reports an error.
+    here); see the module docstring for what is kept whole. ``cache`` (``"openai"`` /
+    ``"anthropic"`` / ``"none"``) and ``price`` (a preset or ``in=..,cached=..``) are
+    handed to ``compress()``; without ``cache``, the provider of the agent's model
+    (``"gpt-4.1"``, ``"litellm/anthropic/claude-..."``, a model object) where it can
+    be told, else ``openai`` (see ``turnpress.integrations._common``). ``is_error``
+    tells a tool output that reports an error.
     """
 
-    def __init__(self, strategy: Compression = True, *, cache: str | None = None,
-                 price: Any = None, is_error: Callable[[str], bool] = default_is_error
-                 ) -> None:
+    def __init__(self, strategy: Compression = True, *, cache: str | CacheRules | None = None,
+                 price: str | Price | None = None,
+                 is_error: Callable[[str], bool] = default_is_error) -> None:
         self.options = CompressOptions(strategy, cache=cache, price=price,
                                        where="TurnpressFilter")
         self.is_error = is_error

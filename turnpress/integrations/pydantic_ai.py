@@ -52,6 +52,7 @@ except ImportError:  # pragma: no cover - pydantic-ai 1
     ProcessHistory = None
 
 from turnpress.core.compression import Compression
+from turnpress.core.pricing import CacheRules, Price
 from turnpress.integrations._common import CompressOptions, compress_chat, message_key
 
 __all__ = ["TurnpressHistory", "from_chat", "to_chat"]
@@ -185,14 +186,15 @@ class TurnpressHistory:
 
     Before each model request it compresses the run's full history with ``strategy``
     (anything :func:`turnpress.normalize` accepts; an unknown one is a ``ValueError``
-    here) and returns pydantic-ai messages (see the module docstring). ``cache`` and
-    ``price`` are handed to ``compress()`` when given; when ``compress()`` takes a
-    cache model and none is given, the provider of the run's model is used where it
-    can be told.
+    here) and returns pydantic-ai messages (see the module docstring). ``cache``
+    (``"openai"`` / ``"anthropic"`` / ``"none"``) and ``price`` (a preset or
+    ``in=..,cached=..``) are handed to ``compress()``; without ``cache``, the provider
+    of the run's model (``OpenAIChatModel``, ``"anthropic:claude-..."``) where it can
+    be told, else ``openai`` (see ``turnpress.integrations._common``).
     """
 
-    def __init__(self, strategy: Compression = True, *, cache: str | None = None,
-                 price: Any = None) -> None:
+    def __init__(self, strategy: Compression = True, *, cache: str | CacheRules | None = None,
+                 price: str | Price | None = None) -> None:
         self.options = CompressOptions(strategy, cache=cache, price=price,
                                        where="TurnpressHistory")
         #: run id -> (the run's full history, what was returned for it last)

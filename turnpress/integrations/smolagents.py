@@ -50,6 +50,7 @@ except ImportError:  # pragma: no cover - tested in a subprocess
 
 from turnpress.core.compression import Compression, render
 from turnpress.core.model import Failure, ToolCall, Turn
+from turnpress.core.pricing import CacheRules, Price
 from turnpress.integrations._common import CompressOptions
 
 __all__ = ["TurnpressMemory", "TurnpressView", "turn_of"]
@@ -160,16 +161,18 @@ class TurnpressMemory:
     ``agent.memory.steps`` with a :class:`TurnpressView` (see the module docstring),
     so the next ``write_memory_to_messages()`` (the model's input) holds the
     strategy's view of them. ``strategy`` is anything :func:`turnpress.normalize`
-    accepts (an unknown one is a ``ValueError`` here); ``cache`` and ``price`` are
-    handed to the rendering when given (a turnpress whose rendering takes none says
-    so here). ``steps`` holds every ``ActionStep`` seen, unchanged, and ``turns``
-    their turns.
+    accepts (an unknown one is a ``ValueError`` here). ``cache`` (``"openai"`` /
+    ``"anthropic"`` / ``"none"``) and ``price`` (a preset or ``in=..,cached=..``) are
+    handed to the rendering; without ``cache``, the provider of the agent's model
+    (its ``model_id``, e.g. ``"anthropic/claude-sonnet-4"``) where it can be told,
+    else ``openai`` (see ``turnpress.integrations._common``). ``steps`` holds every
+    ``ActionStep`` seen, unchanged, and ``turns`` their turns.
     """
 
-    def __init__(self, strategy: Compression = True, *, cache: str | None = None,
-                 price: Any = None) -> None:
+    def __init__(self, strategy: Compression = True, *, cache: str | CacheRules | None = None,
+                 price: str | Price | None = None) -> None:
         self.options = CompressOptions(strategy, cache=cache, price=price,
-                                       where="TurnpressMemory", function=render)
+                                       where="TurnpressMemory")
         self.steps: list[ActionStep] = []
         self.turns: list[Turn] = []
         self._turn: dict[int, Turn] = {}  # id(ActionStep) -> its turn
