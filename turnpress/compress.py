@@ -145,8 +145,10 @@ def _next_prompt(trace: Trace, chosen: Any, turns_left: int | None,
 def _pricing(format: str, cache: str | CacheRules | None, price: str | Price | None
              ) -> tuple[CacheRules, Price]:
     """The cache rules and price for the strategy: ``cache`` (None: ``format``'s
-    provider) and ``price`` (None: that cache's default preset)."""
-    return resolve_pricing(cache if cache is not None else format, price)
+    provider, OpenAI for ``responses``) and ``price`` (None: that cache's default
+    preset)."""
+    provider = "openai" if format == "responses" else format
+    return resolve_pricing(cache if cache is not None else provider, price)
 
 
 def _compress_responses(data: Any, chosen: Any, tools: Any, turns_left: int | None,
