@@ -94,8 +94,8 @@ def test_compress_keeps_compaction_and_pairs_calls():
     calls = {i["call_id"] for i in items if i.get("type") == "function_call"}
     outputs = {i["call_id"] for i in items if i.get("type") == "function_call_output"}
     assert calls == outputs
-    # the default strategy folds everything into one user message; compaction stays
-    folded = compress(body, format="responses")["input"]
+    # single-user-coalesced folds everything into one user message; compaction stays
+    folded = compress(body, strategy="single-user-coalesced", format="responses")["input"]
     assert folded[0]["type"] == "compaction" and len(folded) == 2
     assert "Hint: the table is called shipping." in folded[1]["content"]
 

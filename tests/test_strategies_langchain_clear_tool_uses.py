@@ -1,4 +1,4 @@
-"""``langchain-clear-tool-uses``: LangChain's ``ClearToolUsesEdit`` middleware, offline
+"""``clear-tool-uses-lc``: LangChain's ``ClearToolUsesEdit`` middleware, offline
 (issue 19 item 4): where it differs from Anthropic's edit (``clear-tool-uses``), and,
 when LangChain v1 is installed, equal to what the middleware itself sends."""
 
@@ -9,7 +9,7 @@ import pytest
 from turnpress import compress
 from turnpress.plugins.langchain_clear_tool_uses import LangChainClearToolUses
 
-NAME = "langchain-clear-tool-uses"
+NAME = "clear-tool-uses-lc"
 
 
 def _transcript(sizes: list[int]) -> list[dict]:

@@ -1,4 +1,4 @@
-"""Built-in plugin: ``langchain-clear-tool-uses``, LangChain's ``ClearToolUsesEdit``, offline.
+"""Built-in plugin: ``clear-tool-uses-lc``, LangChain's ``ClearToolUsesEdit``, offline.
 
 LangChain v1's ``ContextEditingMiddleware(edits=[ClearToolUsesEdit(...)])`` edits the
 request before each model call, leaving the agent's state whole: once the request
@@ -41,7 +41,7 @@ class LangChainClearToolUses(ClearToolUses):
     ``tokenizer`` (``chars4``) the registered tokenizer that counts tokens.
     """
 
-    name = "langchain-clear-tool-uses"
+    name = "clear-tool-uses-lc"
     keep_short_results = False
 
     def _cleared(self, turns: list[Turn] | tuple[Turn, ...], ctx: RenderContext,  # type: ignore[override]
@@ -63,5 +63,5 @@ class LangChainClearToolUses(ClearToolUses):
 
 @hookimpl
 def register_strategies(register: Callable[[type], None]) -> None:
-    """Register ``langchain-clear-tool-uses``."""
+    """Register ``clear-tool-uses-lc``."""
     register(LangChainClearToolUses)
