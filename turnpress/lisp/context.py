@@ -29,6 +29,9 @@ _CHECK_EVERY = 256
 _MEMORY_EVERY_CHECKS = 16
 _MEMORY_EVERY_BYTES = 4 * 2**20
 _MEMORY_HEADROOM = 2**20
+# A run always has this much room to grow in, even when the memory kept from earlier turns
+# fills the budget (or, under other limits, passed it): a program that keeps less must run.
+_RUN_ROOM = 4 * 2**20
 
 
 def host_error(name: str, args: tuple[Any, ...] | list[Any], exc: Exception) -> LispError:
@@ -77,11 +80,15 @@ class RunContext:
         self.max_memory = limits.max_memory
         # values may fill the budget but for a little room for the interpreter's own objects
         self.value_memory = limits.max_memory - min(_MEMORY_HEADROOM, limits.max_memory // 16)
-        self.memory_base = estimate_size(definitions.values())  # kept from earlier turns
+        # kept from earlier turns, measured as check_kept measured it when the last run ended
+        self.memory_base = estimate_size(definitions.values(), cap=limits.max_memory)
+        # ... of which a run is charged no more than leaves it room to run
+        self.base_charge = min(self.memory_base,
+                               self.value_memory - min(_RUN_ROOM, self.value_memory // 4))
         self.resident_start = resident_bytes()
         self.allocated = 0  # bytes built-ins reported creating (all of this run)
         self.pending = 0  # ... since memory was last measured
-        self.last_used = self.memory_base
+        self.last_used = self.base_charge
         self.checks = 0
         self.invoke: Callable[[Closure, Any], Any] = _no_invoke
         self.prepare: Callable[[Closure], Callable[..., Any]] = _no_invoke  # type: ignore[assignment]
@@ -107,8 +114,8 @@ class RunContext:
         if self.resident_start is not None:
             now = resident_bytes()
             if now is not None:
-                return self.memory_base + max(now - self.resident_start, 0)
-        return self.memory_base + self.allocated
+                return self.base_charge + max(now - self.resident_start, 0)
+        return self.base_charge + self.allocated
 
     def check_memory(self, upcoming: int = 0) -> None:
         """Raise ``memory_limit`` when the program's values (plus ``upcoming`` bytes about
@@ -117,11 +124,26 @@ class RunContext:
         self.pending = 0
         used = self.last_used + upcoming
         if used > self.value_memory:
-            raise LispError(
-                "memory_limit",
-                f"memory limit exceeded: the program's values would hold about {used >> 20} "
-                f"MB (the limit is {self.max_memory >> 20} MB); keep less in memory, e.g. "
-                "select the fields you need instead of keeping whole results")
+            raise self.over_budget(used)
+
+    def check_kept(self, definitions: Mapping[str, Any], previous: Mapping[str, Any]) -> None:
+        """Raise ``memory_limit`` when what the program keeps -- its ``definitions`` as it
+        ends, measured as the next run will charge them -- is over the budget and more
+        than the ``previous`` definitions it started with held."""
+        if definitions.keys() == previous.keys() and all(
+                definitions[name] is previous[name] for name in definitions):
+            return  # kept nothing new
+        kept = estimate_size(definitions.values(), cap=self.max_memory)
+        if kept > self.value_memory and kept > self.memory_base:
+            raise self.over_budget(kept)
+
+    def over_budget(self, used: int) -> LispError:
+        """The ``memory_limit`` error for values holding ``used`` bytes."""
+        return LispError(
+            "memory_limit",
+            f"memory limit exceeded: the program's values would hold about {used >> 20} "
+            f"MB (the limit is {self.max_memory >> 20} MB); keep less in memory, e.g. "
+            "select the fields you need instead of keeping whole results")
 
     def alloc(self, nbytes: int) -> None:
         """Note that a built-in is about to create a value of about ``nbytes`` bytes.
