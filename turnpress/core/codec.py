@@ -148,7 +148,17 @@ def _is_hashable_scalar(v: Any) -> bool:
 # -- encoding ----------------------------------------------------------------------------
 
 
+#: The container types the sandbox and the decoder make, checked by ``type`` before the
+#: (much slower) ``isinstance`` against ``Mapping``.
+_CONTAINER_TYPES = frozenset({list, tuple, dict, set, frozenset, HashableMap})
+
+
 def _is_container(v: Any) -> bool:
+    t = type(v)
+    if t in _CONTAINER_TYPES:
+        return True
+    if t is str or t in _PLAIN_SCALARS:
+        return False
     return isinstance(v, (list, tuple, Mapping, set, frozenset))
 
 
@@ -203,6 +213,8 @@ class _Encoder:
         self.nodes: list[Any] = []
         self.digests: dict[int, bytes] = {}  # id(container) -> digest of its value
         self.budget: int | None = None  # items digest() may still visit (None: no bound)
+        self.set_order: dict[int, list[Any]] = {}  # id(set) -> its items as written (plan)
+        self.set_sorted: dict[int, list[Any]] = {}  # id(set of collections) -> by digest
 
     def children(self, v: Any) -> Iterable[Any]:
         """The values inside a container that are written in value positions."""
@@ -230,10 +242,35 @@ class _Encoder:
             rank, shown = set_sort_key(x)
             return (rank, shown, self.digest(x))
 
+        done = self.set_sorted.get(id(items))
+        if done is not None:  # a set of collections digested (so sorted) already
+            return done
+        items = list(items)
+        containers = [x for x in items if type(x) in _CONTAINER_TYPES or _is_container(x)]
+        if containers and len(containers) == len(items):  # a set of collections
+            return self.by_digest(containers)
         try:
-            return sorted(items, key=key)
+            if not containers:
+                return sorted(items, key=key)
+            # scalars by their key, collections by their digest (the same order as
+            # sorting everything by key, with each collection's key made once)
+            scalars = sorted(((key(x), x) for x in items if not (
+                type(x) in _CONTAINER_TYPES or _is_container(x))), key=lambda kx: kx[0])
+            if any(k[0] == 5 and k[1] == "" for k, _ in scalars):
+                return sorted(items, key=key)  # would tie with collections: as it was
+            low = [x for k, x in scalars if k[0] < 5]
+            return low + self.by_digest(containers) + [x for k, x in scalars if k[0] >= 5]
         except TypeError:  # e.g. a float key next to an unorderable one
             return sorted(items, key=self.digest)
+
+    def by_digest(self, containers: list[Any]) -> list[Any]:
+        """Collections sorted by the digest of their value (each digested once)."""
+        memo = self.digests
+        by_id = dict(zip(map(id, containers), containers, strict=True))
+        for j in by_id.keys() - memo.keys():
+            self.digest(by_id[j])
+        keys = list(map(memo.__getitem__, map(id, containers)))
+        return [containers[j] for j in sorted(range(len(keys)), key=keys.__getitem__)]
 
     def digest(self, value: Any) -> bytes:
         """A digest that equal values share (maps and sets whatever their order),
@@ -249,23 +286,37 @@ class _Encoder:
                 continue
             if isinstance(v, Mapping):
                 kids: Any = [x for kv in v.items() for x in kv]
+            elif isinstance(v, (set, frozenset)):
+                kids = list(v)
             else:
                 kids = v
+            only_containers = set(map(type, kids)) <= _CONTAINER_TYPES
             if not done:
                 stack.append((v, True))
-                stack.extend((x, False) for x in kids
-                             if _is_container(x) and id(x) not in memo)
+                if only_containers:  # the new ones, found in bulk
+                    by_id = dict(zip(map(id, kids), kids, strict=True))
+                    stack.extend([(by_id[j], False) for j in by_id.keys() - memo.keys()])
+                else:
+                    stack.extend([(x, False) for x in kids if (
+                        type(x) in _CONTAINER_TYPES or _is_container(x)) and id(x) not in memo])
                 continue
             if self.budget is not None:
                 self.budget -= len(kids)
                 if self.budget < 0:
                     raise DigestBudgetExceeded
-            parts = [memo[id(x)] if _is_container(x) else _scalar_digest(x) for x in kids]
+            if only_containers:
+                parts = list(map(memo.__getitem__, map(id, kids)))
+            else:
+                parts = [memo[id(x)] if type(x) in _CONTAINER_TYPES or _is_container(x)
+                         else _scalar_digest(x) for x in kids]
             if isinstance(v, Mapping):
                 pairs = sorted(parts[j] + parts[j + 1] for j in range(0, len(parts), 2))
                 raw = b"m" + b"".join(pairs)
             elif isinstance(v, (set, frozenset)):
-                raw = b"S" + b"".join(sorted(parts))
+                order = sorted(range(len(parts)), key=parts.__getitem__)
+                raw = b"S" + b"".join(map(parts.__getitem__, order))
+                if only_containers:  # sorted by digest: the order sorted_set() writes
+                    self.set_sorted[i] = list(map(kids.__getitem__, order))
             else:
                 raw = b"l" + b"".join(parts)
             memo[i] = hashlib.blake2b(raw, digest_size=16).digest()
@@ -273,58 +324,83 @@ class _Encoder:
 
     def plan(self, root: Any) -> tuple[set[int], list[Any]]:
         """Which objects become nodes of their own, and those objects in post-order."""
-        counts: dict[int, int] = {}
+        # first walk: which objects are referenced more than once (each container's
+        # items are looked at once, in bulk: the cost is one set operation per container)
+        met: set[int] = {id(root)}
+        shared: set[int] = set()
         children: dict[int, list[Any]] = {}
         stack = [root]
         while stack:
             v = stack.pop()
             i = id(v)
-            if i in counts:  # met again (pushed twice before its first visit)
-                counts[i] += 1
-                continue
-            counts[i] = 1
-            if not _is_container(v):
+            if i in children or not _is_container(v):
                 continue
             kids = list(self.children(v))
             children[i] = kids
-            for k in kids:  # each shared object's parts are walked once
-                if type(k) in _PLAIN_SCALARS or not _shareable(k):
-                    continue
-                j = id(k)
-                if j in counts:
-                    counts[j] += 1
-                else:
-                    stack.append(k)
-        shared = {i for i, c in counts.items() if c > 1}
+            if isinstance(v, (set, frozenset)):
+                self.set_order[i] = kids  # sorted once, for body() too
+            if set(map(type, kids)) <= _CONTAINER_TYPES:
+                share = kids
+            else:
+                share = [k for k in kids if type(k) in _CONTAINER_TYPES or (
+                    type(k) not in _PLAIN_SCALARS and _shareable(k))]
+            by_id = dict(zip(map(id, share), share, strict=True))
+            if len(by_id) < len(share):  # an object held twice by this container
+                once: set[int] = set()
+                for j in map(id, share):
+                    if j in once:
+                        shared.add(j)
+                    once.add(j)
+            ids = by_id.keys()
+            shared |= ids & met
+            new = ids - met
+            met |= new
+            stack.extend(map(by_id.__getitem__, new))
         # second walk: a node starts at the root, at every shared object and every
         # CHUNK_DEPTH collections down; record the node roots in post-order
         roots: set[int] = {id(root)} | shared
         order: list[Any] = []
         seen: set[int] = set()
-        walk: list[tuple[Any, int, bool]] = [(root, 0, False)]
-        while walk:
-            v, depth, exiting = walk.pop()
+
+        def enter(v: Any, depth: int) -> list[Any] | None:
+            """Visit ``v``: its frame [v, depth, items to visit, next position], or None."""
             i = id(v)
-            if exiting:
-                if i in roots:
-                    order.append(v)
-                continue
             if not _is_container(v):
                 if i in shared and i not in seen:
                     seen.add(i)
                     order.append(v)
-                continue
+                return None
             if i in roots and v is not root:
                 if i in seen:
-                    continue
+                    return None
                 depth = 0
             elif depth >= CHUNK_DEPTH:
                 roots.add(i)
                 depth = 0
             seen.add(i)
-            walk.append((v, depth, True))
-            walk.extend((k, depth + 1, False) for k in reversed(children[i])
-                        if type(k) not in _PLAIN_SCALARS and id(k) not in seen)
+            items = children[i]
+            if not set(map(type, items)) <= _CONTAINER_TYPES:
+                items = [k for k in items if type(k) not in _PLAIN_SCALARS]
+            return [v, depth, items, 0]
+
+        # depth first, items in order, each object visited once: an item seen by the
+        # time its turn comes is skipped (no frame is pushed for it)
+        frames = [enter(root, 0)]
+        while frames:
+            frame = frames[-1]
+            items, pos = frame[2], frame[3]
+            end = len(items)
+            while pos < end and id(items[pos]) in seen:
+                pos += 1
+            if pos == end:
+                frames.pop()
+                if id(frame[0]) in roots:
+                    order.append(frame[0])
+                continue
+            frame[3] = pos + 1
+            child = enter(items[pos], frame[1] + 1)
+            if child is not None:
+                frames.append(child)
         return roots, order
 
     def encode(self, root: Any) -> Any:
@@ -354,12 +430,19 @@ class _Encoder:
             return {"$map": [[self.body(k, roots, d, False), self.body(x, roots, d, False)]
                              for k, x in v.items()]}
         if isinstance(v, (set, frozenset)):
-            return {"$set": self.items(self.sorted_set(v), roots, d)}
+            order = self.set_order.get(id(v))
+            return {"$set": self.items(order if order is not None else self.sorted_set(v),
+                                       roots, d)}
         return self.items(v, roots, d)
 
     def items(self, xs: Iterable[Any], roots: set[int], depth: int) -> list[Any]:
         """The encoded items of a list or set (a fast path for refs and small ints)."""
         index = self.index
+        if not isinstance(xs, (list, tuple)):
+            xs = list(xs)
+        ids = list(map(id, xs))
+        if roots.issuperset(ids):  # every item a node of its own (shared): refs only
+            return [{"$ref": index[j]} for j in ids]
         out = []
         for x in xs:
             j = id(x)
@@ -461,6 +544,9 @@ def encode_value(value: Any, where: str = "") -> Any:
 
 # -- decoding ----------------------------------------------------------------------------
 
+#: Types the decoder makes that are set items as they are (:func:`value_key` keeps them).
+_SET_ITEM_TYPES = frozenset({frozenset, HashableMap, str, int, bool, float, type(None),
+                             Keyword, Fn, Failure})
 #: Most JSON nesting :func:`decode_value` accepts (the encoder stays far below).
 MAX_JSON_DEPTH = 4 * CHUNK_DEPTH + 32
 
@@ -573,6 +659,10 @@ class _Decoder:
             if not isinstance(body, list):
                 raise self.bad(at, f"expected a list of items, got {_kind(body)} "
                                    f"{_show(body)}")
+            if self.nodes is not None:
+                shared = self.ref_set(body)
+                if shared is not None:
+                    return shared
             return frozenset(self.key(v, f"{at}[{i}]", depth + 2) for i, v in enumerate(body))
         if tag == "$map":
             if not isinstance(body, list):
@@ -605,6 +695,26 @@ class _Decoder:
             return self.nodes[body]
         raise self.bad(at, f"unknown tag {tag!r} (tags: {', '.join(TAGS)}; a map with "
                            f"one '$' key is written {{\"$map\": [[key, value]]}})")
+
+    def ref_set(self, body: list[Any]) -> frozenset[Any] | None:
+        """The set a ``$set`` of ``{"$ref": i}`` items only stands for, read in bulk
+        (a set of shared values: each item is a node, already a valid set item), or
+        None when ``body`` is anything else (read item by item, with its messages)."""
+        nodes = self.nodes
+        if not body or nodes is None or set(map(type, body)) != {dict}:
+            return None
+        try:
+            if set(map(len, body)) != {1}:
+                return None
+            refs = [item["$ref"] for item in body]
+        except KeyError:  # not {"$ref": ...} objects
+            return None
+        if set(map(type, refs)) != {int} or min(refs) < 0 or max(refs) >= len(nodes):
+            return None
+        items = list(map(nodes.__getitem__, refs))
+        if not set(map(type, items)) <= _SET_ITEM_TYPES:
+            return None  # e.g. a list: made hashable item by item
+        return frozenset(items)
 
     def fn(self, body: Any, at: str) -> Fn:
         if not isinstance(body, dict):
@@ -649,6 +759,12 @@ def _set_pairs(x: Any, y: Any) -> list[tuple[Any, Any]] | None:
     into items, and fails on sets nested 1,000 deep."""
     if len(x) != len(y):
         return None
+    by_x = dict(zip(map(hash, x), x, strict=True))
+    by_y = dict(zip(map(hash, y), y, strict=True))
+    if len(by_x) == len(x) and len(by_y) == len(y):  # no two items of one set collide
+        if by_x.keys() != by_y.keys():
+            return None
+        return list(zip(by_x.values(), map(by_y.__getitem__, by_x), strict=True))
     xs: dict[int, list[Any]] = {}
     ys: dict[int, list[Any]] = {}
     for items, buckets in ((x, xs), (y, ys)):
@@ -695,48 +811,55 @@ def same_value(a: Any, b: Any) -> bool:
     alike, NaN equal to NaN, shared or not. Compared without recursion (Python's
     ``==`` fails on values nested 1,000 deep) and visiting each pair of shared
     parts once."""
-    seen: set[tuple[int, int]] = set()
     digests = _Encoder("")
     stack = [(a, b)]
+    seen: set[tuple[int, int]] = {(id(a), id(b))}
+
+    def push(xs: Iterable[Any], ys: Iterable[Any]) -> None:
+        """Compare these pairs later, each pair of objects once (found in bulk: shared
+        parts meet the same pairs again and again)."""
+        xs, ys = list(xs), list(ys)
+        pairs = dict(zip(zip(map(id, xs), map(id, ys), strict=True), zip(xs, ys, strict=True),
+                         strict=True))
+        new = pairs.keys() - seen
+        seen.update(new)
+        stack.extend(map(pairs.__getitem__, new))
+
     while stack:
         x, y = stack.pop()
         if x is y:
             continue
-        pair = (id(x), id(y))
-        if pair in seen:
-            continue
-        seen.add(pair)
         if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
             if len(x) != len(y):
                 return False
-            stack.extend(zip(x, y, strict=True))
+            push(x, y)
         elif isinstance(x, Mapping) and isinstance(y, Mapping):
             if len(x) != len(y):
                 return False
-            found: list[tuple[Any, Any]] = []
-            for k, v in x.items():
+            found: list[Any] = []
+            for k in x:
                 try:
-                    found.append((v, y[k]))
+                    found.append(y[k])
                 except (KeyError, TypeError, RecursionError):  # deep keys: compared by value
                     break
             else:
-                stack.extend(found)
+                push(x.values(), found)
                 continue
             # a key not found by hash (NaN, or a regex read back from a trace): pair
             # the keys by value
             keys = _digest_pairs(list(x), list(y), digests)
             if keys is None:
                 return False
-            for kx, ky in keys:
-                stack.append((kx, ky))
-                stack.append((x[kx], y[ky]))
+            push([kx for kx, _ in keys] + [x[kx] for kx, _ in keys],
+                 [ky for _, ky in keys] + [y[ky] for _, ky in keys])
         elif isinstance(x, (set, frozenset)) and isinstance(y, (set, frozenset)):
             pairs = _set_pairs(x, y)
             if pairs is None:
                 pairs = _digest_pairs(list(x), list(y), digests)
                 if pairs is None:
                     return False
-            stack.extend(pairs)
+            if pairs:
+                push(*zip(*pairs, strict=True))
         elif isinstance(x, float) and isinstance(y, float):
             if not (x == y or (math.isnan(x) and math.isnan(y))):
                 return False
