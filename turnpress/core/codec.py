@@ -111,7 +111,7 @@ def value_key(value: Any) -> Any:
     stack: list[tuple[bool, Any]] = [(False, value)]
     while stack:
         done, v = stack.pop()
-        if _is_hashable_scalar(v) or id(v) in memo:
+        if _is_hashable_scalar(v) or _id(v) in memo:
             continue
         if not done:
             stack.append((True, v))
@@ -123,19 +123,19 @@ def value_key(value: Any) -> Any:
                 stack.extend((False, x) for x in v)
             continue
         if isinstance(v, Mapping):
-            memo[id(v)] = HashableMap({_frozen(k, memo): _frozen(x, memo)
+            memo[_id(v)] = HashableMap({_frozen(k, memo): _frozen(x, memo)
                                        for k, x in v.items()})
         elif isinstance(v, (set, frozenset)):
-            memo[id(v)] = frozenset(_frozen(x, memo) for x in v)
+            memo[_id(v)] = frozenset(_frozen(x, memo) for x in v)
         elif isinstance(v, (list, tuple)):
-            memo[id(v)] = tuple(_frozen(x, memo) for x in v)
+            memo[_id(v)] = tuple(_frozen(x, memo) for x in v)
         else:
-            memo[id(v)] = v
-    return memo[id(value)]
+            memo[_id(v)] = v
+    return memo[_id(value)]
 
 
 def _frozen(v: Any, memo: dict[int, Any]) -> Any:
-    return v if _is_hashable_scalar(v) else memo[id(v)]
+    return v if _is_hashable_scalar(v) else memo[_id(v)]
 
 
 def _is_hashable_scalar(v: Any) -> bool:
@@ -148,6 +148,11 @@ def _is_hashable_scalar(v: Any) -> bool:
 # -- encoding ----------------------------------------------------------------------------
 
 
+#: An object's identity key: its identity hash, which CPython derives from its address
+#: (distinct for live objects, like ``id``) for every object, lists and dicts included.
+#: Unlike ``id`` it raises no audit event: with an audit hook installed (a sandbox's, a
+#: fuzzer's), ``id`` costs a Python call, and these walks use it per reference.
+_id = object.__hash__
 #: The container types the sandbox and the decoder make, checked by ``type`` before the
 #: (much slower) ``isinstance`` against ``Mapping``.
 _CONTAINER_TYPES = frozenset({list, tuple, dict, set, frozenset, HashableMap})
@@ -209,12 +214,14 @@ def _shareable(v: Any) -> bool:
 class _Encoder:
     def __init__(self, where: str) -> None:
         self.where = where
-        self.index: dict[int, int] = {}  # id(node root) -> its $graph index
+        self.index: dict[int, int] = {}  # _id(node root) -> its $graph index
         self.nodes: list[Any] = []
-        self.digests: dict[int, bytes] = {}  # id(container) -> digest of its value
+        self.digests: dict[int, bytes] = {}  # _id(container) -> digest of its value
         self.budget: int | None = None  # items digest() may still visit (None: no bound)
-        self.set_order: dict[int, list[Any]] = {}  # id(set) -> its items as written (plan)
-        self.set_sorted: dict[int, list[Any]] = {}  # id(set of collections) -> by digest
+        self.set_order: dict[int, list[Any]] = {}  # _id(set) -> its items as written (plan)
+        self.set_sorted: dict[int, list[Any]] = {}  # _id(set of collections) -> by digest
+        # _id(node root) -> its {"$ref": i}: one object per node, shared by its references
+        self.refs: dict[int, dict[str, int]] = {}
 
     def children(self, v: Any) -> Iterable[Any]:
         """The values inside a container that are written in value positions."""
@@ -242,7 +249,7 @@ class _Encoder:
             rank, shown = set_sort_key(x)
             return (rank, shown, self.digest(x))
 
-        done = self.set_sorted.get(id(items))
+        done = self.set_sorted.get(_id(items))
         if done is not None:  # a set of collections digested (so sorted) already
             return done
         items = list(items)
@@ -266,10 +273,10 @@ class _Encoder:
     def by_digest(self, containers: list[Any]) -> list[Any]:
         """Collections sorted by the digest of their value (each digested once)."""
         memo = self.digests
-        by_id = dict(zip(map(id, containers), containers, strict=True))
+        by_id = dict(zip(map(_id, containers), containers, strict=True))
         for j in by_id.keys() - memo.keys():
             self.digest(by_id[j])
-        keys = list(map(memo.__getitem__, map(id, containers)))
+        keys = list(map(memo.__getitem__, map(_id, containers)))
         return [containers[j] for j in sorted(range(len(keys)), key=keys.__getitem__)]
 
     def digest(self, value: Any) -> bytes:
@@ -281,7 +288,7 @@ class _Encoder:
         stack: list[tuple[Any, bool]] = [(value, False)]
         while stack:
             v, done = stack.pop()
-            i = id(v)
+            i = _id(v)
             if i in memo:
                 continue
             if isinstance(v, Mapping):
@@ -294,20 +301,20 @@ class _Encoder:
             if not done:
                 stack.append((v, True))
                 if only_containers:  # the new ones, found in bulk
-                    by_id = dict(zip(map(id, kids), kids, strict=True))
+                    by_id = dict(zip(map(_id, kids), kids, strict=True))
                     stack.extend([(by_id[j], False) for j in by_id.keys() - memo.keys()])
                 else:
                     stack.extend([(x, False) for x in kids if (
-                        type(x) in _CONTAINER_TYPES or _is_container(x)) and id(x) not in memo])
+                        type(x) in _CONTAINER_TYPES or _is_container(x)) and _id(x) not in memo])
                 continue
             if self.budget is not None:
                 self.budget -= len(kids)
                 if self.budget < 0:
                     raise DigestBudgetExceeded
             if only_containers:
-                parts = list(map(memo.__getitem__, map(id, kids)))
+                parts = list(map(memo.__getitem__, map(_id, kids)))
             else:
-                parts = [memo[id(x)] if type(x) in _CONTAINER_TYPES or _is_container(x)
+                parts = [memo[_id(x)] if type(x) in _CONTAINER_TYPES or _is_container(x)
                          else _scalar_digest(x) for x in kids]
             if isinstance(v, Mapping):
                 pairs = sorted(parts[j] + parts[j + 1] for j in range(0, len(parts), 2))
@@ -320,19 +327,19 @@ class _Encoder:
             else:
                 raw = b"l" + b"".join(parts)
             memo[i] = hashlib.blake2b(raw, digest_size=16).digest()
-        return memo[id(value)]
+        return memo[_id(value)]
 
     def plan(self, root: Any) -> tuple[set[int], list[Any]]:
         """Which objects become nodes of their own, and those objects in post-order."""
         # first walk: which objects are referenced more than once (each container's
         # items are looked at once, in bulk: the cost is one set operation per container)
-        met: set[int] = {id(root)}
+        met: set[int] = {_id(root)}
         shared: set[int] = set()
         children: dict[int, list[Any]] = {}
         stack = [root]
         while stack:
             v = stack.pop()
-            i = id(v)
+            i = _id(v)
             if i in children or not _is_container(v):
                 continue
             kids = list(self.children(v))
@@ -344,10 +351,10 @@ class _Encoder:
             else:
                 share = [k for k in kids if type(k) in _CONTAINER_TYPES or (
                     type(k) not in _PLAIN_SCALARS and _shareable(k))]
-            by_id = dict(zip(map(id, share), share, strict=True))
+            by_id = dict(zip(map(_id, share), share, strict=True))
             if len(by_id) < len(share):  # an object held twice by this container
                 once: set[int] = set()
-                for j in map(id, share):
+                for j in map(_id, share):
                     if j in once:
                         shared.add(j)
                     once.add(j)
@@ -358,13 +365,13 @@ class _Encoder:
             stack.extend(map(by_id.__getitem__, new))
         # second walk: a node starts at the root, at every shared object and every
         # CHUNK_DEPTH collections down; record the node roots in post-order
-        roots: set[int] = {id(root)} | shared
+        roots: set[int] = {_id(root)} | shared
         order: list[Any] = []
         seen: set[int] = set()
 
         def enter(v: Any, depth: int) -> list[Any] | None:
             """Visit ``v``: its frame [v, depth, items to visit, next position], or None."""
-            i = id(v)
+            i = _id(v)
             if not _is_container(v):
                 if i in shared and i not in seen:
                     seen.add(i)
@@ -390,11 +397,11 @@ class _Encoder:
             frame = frames[-1]
             items, pos = frame[2], frame[3]
             end = len(items)
-            while pos < end and id(items[pos]) in seen:
+            while pos < end and _id(items[pos]) in seen:
                 pos += 1
             if pos == end:
                 frames.pop()
-                if id(frame[0]) in roots:
+                if _id(frame[0]) in roots:
                     order.append(frame[0])
                 continue
             frame[3] = pos + 1
@@ -411,14 +418,15 @@ class _Encoder:
             # no sharing, no deep nesting: the plain form
             return self.body(root, roots, 0)
         for v in order:
-            self.index[id(v)] = len(self.nodes)
+            self.index[_id(v)] = len(self.nodes)
+            self.refs[_id(v)] = {"$ref": len(self.nodes)}
             self.nodes.append(self.body(v, roots, 0) if _is_container(v)
                               else self.scalar(v, ""))
         return {"$graph": self.nodes}
 
     def body(self, v: Any, roots: set[int], depth: int, top: bool = True) -> Any:
-        if not top and id(v) in roots:
-            return {"$ref": self.index[id(v)]}
+        if not top and _id(v) in roots:
+            return {"$ref": self.index[_id(v)]}
         if not _is_container(v):
             return self.scalar(v, "")
         if depth > CHUNK_DEPTH + 1:  # cannot happen: the plan cut every CHUNK_DEPTH
@@ -430,7 +438,7 @@ class _Encoder:
             return {"$map": [[self.body(k, roots, d, False), self.body(x, roots, d, False)]
                              for k, x in v.items()]}
         if isinstance(v, (set, frozenset)):
-            order = self.set_order.get(id(v))
+            order = self.set_order.get(_id(v))
             return {"$set": self.items(order if order is not None else self.sorted_set(v),
                                        roots, d)}
         return self.items(v, roots, d)
@@ -440,12 +448,12 @@ class _Encoder:
         index = self.index
         if not isinstance(xs, (list, tuple)):
             xs = list(xs)
-        ids = list(map(id, xs))
+        ids = list(map(_id, xs))
         if roots.issuperset(ids):  # every item a node of its own (shared): refs only
-            return [{"$ref": index[j]} for j in ids]
+            return list(map(self.refs.__getitem__, ids))
         out = []
         for x in xs:
-            j = id(x)
+            j = _id(x)
             if j in roots:
                 out.append({"$ref": index[j]})
             elif type(x) is int and x.bit_length() <= _INT_BITS:
@@ -813,13 +821,13 @@ def same_value(a: Any, b: Any) -> bool:
     parts once."""
     digests = _Encoder("")
     stack = [(a, b)]
-    seen: set[tuple[int, int]] = {(id(a), id(b))}
+    seen: set[tuple[int, int]] = {(_id(a), _id(b))}
 
     def push(xs: Iterable[Any], ys: Iterable[Any]) -> None:
         """Compare these pairs later, each pair of objects once (found in bulk: shared
         parts meet the same pairs again and again)."""
         xs, ys = list(xs), list(ys)
-        pairs = dict(zip(zip(map(id, xs), map(id, ys), strict=True), zip(xs, ys, strict=True),
+        pairs = dict(zip(zip(map(_id, xs), map(_id, ys), strict=True), zip(xs, ys, strict=True),
                          strict=True))
         new = pairs.keys() - seen
         seen.update(new)
