@@ -15,7 +15,7 @@ from turnpress.core.model import Keyword, Tool, ToolCall
 from turnpress.lisp.bridge import from_python, to_python
 from turnpress.lisp.errors import ArgumentError, LispError
 from turnpress.lisp.limits import Limits
-from turnpress.lisp.memory import estimate_size, resident_bytes
+from turnpress.lisp.memory import held_size, resident_bytes
 from turnpress.lisp.render import short
 from turnpress.lisp.values import Closure, CoreFn, ToolFn, kind_name, lookup
 
@@ -68,7 +68,6 @@ class RunContext:
         self.max_string = limits.max_string
         self.steps = 0
         self.check_at = min(_CHECK_EVERY, self.max_steps)
-        self.deadline = time.monotonic() + limits.timeout_s
         self.depth = 0
         self.tools = tools
         self.data = data
@@ -81,7 +80,9 @@ class RunContext:
         # values may fill the budget but for a little room for the interpreter's own objects
         self.value_memory = limits.max_memory - min(_MEMORY_HEADROOM, limits.max_memory // 16)
         # kept from earlier turns, measured as check_kept measured it when the last run ended
-        self.memory_base = estimate_size(definitions.values(), cap=limits.max_memory)
+        # (held_size remembers it); measured before the program's time starts
+        self.memory_base = held_size(definitions, limits.max_memory)
+        self.deadline = time.monotonic() + limits.timeout_s
         # ... of which a run is charged no more than leaves it room to run
         self.base_charge = min(self.memory_base,
                                self.value_memory - min(_RUN_ROOM, self.value_memory // 4))
@@ -133,7 +134,7 @@ class RunContext:
         if definitions.keys() == previous.keys() and all(
                 definitions[name] is previous[name] for name in definitions):
             return  # kept nothing new
-        kept = estimate_size(definitions.values(), cap=self.max_memory)
+        kept = held_size(definitions, self.max_memory)
         if kept > self.value_memory and kept > self.memory_base:
             raise self.over_budget(kept)
 

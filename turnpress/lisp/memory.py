@@ -36,7 +36,7 @@ from typing import Any
 
 from turnpress.core.model import Fn, FrozenMap, Keyword
 
-__all__ = ["estimate_size", "resident_bytes"]
+__all__ = ["estimate_size", "held_size", "resident_bytes"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _STATM = "/proc/self/statm"
@@ -48,6 +48,10 @@ _UNKNOWN_SIZE = 64
 #: unlike ``id`` it raises no audit event, which costs a Python call per object
 #: whenever an audit hook is installed (a sandbox's, a fuzzer's).
 _key = object.__hash__
+#: References looked at together (bounds the memory the walk itself uses)
+_CHUNK = 1 << 16
+#: collections whose items are iterated as they are
+_COLLECTIONS = frozenset({list, tuple, set, frozenset})
 #: values that hold no other values
 _LEAVES = frozenset({str, int, float, bool, type(None), bytes, Keyword})
 
@@ -69,16 +73,20 @@ def estimate_size(values: Iterable[Any], cap: int | None = None) -> int:
     Every object counts its ``sys.getsizeof`` (a container's own table of
     references included); containers (lists, tuples, sets, maps) count what they
     hold, a closure the values it closed over. Time is linear in the references
-    looked at: each distinct container's items are looked at once, in bulk. The
-    walk stops as soon as the total passes ``cap`` (then the result is above
-    ``cap``, and not the whole size).
+    looked at: each distinct container's items are looked at once, in bulk (a
+    chunk of references from any containers at a time). The walk stops as soon as
+    the total passes ``cap`` (then the result is above ``cap``, and not the whole
+    size).
     """
     seen: set[int] = set()
     total = 0
-    pending: list[Any] = [list(values)]  # lists of references still to look at
+    pending: list[Any] = list(values)  # references still to look at
     while pending:
-        refs = pending.pop()
-        if seen.issuperset(map(_key, refs)):  # the common case under sharing, in C
+        # a chunk of references at a time, from any containers: the work per reference
+        # is done in bulk (in C), however small the containers are
+        refs = pending[-_CHUNK:]
+        del pending[-_CHUNK:]
+        if seen.issuperset(map(_key, refs)):  # the common case under sharing
             continue
         by_id = dict(zip(map(_key, refs), refs, strict=True))
         new_ids = by_id.keys() - seen
@@ -87,20 +95,46 @@ def estimate_size(values: Iterable[Any], cap: int | None = None) -> int:
         total += sum(map(sys.getsizeof, new, repeat(_UNKNOWN_SIZE, len(new))))
         if cap is not None and total > cap:
             return total
+        extend = pending.extend
         for v in new:
-            if type(v) in _LEAVES:
+            t = type(v)
+            if t in _LEAVES:
                 continue
-            if isinstance(v, dict):
-                pending.append(list(v))
-                pending.append(list(v.values()))
-            elif isinstance(v, (list, tuple, set, frozenset)):
-                if v:
-                    pending.append(v if isinstance(v, (list, tuple)) else list(v))
+            if t is dict:
+                extend(v)
+                extend(v.values())
+            elif t in _COLLECTIONS:
+                extend(v)
             elif isinstance(v, FrozenMap):  # a read-only map: the dict it wraps
-                pending.append([v._data])
+                pending.append(v._data)
             elif isinstance(v, Mapping):
-                pending.append(list(v))
-                pending.append(list(v.values()))
+                extend(v)
+                extend(v.values())
+            elif isinstance(v, (list, tuple, set, frozenset)):
+                extend(v)
             elif isinstance(v, Fn) and isinstance(getattr(v, "env", None), Mapping):
-                pending.append([v.env])  # type: ignore[attr-defined]
+                pending.append(v.env)  # type: ignore[attr-defined]
     return total
+    return total
+
+
+#: The definitions :func:`held_size` measured last (held, so the objects stay the
+#: ones measured), the cap it was given and the result.
+_last: list[tuple[dict[str, Any], int | None, int]] = []
+
+
+def held_size(definitions: Mapping[str, Any], cap: int | None = None) -> int:
+    """:func:`estimate_size` of the values of ``definitions``, remembering the last
+    answer: what a run keeps, measured when it ends, is what the next run starts with,
+    so that run reuses the measurement when every name holds the same object."""
+    if _last:
+        before, before_cap, size = _last[0]
+        exact = before_cap is None or size <= before_cap
+        if (exact or (cap is not None and before_cap is not None and cap <= before_cap)) \
+                and before.keys() == definitions.keys() \
+                and all(before[name] is definitions[name] for name in before):
+            return size
+    size = estimate_size(definitions.values(), cap)
+    _last[:] = [(dict(definitions), cap, size)]
+    return size
+
