@@ -12,18 +12,32 @@ grows with turns x memory.
 
 It prints one table: turns, version, file size, load time (best of ``--repeat``), and
 the v1/v2 ratios.
+
+Then (issue 23) a value of shared structure: 1,500 nested sets, each holding all the
+smaller ones (``--sets``), 1.1 million references in 1,501 sets, made by the sandbox
+as ``(loop [x #{} i 0] (if (< i 1500) (recur (conj x x) (inc i)) x))``. A one-turn
+trace holding it is saved and loaded (best of ``--repeat``), and compared with
+``json.dumps`` of the same structure written as a reference list (each set as the
+list of its items' indices). Targets: save + load under 3 s, and at least 1 million
+references a second each way. Wall-clock and CPU seconds are both shown: on a shared
+machine the CPU time is the steadier of the two.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from turnpress.core.codec import same_value
 from turnpress.core.model import Keyword, Memory, ToolCall, Turn
 from turnpress.core.trace import Trace, load_trace, save_trace
+from turnpress.lisp import run_program
 
 LEVELS = ["INFO", "WARN", "ERROR", "DEBUG"]
 
@@ -76,11 +90,89 @@ def measure(trace: Trace, version: int, directory: Path, repeat: int) -> tuple[i
     return path.stat().st_size, best
 
 
+def nested_sets(n: int) -> Any:
+    """issue 23's value: ``n`` nested sets, each holding all the smaller ones."""
+    program = f"(def a (loop [x #{{}} i 0] (if (< i {n}) (recur (conj x x) (inc i)) x)))"
+    return run_program(program).memory["a"]
+
+
+def reference_list(value: Any) -> list[list[int]]:
+    """The sets inside ``value`` (and itself), each as the list of its items' indices,
+    smaller sets first: the same structure as plain JSON, for ``json.dumps``."""
+    order: list[Any] = []
+    index: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        v, done = stack.pop()
+        if id(v) in index:
+            continue
+        if done:
+            index[id(v)] = len(order)
+            order.append(v)
+            continue
+        stack.append((v, True))
+        stack.extend((x, False) for x in v if id(x) not in index)
+    return [[index[id(x)] for x in v] for v in order]
+
+
+def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Best wall-clock and best CPU seconds of ``repeat`` calls, and the last result."""
+    wall = cpu = float("inf")
+    result = None
+    for _ in range(repeat):
+        w, c = time.perf_counter(), time.process_time()
+        result = fn()
+        wall, cpu = min(wall, time.perf_counter() - w), min(cpu, time.process_time() - c)
+    return wall, cpu, result
+
+
+def shared_value(sets: int, repeat: int, directory: Path) -> None:
+    """Print save / load of the nested sets against ``json.dumps`` of their reference
+    list, with the ratios and the issue 23 targets."""
+    value = nested_sets(sets)
+    refs_list = reference_list(value)
+    refs = sum(map(len, refs_list))
+    trace = Trace(mission="nested sets", max_turns=1, turns=(Turn.succeeded(
+        1, "(def a ...)", None, memory={"a": value}),))
+    path = directory / "nested-sets.json"
+
+    def save() -> None:
+        path.unlink(missing_ok=True)
+        save_trace(trace, path)
+
+    ref_wall, ref_cpu, _ = best_of(repeat, lambda: json.dumps(refs_list))
+    save_wall, save_cpu, _ = best_of(repeat, save)
+    load_wall, load_cpu, loaded = best_of(repeat, lambda: load_trace(path))
+    assert same_value(loaded.turns[0].memory["a"], value)
+    print(f"\n{sets} nested sets: {len(refs_list)} sets, {refs:,} references, "
+          f"file {path.stat().st_size / 1e6:.1f} MB")
+    print(f"{'':32} {'wall s':>10} {'cpu s':>10} {'refs/s (cpu)':>14} {'x json.dumps':>13}")
+    for label, wall, cpu in (("json.dumps of the reference list", ref_wall, ref_cpu),
+                             ("save_trace", save_wall, save_cpu),
+                             ("load_trace", load_wall, load_cpu),
+                             ("save + load", save_wall + load_wall, save_cpu + load_cpu)):
+        print(f"{label:32} {wall:>10.3f} {cpu:>10.3f} {refs / cpu:>14,.0f} "
+              f"{cpu / ref_cpu:>12.1f}x")
+    rate = refs / max(save_cpu, load_cpu)
+    for target, met in ((f"save + load under 3 s (cpu {save_cpu + load_cpu:.2f} s)",
+                         save_cpu + load_cpu < 3),
+                        (f"at least 1M references/s each way ({rate:,.0f})", rate >= 1e6)):
+        print(f"{'':32} target: {target} -> {'meets' if met else 'MISSES'}")
+
+
 def main() -> None:
-    """Print the size / load-time table."""
+    """Print the size / load-time table, then the shared-value measurement."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sets", type=int, default=1500,
+                        help="nested sets of the shared value (issue 23: 1500)")
+    parser.add_argument("--shared-only", action="store_true",
+                        help="only the shared-value measurement")
     args = parser.parse_args()
+    if args.shared_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            shared_value(args.sets, args.repeat, Path(tmp))
+        return
     cases = [("90 turns, all pages kept", synthetic_run(90, 13, None)),
              ("100 turns, all pages kept", synthetic_run(100, 13, None)),
              ("1000 turns, last 30 pages kept", synthetic_run(1000, 4, 30))]
@@ -95,6 +187,7 @@ def main() -> None:
             if label.startswith("90"):
                 verdict = "meets" if s2 < 1.5e6 else "MISSES"
                 print(f"{'':32} target: version 2 under 1.5 MB -> {verdict}")
+        shared_value(args.sets, args.repeat, Path(tmp))
 
 
 if __name__ == "__main__":

@@ -24,15 +24,21 @@ Kinds of cases, ``--n`` of each (default 100,000):
 
 Every case is drawn from its own random generator, seeded by (kind, ``--seed``, case
 number), so ``--case N`` replays case N alone, prints everything about it, and exits 1
-if it is bad.
+if it is bad. ``--start S`` runs cases ``S..S+n-1``, so a long run can be split into
+sessions; ``--progress K`` prints the counts every ``K`` cases, and Ctrl-C (SIGINT or
+SIGTERM) stops the run and still prints them.
+
+Seeds used so far (use a new one): 1 (the default), 3 and 7 (tests, examples), 27, 28,
+4242 (issue 23), 2301-2303 (issue 23's follow-up runs).
 
 Output: one line per kind with the count of each outcome: ``ok``, ``clean error`` (a
 one-line TraceError, PluginError or ValueError, or a program's documented Failure), and
 the bad ones, whose target is 0:
 
 * ``traceback``: any other exception, or a Failure reason outside ``FAILURE_REASONS``;
-* ``over limit``: a program ran past its ``timeout_s`` + 0.5 s, or a render or
-  save/load after it did not end within ``--hang`` seconds;
+* ``over limit``: a program ran past its ``timeout_s`` + 0.5 s (by the clock and by
+  the CPU time it used), or a render or save/load after it did not end within
+  ``--hang`` seconds;
 * ``escape``: a program wrote a file, imported a module, opened a socket or started a
   process;
 * ``malformed accepted``: a mutated trace that loads although the mutation made it
@@ -42,7 +48,11 @@ the bad ones, whose target is 0:
 * ``isolation broken``: a broken plugin broke a built-in strategy, a type label, trace
   loading, or was not named;
 * ``unclear error``: a trace refused with a message that is not one line starting
-  with the file's name.
+  with the file's name;
+* ``locked out``: after a turn, a trivial program (:data:`PROBE`, run with the memory
+  the turn left) failed: a value the run kept makes every later turn fail (issue 23);
+* ``fuzzer error``: making the case itself failed (a bug of this script: the case
+  is counted and the run goes on).
 
 Each bad case (the first ``--keep`` of each outcome) is printed with its detail, the
 command that replays it, and its input written to ``--out`` (a ``.lisp`` program, the
@@ -89,7 +99,7 @@ from turnpress.core.trace import (  # noqa: E402
 )
 
 BAD = ("traceback", "over limit", "escape", "malformed accepted", "unsaveable",
-       "isolation broken", "unclear error")
+       "isolation broken", "unclear error", "locked out", "fuzzer error")
 OUTCOMES = ("ok", "clean error", *BAD)
 KINDS = ("programs", "traces", "plugins")
 #: seconds a render or a save/load may take before the case counts as hung
@@ -248,7 +258,13 @@ class Sentinel:
 
 # -- programs ------------------------------------------------------------------------------
 
-#: issue 13's values that the sandbox makes legally and that broke the host
+#: The trivial program run after every turn (issue 23): it must always succeed.
+PROBE = "(def fuzz-probe 1)"
+#: issue 23: 1,500 nested sets (1.1M references, ~50 MB) locked out every later turn
+ISSUE_23_PROGRAM = "(def a (loop [x #{} i 0] (if (< i 1500) (recur (conj x x) (inc i)) x)))"
+
+
+#: issue 13's values that the sandbox makes legally and that broke the host (and issue 23's)
 VALUE_PROGRAMS = [
     "(def x (loop [x [] i 0] (if (< i 1000) (recur [x] (inc i)) x)))",
     "(def x (loop [x [1] i 0] (if (< i 22) (recur [x x] (inc i)) x)))",
@@ -257,6 +273,7 @@ VALUE_PROGRAMS = [
     "(def big (reduce * (repeat 600 99)))",
     '(def s "\\ud800")',
     '(def r #"\\s+")',
+    ISSUE_23_PROGRAM,
 ]
 
 
@@ -441,7 +458,7 @@ def program_case(env: ProgramEnv, seed: int, case: int, full: bool = False) -> O
     failed = False
     for number, (name, source, limits) in enumerate(turns, 1):
         where = f"{name}, turn {number}: {source[:200]}"
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         try:
             with watchdog(limits.timeout_s + env.hang_s), sentinel.watch() as escapes:
                 result = run_program(source, memory=memory, limits=limits,
@@ -451,11 +468,14 @@ def program_case(env: ProgramEnv, seed: int, case: int, full: bool = False) -> O
         except BaseException as exc:
             return bad("traceback", _tb(exc, where, full))
         elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu_start
         if escapes:
             return bad("escape", f"{where}\n{escapes[:5]}")
-        if elapsed > limits.timeout_s + 0.5:
-            return bad("over limit", f"{where}\nran {elapsed:.2f} s with timeout_s="
-                                     f"{limits.timeout_s:g}")
+        # judged by the CPU time: on a machine shared with other work, a run that the
+        # sandbox stops in time can still end well past timeout_s by the clock
+        if min(elapsed, cpu) > limits.timeout_s + 0.5:
+            return bad("over limit", f"{where}\nran {elapsed:.2f} s ({cpu:.2f} s of CPU) "
+                                     f"with timeout_s={limits.timeout_s:g}")
         if result.failure is not None:
             failed = True
             if result.failure.reason not in FAILURE_REASONS:
@@ -472,7 +492,25 @@ def program_case(env: ProgramEnv, seed: int, case: int, full: bool = False) -> O
         if problem is not None:
             return bad(*problem)
         memory = result.memory
+        problem = _probe(memory, limits, where, env.hang_s)
+        if problem is not None:
+            return bad(*problem)
     return Outcome("clean error" if failed else "ok")
+
+
+def _probe(memory: Any, limits: Any, where: str, hang_s: float) -> tuple[str, str] | None:
+    """Run :data:`PROBE` with the memory a turn left: ``locked out`` if it fails."""
+    from turnpress.lisp import run_program
+
+    try:
+        with watchdog(limits.timeout_s + hang_s):
+            probe = run_program(PROBE, memory=memory, limits=limits)
+    except Hung as exc:
+        return "over limit", f"{where}\nthe probe {PROBE} after it: {exc}"
+    if probe.failure is not None:
+        return "locked out", (f"{where}\nafter this turn, {PROBE} failed: "
+                              f"{probe.failure.reason}: {probe.failure.message}")
+    return None
 
 
 def _program_outcome(repro: str) -> Callable[[str, str], Outcome]:
@@ -734,7 +772,7 @@ def trace_case(env: TraceEnv, seed: int, case: int, full: bool = False) -> Outco
     rnd = case_rng("traces", seed, case)
     suffix, original, native = rnd.choice(env.seeds)
     doc, edits, bad_bytes, placed = mutate(_copy(original), rnd, native)
-    text = json.dumps(doc, ensure_ascii=rnd.random() < 0.5)
+    text = _dumps(doc, ensure_ascii=rnd.random() < 0.5)
     for edit in edits:
         text = edit(text)
     reasons = must_reject(doc, text, bad_bytes, placed, native)
@@ -750,6 +788,20 @@ def trace_case(env: TraceEnv, seed: int, case: int, full: bool = False) -> Outco
     except Hung as exc:
         outcome, detail = "over limit", f"loading, saving or rendering {exc}"
     return Outcome(outcome, detail, data, suffix)
+
+
+def _dumps(doc: Any, ensure_ascii: bool) -> str:
+    """``json.dumps``, with room for documents that several edits nested deeper than
+    the recursion limit lets it write (the same text, so replays stay the same)."""
+    try:
+        return json.dumps(doc, ensure_ascii=ensure_ascii)
+    except RecursionError:
+        previous = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(previous, 20_000))
+        try:
+            return json.dumps(doc, ensure_ascii=ensure_ascii)
+        finally:
+            sys.setrecursionlimit(previous)
 
 
 def _check_trace_file(path: Path, must_reject: list[str], full: bool) -> tuple[str, str]:
@@ -977,25 +1029,53 @@ def _runner(kind: str, tmp: Path, timeout_s: float | None, fixed: bool,
                      f"{', '.join(KINDS)}")
 
 
+class Stopped(BaseException):
+    """Raised by SIGTERM while fuzzing, so that the counts so far are still printed."""
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise Stopped
+
+
 def run(kinds: list[str], n: int, seed: int = 1, *, timeout_s: float | None = None,
         fixed: bool = True, max_seconds: float | None = None, out: Path | None = None,
         keep: int = 3, hang_s: float = HANG_S, progress: bool = False,
-        cases: list[int] | None = None) -> list[Report]:
-    """Fuzz each kind with cases ``0..n-1`` (or just ``cases``); return the reports.
+        cases: list[int] | None = None, start: int = 0,
+        every: int | None = None) -> list[Report]:
+    """Fuzz each kind with cases ``start..start+n-1`` (or just ``cases``); return the
+    reports.
 
-    ``max_seconds`` stops a kind early; ``out`` is where bad cases' inputs go."""
+    ``max_seconds`` stops a kind early; ``out`` is where bad cases' inputs go; ``every``
+    prints the counts every that many cases. Ctrl-C or SIGTERM stops the run (the
+    counts so far are kept and printed)."""
     reports = []
+    stopped = False
     for kind in kinds:
+        if stopped:
+            break
         with tempfile.TemporaryDirectory() as tmp:
             case_of = _runner(kind, Path(tmp), timeout_s, fixed, hang_s)
             report = Report(kind, seed, keep=keep, out=out)
-            start = time.perf_counter()
-            for case in (cases if cases is not None else range(n)):
-                report.add(case, case_of(seed, case, cases is not None))
-                if max_seconds is not None and time.perf_counter() - start > max_seconds:
-                    report.stopped = f" (stopped at --max-seconds {max_seconds:g})"
-                    break
-            report.seconds = time.perf_counter() - start
+            began = time.perf_counter()
+            try:
+                for case in (cases if cases is not None else range(start, start + n)):
+                    try:
+                        result = case_of(seed, case, cases is not None)
+                    except (KeyboardInterrupt, Stopped):
+                        raise
+                    except Exception as exc:  # a bug of this script, not of turnpress
+                        result = Outcome("fuzzer error", _tb(exc, f"making case {case}"))
+                    report.add(case, result)
+                    if every and report.cases % every == 0:
+                        report.seconds = time.perf_counter() - began
+                        print(f"[progress] {report.format().splitlines()[0]}", flush=True)
+                    if max_seconds is not None and time.perf_counter() - began > max_seconds:
+                        report.stopped = f" (stopped at --max-seconds {max_seconds:g})"
+                        break
+            except (KeyboardInterrupt, Stopped):
+                report.stopped = " (stopped by a signal)"
+                stopped = True
+            report.seconds = time.perf_counter() - began
         reports.append(report)
         if progress:
             print(report.format(), flush=True)
@@ -1024,16 +1104,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="bad cases of each outcome to print and write")
     parser.add_argument("--out", type=Path, default=Path("fuzz-failures"),
                         help="directory for the inputs of bad cases")
+    parser.add_argument("--start", type=int, default=0,
+                        help="first case number (to continue a run in another session)")
+    parser.add_argument("--progress", type=int, default=None, metavar="K",
+                        help="print the counts every K cases")
     args = parser.parse_args(argv)
     if args.n < 0:
         parser.error("--n must be 0 or more")
+    if args.start < 0:
+        parser.error("--start must be 0 or more")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     for kind in kinds:
         if kind not in KINDS:
             parser.error(f"unknown kind {kind!r} in --kinds; choose from {', '.join(KINDS)}")
-    reports = run(kinds, args.n, args.seed, timeout_s=args.timeout, fixed=not args.no_fixed,
-                  max_seconds=args.max_seconds, out=args.out, keep=args.keep,
-                  hang_s=args.hang, progress=True, cases=args.case)
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        reports = run(kinds, args.n, args.seed, timeout_s=args.timeout,
+                      fixed=not args.no_fixed, max_seconds=args.max_seconds, out=args.out,
+                      keep=args.keep, hang_s=args.hang, progress=True, cases=args.case,
+                      start=args.start, every=args.progress)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     bad = sum(r.bad for r in reports)
     print(f"total: {sum(r.cases for r in reports)} cases, {bad} bad")
     return 1 if bad else 0

@@ -193,3 +193,44 @@ def test_a_malformed_tag_a_later_edit_empties_is_not_called_malformed(fuzz) -> N
     doc, _edits, _bad, placed = fuzz.mutate(doc, Scripted(), native=True)
     assert placed == [("x", {"$kw": 5})] and doc["data"]["x"] == {}
     assert fuzz.must_reject(doc, "{}", [], placed, native=True) == []
+
+
+def test_reports_a_turn_that_locks_out_later_turns(fuzz, tmp_path, monkeypatch) -> None:
+    """issue 23: after each turn a trivial program must run. Injected bug: the memory
+    kept from earlier turns is charged as 20 PB (the estimate before issue 23)."""
+    import turnpress.lisp.context as context
+
+    real_init = context.RunContext.__init__
+
+    def init(self, limits, tools, data, definitions, docs):
+        real_init(self, limits, tools, data, definitions, docs)
+        if definitions:
+            self.base_charge = self.last_used = 2**54
+
+    monkeypatch.setattr(context.RunContext, "__init__", init)
+    monkeypatch.setattr(context.RunContext, "check_kept", lambda self, d, p: None)
+    (report,) = fuzz.run(["programs"], 20, seed=3, fixed=False, out=tmp_path)
+    assert report.counts["locked out"] > 0, counts(report)
+    text = report.format()
+    assert f"after this turn, {fuzz.PROBE} failed: memory_limit" in text
+
+
+def test_issue_23_value_program_is_a_fixed_case(fuzz, tmp_path) -> None:
+    """The nested sets of fuzz seed 4242 programs case 1819 run first among the fixed
+    cases: they render, save, load and compare, and the probe runs after them."""
+    case = fuzz.VALUE_PROGRAMS.index(fuzz.ISSUE_23_PROGRAM)
+    (report,) = fuzz.run(["programs"], 0, seed=1, out=tmp_path, cases=[case],
+                         hang_s=600)
+    assert report.counts["ok"] == 1, report.format()
+
+
+def test_start_runs_later_cases_and_a_fuzzer_bug_is_counted(fuzz, tmp_path,
+                                                            monkeypatch) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("mutate is broken")
+
+    monkeypatch.setattr(fuzz, "mutate", broken)
+    (report,) = fuzz.run(["traces"], 4, seed=3, out=tmp_path, start=100, keep=10)
+    assert report.counts["fuzzer error"] == 4 == report.cases
+    assert [case for case, _, _ in report.bad_cases] == [100, 101, 102, 103]
+    assert "making case 100" in report.bad_cases[0][1].detail

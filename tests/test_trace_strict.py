@@ -165,3 +165,56 @@ def test_both_versions_give_the_same_turns(tmp_path) -> None:
     raw = good(2)["turns"]
     assert raw[0]["memory_set"] == {"x": 1}
     assert raw[1]["memory_set"] == {"y": [1]}  # x unchanged: not written again
+
+
+def _round_trips(path) -> None:
+    """Load every trace of ``path``, save it, load it again: the same trace, field for
+    field (the fuzzer's "changes on save + load" check)."""
+    for i, trace in enumerate(iter_traces(path)):
+        copy = path.with_name(f"copy{i}{path.suffix}")
+        save_trace(trace, copy)
+        (again,) = iter_traces(copy)
+        assert trace_to_dict(again) == trace_to_dict(trace), path.read_text()[:300]
+
+
+# Optional fields holding the value the writer leaves out: (where, field, value).
+EMPTY_OPTIONAL = [("trace", "name", ""), ("trace", "source", ""), ("trace", "preamble", []),
+                  ("trace", "skipped", []), ("trace", "system_prompt", ""),
+                  ("trace", "data", {}), ("trace", "tools", {}),
+                  ("turn", "prints", []), ("turn", "tool_calls", []),
+                  ("turn", "messages", []), ("turn", "usage", None),
+                  ("turn", "memory_set", {}), ("turn", "memory_removed", []),
+                  ("turn", "docs_set", {}), ("turn", "docs_removed", [])]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+@pytest.mark.parametrize(("where", "key", "value"), EMPTY_OPTIONAL,
+                         ids=[f"{w}.{k}" for w, k, _ in EMPTY_OPTIONAL])
+def test_an_optional_field_left_empty_round_trips(tmp_path, suffix, where, key,
+                                                  value) -> None:
+    """issue 23 (fuzz seed 4242, traces case 6752): ``"name": ""`` loaded as a trace named
+    "", which the writer leaves out, so the copy loaded named after its file. The rule:
+    an optional field holding the value the writer leaves out reads as if it were
+    missing, so what loads saves and loads again unchanged."""
+    obj = good()
+    (obj if where == "trace" else obj["turns"][1])[key] = value
+    path = tmp_path / f"t{suffix}"
+    path.write_text(json.dumps(obj) + "\n")
+    _round_trips(path)
+
+
+def test_fuzz_traces_case_6752_round_trips(tmp_path) -> None:
+    """The fuzzer's file (a bundled example, version 2 JSONL, with ``"name": ""``)."""
+    from turnpress.examples import example_trace_paths
+
+    trace = load_trace(next(p for p in example_trace_paths() if "phone" in p.name))
+    obj = trace_to_dict(trace)
+    obj = {"version": 2, "name": "", **{k: v for k, v in obj.items()
+                                       if k not in ("version", "name")}}
+    path = tmp_path / "case6752.jsonl"
+    path.write_text(json.dumps(obj) + "\n")
+    _round_trips(path)
+    named = load_trace(path).name
+    del obj["name"]
+    path.write_text(json.dumps(obj) + "\n")
+    assert named == load_trace(path).name != ""  # as if the name were missing

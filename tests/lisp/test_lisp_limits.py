@@ -212,7 +212,84 @@ def test_estimate_size_counts_shared_structure_once_and_samples_big_collections(
         + sys.getsizeof(r["tags"]) + sys.getsizeof(r["tags"][1]) for r in rows)
     estimate = estimate_size([rows])
     assert 0.7 * exact < estimate < 1.3 * exact
-    assert estimate_size([rows], max_walk=10) < estimate
+    assert 100_000 < estimate_size([rows], cap=100_000) < estimate  # stops past the cap
+
+
+# --- issue 23: the memory limit measures memory ---------------------------------------------------
+
+#: 1,500 nested sets: each holds all the smaller ones, 1.1 million references in 1,501 sets
+_NESTED_SETS = "(def a (loop [x #{} i 0] (if (< i 1500) (recur (conj x x) (inc i)) x)))"
+
+
+def test_issue_23_a_shared_value_does_not_lock_out_later_turns():
+    """Fuzz seed 4242, programs case 1819: turn 1 succeeded, then every program failed
+    with memory_limit ("about 20635257125 MB"), even one dropping the value."""
+    # (asserts name no result holding `a`: the repr of 1,500 nested sets never ends)
+    first = run_program(_NESTED_SETS)
+    failure = first.failure
+    assert failure is None
+    for program in ("(def q 1)", "(def a nil)", "(count a)"):
+        failure = run_program(program, memory=first.memory).failure
+        assert failure is None, program
+    dropped = run_program("(def a nil)", memory=first.memory).memory["a"]
+    assert dropped is None
+
+
+def test_issue_23_estimate_counts_shared_structure_once():
+    a = run_program(_NESTED_SETS).memory["a"]
+    distinct = len({id(s) for s in a})
+    assert distinct == 1500
+    exact = sum(sys.getsizeof(s) for s in [a, *a])
+    once, again = estimate_size([a]), estimate_size([a, a, [a]])
+    assert once == exact  # ~50 MB, not 20 PB
+    assert again == exact + sys.getsizeof([None])
+
+
+def test_issue_23_what_a_run_keeps_is_judged_when_it_ends(monkeypatch):
+    """Judged the same way on every turn: a value the next turn would be charged for
+    beyond the limit is refused on the turn that made it (here the growth of resident
+    memory is made to miss it), and nothing of that turn is kept."""
+    import turnpress.lisp.context as context
+
+    a = run_program(_NESTED_SETS).memory["a"]
+    limit = estimate_size([a]) - 2**20
+    limits = Limits(max_steps=10**7, timeout_s=30, max_memory=limit)
+    monkeypatch.setattr(context, "resident_bytes", lambda: 0)  # growth: none seen
+    result = run_program("(def small 1) " + _NESTED_SETS + " :done", limits=limits)
+    failure, names, value = result.failure, list(result.memory), result.value
+    assert failure.reason == "memory_limit"
+    assert failure.message.startswith(
+        "memory limit exceeded: the program's values would hold about ")
+    assert f"(the limit is {limit >> 20} MB)" in failure.message
+    assert names == [] and value is None
+    # the same with (return ...) and with a run that fails after making the value
+    for tail in ("(return :done)", "(fail :no)", "(/ 1 0)"):
+        ended = run_program(_NESTED_SETS + tail, limits=limits)
+        failure, names = ended.failure, list(ended.memory)
+        assert failure is not None and failure.reason == "memory_limit", (tail, failure)
+        assert names == []
+    # under a budget it fits in, it is kept and the next turn runs
+    roomy = Limits(max_steps=10**7, timeout_s=30, max_memory=limit + 8 * 2**20)
+    kept = run_program(_NESTED_SETS, limits=roomy)
+    failure = kept.failure
+    assert failure is None
+    failure = run_program("(def q 1)", memory=kept.memory, limits=roomy).failure
+    assert failure is None
+
+
+def test_issue_23_a_run_that_keeps_less_always_runs():
+    """Memory kept under a larger budget, then run under a smaller one: a program that
+    keeps no more may run; one that adds to it is refused, with the usual message."""
+    big = run_program(_NESTED_SETS + " (def b [1 2])").memory
+    small = Limits(max_steps=10**7, timeout_s=30, max_memory=16 * 2**20)
+    for program in ("(def a nil)", "(def q 1)", "(count b)", "(def c a)"):
+        failure = run_program(program, memory=big, limits=small).failure
+        assert failure is None, (program, failure)
+    grown = run_program("(def c (vec (range 100000)))", memory=big, limits=small)
+    failure, names = grown.failure, set(grown.memory)
+    assert failure is not None and failure.reason == "memory_limit"
+    assert "(the limit is 16 MB)" in failure.message
+    assert names == {"a", "b"}
 
 
 # --- messages -----------------------------------------------------------------------------------

@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
 from typing import Any
 
-from turnpress.core.clojure import set_sort_key
+from turnpress.core.codec_encode import (
+    CHUNK_DEPTH,
+    ValueCodecError,
+    encode_text,
+    encode_value,
+)
 from turnpress.core.model import Failure, Fn, HashableMap, Keyword
 from turnpress.core.values import (
     DigestBudgetExceeded,
-    Digester,
     RegexValue,
-    is_container,
     is_regex,
     same_value,
     value_digester,
@@ -52,241 +54,14 @@ __all__ = [
     "value_key",
 ]
 
-#: Most collections nested inside one node of a ``$graph`` (deeper parts become nodes).
-CHUNK_DEPTH = 32
 #: Most hex digits of a ``{"$int": ...}`` (about 4 million bits).
 MAX_INT_HEX_DIGITS = 1_000_000
-#: Integers with more bits than this are written as ``{"$int": "0x..."}``.
-_INT_BITS = 13_000
-#: Strings at least this long are written once when they occur more than once.
-_SHARED_STR_MIN = 128
 TAGS = ("$kw", "$set", "$fn", "$map", "$fail", "$float", "$int", "$str", "$regex",
         "$graph", "$ref")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _HEX = re.compile(r"-?0x[0-9a-f]+\Z")
 
 
-class ValueCodecError(ValueError):
-    """A value that cannot be encoded, or an encoded value that is malformed.
-
-    ``path`` says where inside the value (``[2].name``), ``problem`` what is wrong.
-    """
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"{path}: {problem}" if path else problem)
-        self.path = path
-        self.problem = problem
-
-
-# -- encoding ----------------------------------------------------------------------------
-
-
-def _plain_map(m: Mapping[Any, Any]) -> bool:
-    """Whether a map is written as a JSON object: string keys, no tag look-alike, and
-    no lone surrogate (JSON would join a pair of them into one character on load)."""
-    if len(m) == 1:
-        (k,) = m
-        return (isinstance(k, str) and not k.startswith("$")
-                and _SURROGATE.search(k) is None)
-    return all(isinstance(k, str) and _SURROGATE.search(k) is None for k in m)
-
-
-#: Types whose values are never containers nor long strings (never shared nor walked).
-_PLAIN_SCALARS = frozenset({int, float, bool, type(None), Keyword})
-
-
-def _shareable(v: Any) -> bool:
-    return is_container(v) or (isinstance(v, str) and len(v) >= _SHARED_STR_MIN)
-
-
-class _Encoder(Digester):
-    def __init__(self, where: str) -> None:
-        super().__init__()
-        self.where = where
-        self.index: dict[int, int] = {}  # id(node root) -> its $graph index
-        self.nodes: list[Any] = []
-
-    def children(self, v: Any) -> Iterable[Any]:
-        """The values inside a container that are written in value positions."""
-        if isinstance(v, Mapping):
-            if _plain_map(v):
-                return list(v.values())
-            out = []
-            for k, x in v.items():
-                out.append(k)
-                out.append(x)
-            return out
-        if isinstance(v, (set, frozenset)):
-            return self.sorted_set(v)
-        return v
-
-    def sorted_set(self, items: Iterable[Any]) -> list[Any]:
-        """Set items in their stored order: scalars as shown (nil/booleans, numbers,
-        strings, keywords...), then collections; ties broken by a digest of the value,
-        so equal sets are written alike whatever their iteration order."""
-        def key(x: Any) -> tuple[Any, ...]:
-            if is_container(x):
-                return (5, "", self.digest(x))
-            rank, shown = set_sort_key(x)
-            return (rank, shown, self.digest(x))
-
-        try:
-            return sorted(items, key=key)
-        except TypeError:  # e.g. a float key next to an unorderable one
-            return sorted(items, key=self.digest)
-
-    def plan(self, root: Any) -> tuple[set[int], list[Any]]:
-        """Which objects become nodes of their own, and those objects in post-order."""
-        counts: dict[int, int] = {}
-        children: dict[int, list[Any]] = {}
-        stack = [root]
-        while stack:
-            v = stack.pop()
-            i = id(v)
-            if i in counts:  # met again (pushed twice before its first visit)
-                counts[i] += 1
-                continue
-            counts[i] = 1
-            if not is_container(v):
-                continue
-            kids = list(self.children(v))
-            children[i] = kids
-            for k in kids:  # each shared object's parts are walked once
-                if type(k) in _PLAIN_SCALARS or not _shareable(k):
-                    continue
-                j = id(k)
-                if j in counts:
-                    counts[j] += 1
-                else:
-                    stack.append(k)
-        shared = {i for i, c in counts.items() if c > 1}
-        # second walk: a node starts at the root, at every shared object and every
-        # CHUNK_DEPTH collections down; record the node roots in post-order
-        roots: set[int] = {id(root)} | shared
-        order: list[Any] = []
-        seen: set[int] = set()
-        walk: list[tuple[Any, int, bool]] = [(root, 0, False)]
-        while walk:
-            v, depth, exiting = walk.pop()
-            i = id(v)
-            if exiting:
-                if i in roots:
-                    order.append(v)
-                continue
-            if not is_container(v):
-                if i in shared and i not in seen:
-                    seen.add(i)
-                    order.append(v)
-                continue
-            if i in roots and v is not root:
-                if i in seen:
-                    continue
-                depth = 0
-            elif depth >= CHUNK_DEPTH:
-                roots.add(i)
-                depth = 0
-            seen.add(i)
-            walk.append((v, depth, True))
-            walk.extend((k, depth + 1, False) for k in reversed(children[i])
-                        if type(k) not in _PLAIN_SCALARS and id(k) not in seen)
-        return roots, order
-
-    def encode(self, root: Any) -> Any:
-        if not _shareable(root) or not is_container(root):
-            return self.scalar(root, "")
-        roots, order = self.plan(root)
-        if len(roots) == 1 and len(order) == 1:
-            # no sharing, no deep nesting: the plain form
-            return self.body(root, roots, 0)
-        for v in order:
-            self.index[id(v)] = len(self.nodes)
-            self.nodes.append(self.body(v, roots, 0) if is_container(v)
-                              else self.scalar(v, ""))
-        return {"$graph": self.nodes}
-
-    def body(self, v: Any, roots: set[int], depth: int, top: bool = True) -> Any:
-        if not top and id(v) in roots:
-            return {"$ref": self.index[id(v)]}
-        if not is_container(v):
-            return self.scalar(v, "")
-        if depth > CHUNK_DEPTH + 1:  # cannot happen: the plan cut every CHUNK_DEPTH
-            raise ValueCodecError(self.where, "internal error: value nesting not cut")
-        d = depth + 1
-        if isinstance(v, Mapping):
-            if _plain_map(v):
-                return {k: self.body(x, roots, d, False) for k, x in v.items()}
-            return {"$map": [[self.body(k, roots, d, False), self.body(x, roots, d, False)]
-                             for k, x in v.items()]}
-        if isinstance(v, (set, frozenset)):
-            return {"$set": self.items(self.sorted_set(v), roots, d)}
-        return self.items(v, roots, d)
-
-    def items(self, xs: Iterable[Any], roots: set[int], depth: int) -> list[Any]:
-        """The encoded items of a list or set (a fast path for refs and small ints)."""
-        index = self.index
-        out = []
-        for x in xs:
-            j = id(x)
-            if j in roots:
-                out.append({"$ref": index[j]})
-            elif type(x) is int and x.bit_length() <= _INT_BITS:
-                out.append(x)
-            else:
-                out.append(self.body(x, roots, depth, False))
-        return out
-
-    def scalar(self, value: Any, path: str) -> Any:
-        if value is None or isinstance(value, bool):
-            return value
-        if isinstance(value, str):
-            if _SURROGATE.search(value) is None:
-                return value
-            return {"$str": _split_surrogates(value)}
-        if isinstance(value, int):
-            if value.bit_length() > _INT_BITS:
-                return {"$int": hex(value)}
-            return int(value)
-        if isinstance(value, float):
-            if math.isfinite(value):
-                return value
-            return {"$float": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
-        if isinstance(value, Keyword):
-            return {"$kw": self.scalar(value.name, path)} if _SURROGATE.search(
-                value.name) else {"$kw": value.name}
-        if isinstance(value, Failure):
-            return {"$fail": {"reason": encode_text(value.reason),
-                              "message": encode_text(value.message)}}
-        if isinstance(value, Fn):
-            return {"$fn": {"params": [str(p) for p in value.params], "doc": value.doc,
-                            "return_type": value.return_type}}
-        if is_regex(value):
-            return {"$regex": value.source}
-        raise ValueCodecError(self.where, f"a {type(value).__name__} value cannot be stored "
-                              "in a trace (supported: nil, booleans, numbers, strings, "
-                              "keywords, lists, maps, sets, functions, regexes)")
-
-
-def _split_surrogates(s: str) -> list[Any]:
-    out: list[Any] = []
-    pos = 0
-    for m in _SURROGATE.finditer(s):
-        if m.start() > pos:
-            out.append(s[pos:m.start()])
-        out.append(ord(m.group()))
-        pos = m.end()
-    if pos < len(s):
-        out.append(s[pos:])
-    return out
-
-
-def encode_text(text: str) -> Any:
-    """``text`` as JSON: itself, or ``{"$str": [...]}`` when it holds a lone surrogate.
-
-    JSON can escape a lone surrogate, but reads a high one followed by a low one as a
-    single character: written plainly, ``"\\ud800\\udc00"`` would come back changed."""
-    if _SURROGATE.search(text) is None:
-        return text
-    return {"$str": _split_surrogates(text)}
+# -- decoding (the encoder is turnpress.core.codec_encode) ---------------------------------
 
 
 def decode_text(raw: Any, where: str = "") -> str:
@@ -299,17 +74,9 @@ def decode_text(raw: Any, where: str = "") -> str:
     raise ValueCodecError(where, f"expected a string, got {_kind(raw)} {_show(raw)}")
 
 
-def encode_value(value: Any, where: str = "") -> Any:
-    """A JSON-ready form of ``value``, tagged where JSON lacks a type (see module doc).
-
-    Never recurses deeper than :data:`CHUNK_DEPTH` and writes each shared object
-    once. Raises :class:`ValueCodecError` for a type no trace can hold.
-    """
-    return _Encoder(where).encode(value)
-
-
-# -- decoding ----------------------------------------------------------------------------
-
+#: Types the decoder makes that are set items as they are (:func:`value_key` keeps them).
+_SET_ITEM_TYPES = frozenset({frozenset, HashableMap, str, int, bool, float, type(None),
+                             Keyword, Fn, Failure})
 #: Most JSON nesting :func:`decode_value` accepts (the encoder stays far below).
 MAX_JSON_DEPTH = 4 * CHUNK_DEPTH + 32
 
@@ -422,6 +189,10 @@ class _Decoder:
             if not isinstance(body, list):
                 raise self.bad(at, f"expected a list of items, got {_kind(body)} "
                                    f"{_show(body)}")
+            if self.nodes is not None:
+                shared = self.ref_set(body)
+                if shared is not None:
+                    return shared
             return frozenset(self.key(v, f"{at}[{i}]", depth + 2) for i, v in enumerate(body))
         if tag == "$map":
             if not isinstance(body, list):
@@ -454,6 +225,26 @@ class _Decoder:
             return self.nodes[body]
         raise self.bad(at, f"unknown tag {tag!r} (tags: {', '.join(TAGS)}; a map with "
                            f"one '$' key is written {{\"$map\": [[key, value]]}})")
+
+    def ref_set(self, body: list[Any]) -> frozenset[Any] | None:
+        """The set a ``$set`` of ``{"$ref": i}`` items only stands for, read in bulk
+        (a set of shared values: each item is a node, already a valid set item), or
+        None when ``body`` is anything else (read item by item, with its messages)."""
+        nodes = self.nodes
+        if not body or nodes is None or set(map(type, body)) != {dict}:
+            return None
+        try:
+            if set(map(len, body)) != {1}:
+                return None
+            refs = [item["$ref"] for item in body]
+        except KeyError:  # not {"$ref": ...} objects
+            return None
+        if set(map(type, refs)) != {int} or min(refs) < 0 or max(refs) >= len(nodes):
+            return None
+        items = list(map(nodes.__getitem__, refs))
+        if not set(map(type, items)) <= _SET_ITEM_TYPES:
+            return None  # e.g. a list: made hashable item by item
+        return frozenset(items)
 
     def fn(self, body: Any, at: str) -> Fn:
         if not isinstance(body, dict):
@@ -490,3 +281,4 @@ def decode_value(raw: Any, where: str = "") -> Any:
     """The value :func:`encode_value` wrote; malformed input raises :class:`ValueCodecError`
     whose ``path`` starts with ``where``."""
     return _Decoder().value(raw, where, 0)
+

@@ -145,7 +145,9 @@ class _Reader:
         if len(raw_turns) > max_turns:
             raise self.fail("turns", f"{len(raw_turns)} turns but max_turns is {max_turns}")
         turns = tuple(self.turn(t, i) for i, t in enumerate(raw_turns, 1))
-        name = self.get(obj, "name", str, default=default_name)
+        # An optional field holding the value the writer leaves out reads as if it were
+        # missing (else what loads would change on save + load): "name": "" is no name.
+        name = self.get(obj, "name", str, default="") or default_name
         source = self.get(obj, "source", str, default="")
         preamble = self.messages(self.get(obj, "preamble", list, default=[]), "preamble")
         skipped = self.messages(self.get(obj, "skipped", list, default=[]), "skipped")

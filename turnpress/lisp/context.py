@@ -15,7 +15,7 @@ from turnpress.core.model import Keyword, Tool, ToolCall
 from turnpress.lisp.bridge import from_python, to_python
 from turnpress.lisp.errors import ArgumentError, LispError
 from turnpress.lisp.limits import Limits
-from turnpress.lisp.memory import estimate_size, resident_bytes
+from turnpress.lisp.memory import held_size, resident_bytes
 from turnpress.lisp.render import short
 from turnpress.lisp.values import Closure, CoreFn, ToolFn, kind_name, lookup
 
@@ -29,6 +29,9 @@ _CHECK_EVERY = 256
 _MEMORY_EVERY_CHECKS = 16
 _MEMORY_EVERY_BYTES = 4 * 2**20
 _MEMORY_HEADROOM = 2**20
+# A run always has this much room to grow in, even when the memory kept from earlier turns
+# fills the budget (or, under other limits, passed it): a program that keeps less must run.
+_RUN_ROOM = 4 * 2**20
 
 
 def host_error(name: str, args: tuple[Any, ...] | list[Any], exc: Exception) -> LispError:
@@ -65,7 +68,6 @@ class RunContext:
         self.max_string = limits.max_string
         self.steps = 0
         self.check_at = min(_CHECK_EVERY, self.max_steps)
-        self.deadline = time.monotonic() + limits.timeout_s
         self.depth = 0
         self.tools = tools
         self.data = data
@@ -77,11 +79,17 @@ class RunContext:
         self.max_memory = limits.max_memory
         # values may fill the budget but for a little room for the interpreter's own objects
         self.value_memory = limits.max_memory - min(_MEMORY_HEADROOM, limits.max_memory // 16)
-        self.memory_base = estimate_size(definitions.values())  # kept from earlier turns
+        # kept from earlier turns, measured as check_kept measured it when the last run ended
+        # (held_size remembers it); measured before the program's time starts
+        self.memory_base = held_size(definitions, limits.max_memory)
+        self.deadline = time.monotonic() + limits.timeout_s
+        # ... of which a run is charged no more than leaves it room to run
+        self.base_charge = min(self.memory_base,
+                               self.value_memory - min(_RUN_ROOM, self.value_memory // 4))
         self.resident_start = resident_bytes()
         self.allocated = 0  # bytes built-ins reported creating (all of this run)
         self.pending = 0  # ... since memory was last measured
-        self.last_used = self.memory_base
+        self.last_used = self.base_charge
         self.checks = 0
         self.invoke: Callable[[Closure, Any], Any] = _no_invoke
         self.prepare: Callable[[Closure], Callable[..., Any]] = _no_invoke  # type: ignore[assignment]
@@ -107,8 +115,8 @@ class RunContext:
         if self.resident_start is not None:
             now = resident_bytes()
             if now is not None:
-                return self.memory_base + max(now - self.resident_start, 0)
-        return self.memory_base + self.allocated
+                return self.base_charge + max(now - self.resident_start, 0)
+        return self.base_charge + self.allocated
 
     def check_memory(self, upcoming: int = 0) -> None:
         """Raise ``memory_limit`` when the program's values (plus ``upcoming`` bytes about
@@ -117,11 +125,26 @@ class RunContext:
         self.pending = 0
         used = self.last_used + upcoming
         if used > self.value_memory:
-            raise LispError(
-                "memory_limit",
-                f"memory limit exceeded: the program's values would hold about {used >> 20} "
-                f"MB (the limit is {self.max_memory >> 20} MB); keep less in memory, e.g. "
-                "select the fields you need instead of keeping whole results")
+            raise self.over_budget(used)
+
+    def check_kept(self, definitions: Mapping[str, Any], previous: Mapping[str, Any]) -> None:
+        """Raise ``memory_limit`` when what the program keeps -- its ``definitions`` as it
+        ends, measured as the next run will charge them -- is over the budget and more
+        than the ``previous`` definitions it started with held."""
+        if definitions.keys() == previous.keys() and all(
+                definitions[name] is previous[name] for name in definitions):
+            return  # kept nothing new
+        kept = held_size(definitions, self.max_memory)
+        if kept > self.value_memory and kept > self.memory_base:
+            raise self.over_budget(kept)
+
+    def over_budget(self, used: int) -> LispError:
+        """The ``memory_limit`` error for values holding ``used`` bytes."""
+        return LispError(
+            "memory_limit",
+            f"memory limit exceeded: the program's values would hold about {used >> 20} "
+            f"MB (the limit is {self.max_memory >> 20} MB); keep less in memory, e.g. "
+            "select the fields you need instead of keeping whole results")
 
     def alloc(self, nbytes: int) -> None:
         """Note that a built-in is about to create a value of about ``nbytes`` bytes.

@@ -109,6 +109,11 @@ def run_program(
             "runtime_error", f"internal error: {type(exc).__name__}: {exc}")
     finally:
         _restore_recursion_limit()
+    if failure is None or failure.reason != "memory_limit":
+        try:  # what the run keeps, measured as the next run will charge it
+            ctx.check_kept(definitions, previous)
+        except LispError as error:
+            value, returned, failure = None, False, error.to_failure()
     if failure is not None and failure.reason == "memory_limit":
         # keeping what filled the memory would fail every later turn as well
         definitions = dict(previous)

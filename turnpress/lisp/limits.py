@@ -24,9 +24,11 @@ class Limits:
       is cut and ends with ``...``, the total staying within the limit);
     * ``max_source`` -- characters of program text (longer programs are
       refused with ``size_limit`` before they are read);
-    * ``max_memory`` -- bytes of memory the program's values may hold: an
-      estimate of the definitions kept from earlier turns plus what this run
-      adds (see :mod:`turnpress.lisp.memory`); exceeding it is ``memory_limit``.
+    * ``max_memory`` -- bytes of memory the program's values may hold: the
+      definitions kept from earlier turns plus what this run adds while it runs,
+      and what it keeps when it ends (shared values counted once, measured the
+      same way on every turn; see :mod:`turnpress.lisp.memory`); exceeding it is
+      ``memory_limit``. A run that keeps no more than it started with always may.
 
     Reading and compiling the program count toward ``timeout_s``.
     """
