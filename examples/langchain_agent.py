@@ -11,23 +11,27 @@ the largest constant it can still see. It prints, per model call, the tokens the
 model received, then the same run without the middleware.
 
 The strategy is the library's default, ``price-scheduled``, unless ``--strategy``
-names another. It sends each read as a compact delta (the output cut to its head and
-tail) and now and then rebuilds one view of the run (tool calls, key lines, the last
-error), so the model misses the largest value, in the middle of a file read 25 steps
-before the end, which the full history still shows (``single-user-coalesced``,
-which shows the newest 15 outputs, misses it too): the recall a strategy trades for
-tokens, which ``turnpress compare`` measures on real runs. (The smolagents example
-keeps it: its code holds the value in a variable.)
+names another; it misses the largest value, which the full history still shows (the
+recall it trades for tokens: see ``_scripted_task.py``).
 
     python examples/langchain_agent.py [--strategy NAME] [--files N]
 """
 
 from __future__ import annotations
 
-import argparse
-import re
 from typing import Any
 
+# the audit task the framework examples share: examples/_scripted_task.py
+from _scripted_task import (
+    MISSION,
+    SYSTEM,
+    answer,
+    options,
+    print_calls,
+    print_totals,
+    reading_order,
+    repository,
+)
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
@@ -37,24 +41,6 @@ from pydantic import Field
 
 from turnpress.compress import count_tokens
 from turnpress.integrations.langchain import TurnpressMiddleware
-
-MISSION = "Find the largest LIMIT_* constant in src/ and say which file defines it."
-SYSTEM = "You are a careful code auditor. Read files with read_file."
-MISSING = ("src/part_12_old.py", "src/summary.py")
-
-
-def repository(files: int) -> dict[str, str]:
-    """``files`` source files of 60 constants each; the largest sits in part 7."""
-    return {f"src/part_{i:02d}.py": "\n".join(
-        f"LIMIT_{i}_{k} = {(9000 if i == 7 and k == 33 else i * 100 + k)}"
-        for k in range(60)) for i in range(files)}
-
-
-def reading_order(files: dict[str, str]) -> list[str]:
-    """The paths the model asks for, in order: every file, a missing one in the middle
-    and another one last."""
-    paths = list(files)
-    return [*paths[:12], MISSING[0], *paths[12:], MISSING[1]]
 
 
 class ScriptedModel(BaseChatModel):
@@ -81,9 +67,7 @@ class ScriptedModel(BaseChatModel):
             reply = AIMessage("", tool_calls=[{"name": "read_file", "id": f"call_{step}",
                                                "args": {"path": self.paths[step]}}])
         else:
-            seen = " ".join(str(m.content) for m in messages)
-            best = max(re.findall(r"(LIMIT_\d+_\d+) = (\d+)", seen), key=lambda f: int(f[1]))
-            reply = AIMessage(f"The largest is {best[0]} = {best[1]}.")
+            reply = AIMessage(answer(" ".join(str(m.content) for m in messages)))
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
@@ -116,22 +100,10 @@ def main(strategy: str, files: int) -> None:
     """Run with and without the middleware; print what the model received."""
     state, model = run(strategy, files)
     plain_state, plain = run(None, files)
-    sent = [tokens(r) for r in model.requests]
-    full = [tokens(r) for r in plain.requests]
-    for number, (a, b) in enumerate(zip(sent, full, strict=True), 1):
-        print(f"call {number}: {len(model.requests[number - 1])} messages, {a} tokens "
-              f"(without turnpress: {len(plain.requests[number - 1])} messages, {b} tokens)")
+    sent, full = print_calls(model.requests, plain.requests, tokens)
     print(f"state keeps {len(state['messages'])} messages")
-    print(f"answer: {state['messages'][-1].content} "
-          f"(without turnpress: {plain_state['messages'][-1].content})")
-    print(f"tokens received: {sum(sent)}, without turnpress: {sum(full)}, "
-          f"saved: {1 - sum(sent) / sum(full):.0%}")
+    print_totals(state["messages"][-1].content, plain_state["messages"][-1].content, sent, full)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--strategy", default="price-scheduled",
-                        help="a turnpress strategy (default: the library's default)")
-    parser.add_argument("--files", type=int, default=30)
-    options = parser.parse_args()
-    main(options.strategy, options.files)
+    main(*options(__doc__))

@@ -12,24 +12,28 @@ largest constant it can still see. It prints, per model call, the tokens of the
 Responses input the model received, then the same run without the filter.
 
 The strategy is the library's default, ``price-scheduled``, unless ``--strategy``
-names another. It sends each read as a compact delta (the output cut to its head and
-tail) and now and then rebuilds one view of the run (tool calls, key lines, the last
-error), so the model misses the largest value, in the middle of a file read 25 steps
-before the end, which the full history still shows (``single-user-coalesced``,
-which shows the newest 15 outputs, misses it too): the recall a strategy trades for
-tokens, which ``turnpress compare`` measures on real runs. (The smolagents example
-keeps it: its code holds the value in a variable.)
+names another; it misses the largest value, which the full history still shows (the
+recall it trades for tokens: see ``_scripted_task.py``).
 
     python examples/openai_agents_agent.py [--strategy NAME] [--files N]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import re
 from typing import Any
 
+# the audit task the framework examples share: examples/_scripted_task.py
+from _scripted_task import (
+    MISSION,
+    answer,
+    options,
+    print_calls,
+    print_totals,
+    reading_order,
+    repository,
+)
+from _scripted_task import SYSTEM as INSTRUCTIONS
 from agents import Agent, Model, ModelResponse, RunConfig, Runner, Usage, function_tool
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -40,24 +44,6 @@ from openai.types.responses import (
 
 from turnpress.compress import count_tokens
 from turnpress.integrations.openai_agents import TurnpressFilter
-
-MISSION = "Find the largest LIMIT_* constant in src/ and say which file defines it."
-INSTRUCTIONS = "You are a careful code auditor. Read files with read_file."
-MISSING = ("src/part_12_old.py", "src/summary.py")
-
-
-def repository(files: int) -> dict[str, str]:
-    """``files`` source files of 60 constants each; the largest sits in part 7."""
-    return {f"src/part_{i:02d}.py": "\n".join(
-        f"LIMIT_{i}_{k} = {(9000 if i == 7 and k == 33 else i * 100 + k)}"
-        for k in range(60)) for i in range(files)}
-
-
-def reading_order(files: dict[str, str]) -> list[str]:
-    """The paths the model asks for: every file, a missing one in the middle and
-    another one last."""
-    paths = list(files)
-    return [*paths[:12], MISSING[0], *paths[12:], MISSING[1]]
 
 
 class ScriptedModel(Model):
@@ -83,12 +69,10 @@ class ScriptedModel(Model):
                                          type="function_call", name="read_file",
                                          arguments=json.dumps({"path": self.paths[step]}))]
         else:
-            seen = json.dumps(items)
-            best = max(re.findall(r"(LIMIT_\d+_\d+) = (\d+)", seen), key=lambda f: int(f[1]))
             output = [ResponseOutputMessage(
                 id="msg_answer", type="message", role="assistant", status="completed",
                 content=[ResponseOutputText(type="output_text", annotations=[],
-                                            text=f"The largest is {best[0]} = {best[1]}.")])]
+                                            text=answer(json.dumps(items)))])]
         return ModelResponse(output=output, usage=Usage(), response_id=None)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
@@ -119,20 +103,10 @@ def main(strategy: str, files: int) -> None:
     """Run with and without the filter; print what the model received."""
     result, model = run(strategy, files)
     plain_result, plain = run(None, files)
-    sent = [count_tokens(r) for r in model.requests]
-    full = [count_tokens(r) for r in plain.requests]
-    for number, (a, b) in enumerate(zip(sent, full, strict=True), 1):
-        print(f"call {number}: {len(model.requests[number - 1][1])} items, {a} tokens "
-              f"(without turnpress: {len(plain.requests[number - 1][1])} items, {b} tokens)")
-    print(f"answer: {result.final_output} (without turnpress: {plain_result.final_output})")
-    print(f"tokens received: {sum(sent)}, without turnpress: {sum(full)}, "
-          f"saved: {1 - sum(sent) / sum(full):.0%}")
+    sent, full = print_calls(model.requests, plain.requests, count_tokens,
+                             size=lambda request: len(request[1]), unit="items")
+    print_totals(result.final_output, plain_result.final_output, sent, full)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--strategy", default="price-scheduled",
-                        help="a turnpress strategy (default: the library's default)")
-    parser.add_argument("--files", type=int, default=30)
-    options = parser.parse_args()
-    main(options.strategy, options.files)
+    main(*options(__doc__))

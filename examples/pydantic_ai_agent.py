@@ -13,47 +13,33 @@ can still see. It prints, per model call, the tokens the model received (the
 messages in the OpenAI chat shape), then the same run without the processor.
 
 The strategy is the library's default, ``price-scheduled``, unless ``--strategy``
-names another. It sends each read as a compact delta (the output cut to its head and
-tail) and now and then rebuilds one view of the run (tool calls, key lines, the last
-error), so the model misses the largest value, in the middle of a file read 25 steps
-before the end, which the full history still shows (``single-user-coalesced``,
-which shows the newest 15 outputs, misses it too): the recall a strategy trades for
-tokens, which ``turnpress compare`` measures on real runs. (The smolagents example
-keeps it: its code holds the value in a variable.)
+names another; it misses the largest value, which the full history still shows (the
+recall it trades for tokens: see ``_scripted_task.py``).
 
     python examples/pydantic_ai_agent.py [--strategy NAME] [--files N]
 """
 
 from __future__ import annotations
 
-import argparse
-import re
 from typing import Any
 
+# the audit task the framework examples share: examples/_scripted_task.py
+from _scripted_task import (
+    MISSION,
+    SYSTEM,
+    answer,
+    options,
+    print_calls,
+    print_totals,
+    reading_order,
+    repository,
+)
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from turnpress.compress import count_tokens
 from turnpress.integrations.pydantic_ai import TurnpressHistory, to_chat
-
-MISSION = "Find the largest LIMIT_* constant in src/ and say which file defines it."
-SYSTEM = "You are a careful code auditor. Read files with read_file."
-MISSING = ("src/part_12_old.py", "src/summary.py")
-
-
-def repository(files: int) -> dict[str, str]:
-    """``files`` source files of 60 constants each; the largest sits in part 7."""
-    return {f"src/part_{i:02d}.py": "\n".join(
-        f"LIMIT_{i}_{k} = {(9000 if i == 7 and k == 33 else i * 100 + k)}"
-        for k in range(60)) for i in range(files)}
-
-
-def reading_order(files: dict[str, str]) -> list[str]:
-    """The paths the model asks for: every file, a missing one in the middle and
-    another one last."""
-    paths = list(files)
-    return [*paths[:12], MISSING[0], *paths[12:], MISSING[1]]
 
 
 class Script:
@@ -72,8 +58,7 @@ class Script:
             return ModelResponse(parts=[ToolCallPart("read_file", {"path": self.paths[step]},
                                                      tool_call_id=f"call_{step}")])
         seen = " ".join(str(f["content"]) for f in to_chat(messages)[0])
-        best = max(re.findall(r"(LIMIT_\d+_\d+) = (\d+)", seen), key=lambda f: int(f[1]))
-        return ModelResponse(parts=[TextPart(f"The largest is {best[0]} = {best[1]}.")])
+        return ModelResponse(parts=[TextPart(answer(seen))])
 
 
 def run(strategy: str | None, files: int = 30) -> tuple[Any, Script, TurnpressHistory | None]:
@@ -103,20 +88,9 @@ def main(strategy: str, files: int) -> None:
     """Run with and without the processor; print what the model received."""
     result, script, _ = run(strategy, files)
     plain_result, plain, _ = run(None, files)
-    sent = [tokens(r) for r in script.requests]
-    full = [tokens(r) for r in plain.requests]
-    for number, (a, b) in enumerate(zip(sent, full, strict=True), 1):
-        print(f"call {number}: {len(script.requests[number - 1])} messages, {a} tokens "
-              f"(without turnpress: {len(plain.requests[number - 1])} messages, {b} tokens)")
-    print(f"answer: {result.output} (without turnpress: {plain_result.output})")
-    print(f"tokens received: {sum(sent)}, without turnpress: {sum(full)}, "
-          f"saved: {1 - sum(sent) / sum(full):.0%}")
+    sent, full = print_calls(script.requests, plain.requests, tokens)
+    print_totals(result.output, plain_result.output, sent, full)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--strategy", default="price-scheduled",
-                        help="a turnpress strategy (default: the library's default)")
-    parser.add_argument("--files", type=int, default=30)
-    options = parser.parse_args()
-    main(options.strategy, options.files)
+    main(*options(__doc__))

@@ -16,9 +16,10 @@ is the library's default, ``price-scheduled``, unless ``--strategy`` names anoth
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
+# the audit task the framework examples share: examples/_scripted_task.py
+from _scripted_task import options, print_calls, print_totals, reading_order, repository
 from smolagents import CodeAgent, Model, tool
 from smolagents.models import ChatMessage, MessageRole
 
@@ -26,21 +27,6 @@ from turnpress.compress import count_tokens
 from turnpress.integrations.smolagents import TurnpressMemory
 
 MISSION = "Find the largest LIMIT_* constant in src/ and say its value."
-MISSING = ("src/part_12_old.py", "src/summary.py")
-
-
-def repository(files: int) -> dict[str, str]:
-    """``files`` source files of 60 constants each; the largest sits in part 7."""
-    return {f"src/part_{i:02d}.py": "\n".join(
-        f"LIMIT_{i}_{k} = {(9000 if i == 7 and k == 33 else i * 100 + k)}"
-        for k in range(60)) for i in range(files)}
-
-
-def reading_order(files: dict[str, str]) -> list[str]:
-    """The paths the code reads, in order: every file, a missing one in the middle and
-    another one last."""
-    paths = list(files)
-    return [*paths[:12], MISSING[0], *paths[12:], MISSING[1]]
 
 
 def code_for(step: int, path: str | None) -> str:
@@ -104,20 +90,9 @@ def main(strategy: str, files: int) -> None:
     """Run with and without the callback; print what the model received."""
     answer, _, model = run(strategy, files)
     plain_answer, _, plain = run(None, files)
-    sent = [count_tokens(r) for r in model.requests]
-    full = [count_tokens(r) for r in plain.requests]
-    for number, (a, b) in enumerate(zip(sent, full, strict=True), 1):
-        print(f"call {number}: {len(model.requests[number - 1])} messages, {a} tokens "
-              f"(without turnpress: {len(plain.requests[number - 1])} messages, {b} tokens)")
-    print(f"answer: {answer} (without turnpress: {plain_answer})")
-    print(f"tokens received: {sum(sent)}, without turnpress: {sum(full)}, "
-          f"saved: {1 - sum(sent) / sum(full):.0%}")
+    sent, full = print_calls(model.requests, plain.requests, count_tokens)
+    print_totals(answer, plain_answer, sent, full)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--strategy", default="price-scheduled",
-                        help="a turnpress strategy (default: the library's default)")
-    parser.add_argument("--files", type=int, default=30)
-    options = parser.parse_args()
-    main(options.strategy, options.files)
+    main(*options(__doc__))
