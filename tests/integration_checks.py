@@ -1,5 +1,8 @@
 """Checks the framework integrations' tests share: what a provider accepts of a request.
 
+``example_runs`` makes the fixtures that run an example (``examples/*_agent.py``) with
+and without turnpress; ``example_output`` runs one as a script.
+
 ``check_items`` holds Responses API input items to the API's rules.
 ``check_chat_request`` holds a list of OpenAI chat messages to the rules the OpenAI API
 enforces on tool use (each ``tool`` message answers a call of the assistant message
@@ -13,10 +16,13 @@ import contextlib
 import importlib.util
 import io
 import re
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -40,13 +46,51 @@ def run_readme_block(block: str, **names: Any) -> str:
 
 
 def load_example(name: str) -> ModuleType:
-    """``examples/NAME.py`` as a module (an example is a script, not a package)."""
+    """``examples/NAME.py`` as a module (an example is a script, not a package; its
+    folder goes on ``sys.path``, as when it runs, for the module the examples share)."""
+    if str(EXAMPLES) not in sys.path:
+        sys.path.append(str(EXAMPLES))
     spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def example_runs(example: ModuleType) -> tuple[Any, Any, Any]:
+    """The module-scoped fixtures ``plain``, ``default`` and ``coalesced``: what
+    ``example.run`` returns without turnpress, with the library's default strategy
+    (price-scheduled) and with single-user-coalesced by name (the tests that use it pin
+    its shape on purpose). A test module assigns them to those three names."""
+
+    @pytest.fixture(scope="module", name="plain")
+    def plain() -> Any:
+        return example.run(None)
+
+    @pytest.fixture(scope="module", name="default")
+    def default() -> Any:
+        return example.run(True)  # the library's default: price-scheduled
+
+    @pytest.fixture(scope="module", name="coalesced")
+    def coalesced() -> Any:
+        return example.run("single-user-coalesced")
+
+    return plain, default, coalesced
+
+
+def example_output(name: str) -> str:
+    """What ``examples/NAME.py`` prints, run as a script with its defaults: one line per
+    model call of its 33, then the totals (checked)."""
+    out = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py")],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    assert out.count("\ncall ") == 32 and out.startswith("call 1: "), out
+    return out
+
+
+def saved_percent(out: str) -> int:
+    """The share of tokens saved that an example printed last (``saved: N%``)."""
+    return int(out.rsplit("saved: ", 1)[1].split("%")[0])
 
 
 def check_chat_pairing(messages: list[dict[str, Any]]) -> None:

@@ -9,8 +9,6 @@ against a scripted implementation of the SDK's ``Model`` interface (each call wi
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -18,46 +16,30 @@ pytest.importorskip("agents")
 
 from agents.run_config import CallModelData, ModelInputData
 from integration_checks import (
-    EXAMPLES,
     check_items,
+    example_output,
+    example_runs,
     load_example,
     produced_reasoning,
     readme_block,
     run_readme_block,
+    saved_percent,
 )
 
 from turnpress.compress import count_tokens
 from turnpress.integrations.openai_agents import TurnpressFilter, default_is_error
 
 example = load_example("openai_agents_agent")
-
-
-@pytest.fixture(scope="module")
-def plain():
-    return example.run(None)
-
-
-@pytest.fixture(scope="module")
-def default():
-    return example.run(True)  # the library's default: price-scheduled
-
-
-@pytest.fixture(scope="module")
-def coalesced():
-    """single-user-coalesced by name: the tests that use it pin its shape (a system
-    message and one user message) on purpose."""
-    return example.run("single-user-coalesced")
+plain, default, coalesced = example_runs(example)
 
 
 def test_the_example_runs_a_long_tool_loop_and_prints_its_savings():
-    out = subprocess.run([sys.executable, str(EXAMPLES / "openai_agents_agent.py")],
-                         capture_output=True, text=True, timeout=300, check=True).stdout
-    assert out.count("\ncall ") == 32 and out.startswith("call 1: ")
+    out = example_output("openai_agents_agent")
     # the example's default is the library's (price-scheduled): at least 60% fewer
     # tokens (measured: 71%); the full history shows the largest value, in the middle of
     # a read that the default's deltas and views cut to head and tail
     assert "(without turnpress: The largest is LIMIT_7_33 = 9000.)" in out
-    assert int(out.rsplit("saved: ", 1)[1].split("%")[0]) >= 60
+    assert saved_percent(out) >= 60
 
 
 def test_the_default_sends_fewer_tokens_with_mission_errors_and_pairing(plain, default):

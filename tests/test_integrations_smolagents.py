@@ -8,8 +8,6 @@ runs in smolagents' Python executor) against a scripted smolagents ``Model``.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from itertools import pairwise
 
 import pytest
@@ -17,11 +15,13 @@ import pytest
 pytest.importorskip("smolagents")
 
 from integration_checks import (
-    EXAMPLES,
     check_chat_request,
+    example_output,
+    example_runs,
     load_example,
     readme_block,
     run_readme_block,
+    saved_percent,
 )
 from smolagents import CodeAgent, Model, ToolCallingAgent, tool
 from smolagents.memory import ActionStep, TaskStep
@@ -45,22 +45,7 @@ from turnpress.integrations.smolagents import (
 )
 
 example = load_example("smolagents_agent")
-
-
-@pytest.fixture(scope="module")
-def plain():
-    return example.run(None)
-
-
-@pytest.fixture(scope="module")
-def default():
-    return example.run(True)  # the library's default: price-scheduled
-
-
-@pytest.fixture(scope="module")
-def coalesced():
-    """single-user-coalesced by name: the tests that use it pin its view on purpose."""
-    return example.run("single-user-coalesced")
+plain, default, coalesced = example_runs(example)
 
 
 def text(request: list[dict]) -> str:
@@ -68,12 +53,10 @@ def text(request: list[dict]) -> str:
 
 
 def test_the_example_runs_and_prints_its_savings():
-    out = subprocess.run([sys.executable, str(EXAMPLES / "smolagents_agent.py")],
-                         capture_output=True, text=True, timeout=300, check=True).stdout
-    assert out.count("\ncall ") == 32 and out.startswith("call 1: ")
+    out = example_output("smolagents_agent")
     assert "answer: 9000 (without turnpress: 9000)" in out
     # the example's default is the library's (price-scheduled); measured: 65% saved
-    assert int(out.rsplit("saved: ", 1)[1].split("%")[0]) >= 55
+    assert saved_percent(out) >= 55
 
 
 def test_the_default_sends_fewer_tokens_and_keeps_what_the_code_learned(plain, default):
