@@ -140,7 +140,7 @@ def test_a_prompt_past_the_limit_rebuilds() -> None:
 
 def test_options_are_checked() -> None:
     assert PriceScheduled.option_defaults() == {
-        "max_tokens": 200_000, "names": 150, "output_lines": 12, "key_lines": 3,
+        "max_tokens": 200_000, "names": 150, "output_lines": 12, "key_lines": 4,
         "turn_lines": 1, "line_chars": 100, "println_limit": 6, "tool_call_limit": 20,
         "errors": "last"}
     for bad in ({"max_tokens": 10}, {"names": -1}, {"errors": "all"}):
@@ -157,8 +157,10 @@ def _long_run(n: int) -> list[Turn]:
 
 
 def test_prompt_is_append_only_between_rebuilds() -> None:
-    """Between two rebuilds each prompt starts with the one before it; a rebuild makes
-    the prompt smaller than appending would."""
+    """Between two rebuilds each prompt starts with the one before it, but for the
+    latest turn's delta, which the next prompt shows compact (smaller, no code, no
+    turns-left line) before the new latest delta; a rebuild makes the prompt smaller
+    than appending would."""
     turns = _long_run(60)
     strategy = PriceScheduled()
     marks = [strategy.checkpoints(turns[:k], _ctx(100 - k))[0] for k in range(61)]
@@ -168,9 +170,16 @@ def test_prompt_is_append_only_between_rebuilds() -> None:
         before = strategy.to_messages(turns[:k], turns[k - 1].memory, _ctx(100 - k))
         after = strategy.to_messages(turns[:k + 1], turns[k].memory, _ctx(99 - k))
         if marks[k + 1] == marks[k]:
-            assert is_prefix(before[:-1], after)
-            assert before[-1]["content"].split("Turns left")[0] in after[len(before) - 1][
-                "content"]
+            latest = 2 if marks[k] < k else 0  # the latest turn's delta pair
+            assert is_prefix(before[:len(before) - latest], after)
+            assert len(after) == len(before) + 2
+            if latest:
+                compact = after[len(before) - 2:len(before)]
+                assert compact[0]["content"].startswith(f";; Turn {k} ran (code omitted)")
+                assert "Turns left" not in compact[1]["content"]
+                assert sum(len(m["content"]) for m in compact) < sum(
+                    len(m["content"]) for m in before[-2:])
+            assert after[-1]["content"].endswith(f"Turns left: {99 - k}")
         else:
             assert sum(map(len, (m["content"] for m in after))) < sum(
                 map(len, (m["content"] for m in before))) + len(after[-1]["content"])

@@ -25,17 +25,32 @@ and numbers that earlier outputs showed and the agent went on to use (tool resul
 later referred to, files being edited), most recently used first
 (:func:`names_in_use`). Never larger: the view only lists a name the rest of it does
 not show, and a delta that would not be shorter than its turn keeps the turn.
+
+Compress the code, keep the learnings: the latest turn is shown as its delta (tool
+calls, names defined, output cut to ``output_lines`` lines at each end, error), at the
+end of the prompt, past the last cache breakpoint. Once a later turn follows it, a
+PTC-Lisp turn is appended as its compact delta instead, which is what later prompts
+re-read: each tool call with its arguments cut short, the names it defined, its
+output cut as in the rebuilt view (first and last ``turn_lines`` lines plus key
+lines), its error. The rent counts the compact deltas, and what a rebuilt view would
+grow by counts a turn's tool calls only while the view's tool-call section (the newest
+``tool_call_limit``) has room.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
 
-from turnpress.core.compression import RenderContext
+from turnpress.core.compression import (
+    Breakpoint,
+    RenderContext,
+    defined_names,
+    error_message,
+)
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
 from turnpress.plugins._imported_messages import (
@@ -49,6 +64,7 @@ from turnpress.plugins.checkpoint_coalesced import (
     _CheckpointView,
     _Prefix,
     _size,
+    key_lines,
     turn_names,
 )
 from turnpress.plugins.single_user_coalesced import ERROR_MODES
@@ -170,6 +186,10 @@ def _turn_refs(turn: Turn) -> tuple[frozenset[str], frozenset[str]]:
     return shown, refs(turn.program or "")
 
 
+#: a compact delta shows each tool call's arguments with strings cut to this many
+#: characters (and collections to 3 items): enough to say what the call acted on
+COMPACT_ARG_CHARS = 24
+
 #: a name the outputs of at least this many turns showed is recurring
 RECURRING = 2
 
@@ -237,14 +257,19 @@ class _PricedView(_CheckpointView):
 class _Priced(_Prefix):
     """A prefix state with what the rule needs: the size of the view at the last
     rebuild (``view``), what the turns since would add to it (``growth``), the rent paid
-    since (``paid``) and the largest delta of the run (``widest``)."""
+    since (``paid``), the largest delta of the run (``widest``) and the tool calls made
+    (``calls``); and the last turn's compact delta (``compact``; ``appended`` counts
+    compact deltas, the ones later prompts re-read)."""
 
-    __slots__ = ("growth", "head", "paid", "rule", "view", "widest")
+    __slots__ = ("calls", "compact", "growth", "head", "paid", "rule", "view", "widest")
 
     def __init__(self, before: _Prefix | None, seen: frozenset[str], c: int, previous: int,
                  appended: int, delta: list[Message] | None, *, rule: RebuildRule,
-                 view: float, growth: float, paid: float, widest: int, head: int) -> None:
+                 view: float, growth: float, paid: float, widest: int, head: int,
+                 calls: int, compact: list[Message] | None = None) -> None:
         super().__init__(before, seen, c, previous, appended, delta)
+        self.calls = calls  # the tool calls these turns made
+        self.compact = compact  # the turn's delta once a later turn follows it
         self.rule = rule
         self.view, self.growth, self.paid, self.widest, self.head = (
             view, growth, paid, widest, head)
@@ -258,17 +283,19 @@ class PriceScheduled(CheckpointCoalesced):
     (about four characters each) rebuilds; ``names`` (150, >= 0): a rebuilt view lists
     up to this many names, paths and numbers that earlier outputs showed and the agent
     went on to use, most recently used first (0: none); ``output_lines`` (12, >= 1) and
-    ``key_lines`` (3, >= 0) cut a long output in a delta to its first and last lines plus
-    the lines that first showed a name; ``turn_lines`` (1), ``line_chars`` (100),
-    ``println_limit`` (6), ``tool_call_limit`` (20) and ``errors`` (``"last"`` /
-    ``"pairs"``) shape the rebuilt view as in ``checkpoint-coalesced``. No option says
-    how often to rebuild: that follows from the price and the run.
+    ``key_lines`` (4, >= 0) cut a long output in the latest turn's delta to its first and
+    last lines plus the lines that first showed a name; ``turn_lines`` (1) and
+    ``line_chars`` (100) cut it in a compact delta (a PTC-Lisp turn once a later turn
+    follows it) and in the rebuilt view; ``println_limit`` (6), ``tool_call_limit`` (20)
+    and ``errors`` (``"last"`` / ``"pairs"``) shape the rebuilt view as in
+    ``checkpoint-coalesced``. No option says how often to rebuild: that follows from the
+    price and the run.
     """
 
     name = "price-scheduled"
 
     def __init__(self, *, max_tokens: int = 200_000, names: int = 150, output_lines: int = 12,
-                 key_lines: int = 3, turn_lines: int = 1, line_chars: int = 100,
+                 key_lines: int = 4, turn_lines: int = 1, line_chars: int = 100,
                  println_limit: int = 6, tool_call_limit: int = 20,
                  errors: str = "last") -> None:
         super().__init__(every=1, delta_chars=0, output_lines=output_lines,
@@ -297,9 +324,12 @@ class PriceScheduled(CheckpointCoalesced):
                              node.widest)
 
     def compact_size(self, turns: Sequence[Turn], pos: int, ctx: RenderContext,
-                     seen: frozenset[str]) -> int:
+                     seen: frozenset[str], calls_before: int = 0) -> int:
         """About what the ``pos``-th turn adds to a rebuilt view: its output's key lines
-        and its tool calls (the same key lines the view shows, made once per turn)."""
+        (the same key lines the view shows, made once per turn) and its tool calls while
+        the view's tool-call section, which lists the newest ``tool_call_limit`` calls,
+        is not full (``calls_before``: the calls the turns before it made); once it is,
+        a new call takes an older one's place."""
         turn = turns[pos - 1]
         view = self._coalesced
         if turn.messages:
@@ -309,7 +339,9 @@ class PriceScheduled(CheckpointCoalesced):
             text = view._turn_text(turn, ctx, "prints", 0, seen)
         else:
             text = ""
-        calls = sum(len(c.name) + min(len(str(c.args)), 300) + 8 for c in turn.tool_calls)
+        room = max(0, self.tool_call_limit - calls_before)
+        calls = sum(len(c.name) + min(len(str(c.args)), 300) + 8
+                    for c in turn.tool_calls[:room])
         return len(text) + calls + (16 if text else 0)
 
     def _step(self, before: _Prefix, turns: Sequence[Turn], pos: int,
@@ -318,23 +350,81 @@ class PriceScheduled(CheckpointCoalesced):
         seen = before.seen | names if names else before.seen
         rule = self.rule(ctx)
         if isinstance(before, _Priced):
-            view, growth, paid, widest, head = (before.view, before.growth, before.paid,
-                                                before.widest, before.head)
+            view, growth, paid, widest, head, calls = (
+                before.view, before.growth, before.paid, before.widest, before.head,
+                before.calls)
         else:
             head = len(ctx.system_prompt) + len(ctx.mission) + sum(
                 len(content_text(m)) for m in ctx.preamble)
-            view, growth, paid, widest = 0.0, 0.0, 0.0, 0
-        k = self.compact_size(turns, pos, ctx, before.seen)
+            view, growth, paid, widest, calls = 0.0, 0.0, 0.0, 0, 0
+        k = self.compact_size(turns, pos, ctx, before.seen, calls)
+        calls += len(turns[pos - 1].tool_calls)
         if self._due_after(before, pos):
             return _Priced(before, seen, pos, before.c, 0, None, rule=rule, view=view + growth + k,
-                           growth=0.0, paid=0.0, widest=widest, head=head)
+                           growth=0.0, paid=0.0, widest=widest, head=head, calls=calls)
         delta = self.delta(ctx, turns, pos, {pos - 1: before.seen})
+        compact = self.compact_delta(ctx, turns, pos, before.seen, delta)
         size = _size(delta)
-        appended = before.appended + size
+        appended = before.appended + _size(compact)
         growth += k
         return _Priced(before, seen, before.c, before.previous, appended, delta, rule=rule,
                        view=view, growth=growth, paid=paid + rule.rent(appended, growth),
-                       widest=max(widest, size), head=head)
+                       widest=max(widest, size), head=head, calls=calls, compact=compact)
+
+    def compact_delta(self, ctx: RenderContext, turns: Sequence[Turn], pos: int,
+                      seen: frozenset[str], delta: list[Message]) -> list[Message]:
+        """The ``pos``-th turn once a later turn follows it: what it learned, in the
+        view's terms (its tool calls on one line, their arguments cut short, the names it
+        defined, its output as its first and last ``turn_lines`` lines plus key lines,
+        its error), without the turns-left line the latest turn carries. A transcript
+        turn keeps its delta (its messages answer each other's tool calls)."""
+        turn = turns[pos - 1]
+        if turn.messages:
+            return delta
+        previous = turns[pos - 2].memory if pos > 1 else {}
+        defined = [{"text": f"{name} ({ctx.type_label(turn.memory[name])})"}
+                   for name in defined_names(turn.memory, previous)]
+        output = None
+        if turn.success and turn.prints:
+            output = key_lines("\n".join(turn.prints), ctx, lines=self.turn_lines,
+                               keys=self.key_lines, line_chars=self.line_chars, seen=seen)
+        result = ctx.template(
+            "checkpoint_coalesced/delta_result.j2", defined=defined, output=output or None,
+            error=None if turn.success else error_message(turn), turns_left="")
+        calls = [{"name": c.name, "arg": " ".join(ctx.to_clojure(a, 3, COMPACT_ARG_CHARS)
+                                                  for a in c.args)} for c in turn.tool_calls]
+        called = ctx.template("price_scheduled/compact_call.j2", number=turn.number,
+                              calls=calls)
+        compact = [ctx.message("assistant", called), ctx.message("user", result.rstrip())]
+        return compact if _size(compact) < _size(delta) else delta
+
+    def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                    ctx: RenderContext) -> list[Message]:
+        """The view as of the last rebuild, the compact deltas of the turns since, and
+        the latest turn's delta."""
+        nodes = self._prefixes(turns, ctx)
+        messages = list(self._view(turns, nodes, ctx))
+        later = nodes[nodes[-1].c + 1:]
+        for node in later[:-1]:
+            messages.extend(node.compact)  # type: ignore[attr-defined]
+        if later:
+            messages.extend(later[-1].delta)  # type: ignore[arg-type]
+        return messages
+
+    def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                          ctx: RenderContext) -> list[Breakpoint]:
+        """The end of the stable head, the end of the view (unless the next prompt
+        rebuilds it), and the end of the compact deltas: the next prompt repeats them
+        and appends its own. The latest turn's delta is not marked: the next prompt
+        shows that turn compact, so writing it to the cache would be paid for nothing."""
+        points = super().cache_breakpoints(turns, memory, ctx)
+        nodes = self._prefixes(turns, ctx)
+        later = nodes[nodes[-1].c + 1:]
+        if not later or later[-1].compact is later[-1].delta:  # type: ignore[attr-defined]
+            return points
+        end = points[-1][0] - len(later[-1].delta)  # type: ignore[arg-type]
+        return sorted({p for p in points[:-1] if p[0] <= end} | {(end, None)},
+                      key=lambda p: (p[0], p[1] is None, p[1] or 0))
 
 
 @hookimpl
