@@ -185,6 +185,39 @@ def test_prompt_is_append_only_between_rebuilds() -> None:
                 map(len, (m["content"] for m in before))) + len(after[-1]["content"])
 
 
+def test_older_turns_are_compact_and_the_latest_turn_is_whole() -> None:
+    """Compress the code, keep the learnings: the latest turn's delta shows its output
+    cut to ``output_lines`` lines at each end; once a later turn follows it, the turn
+    is re-read as a compact delta (calls with arguments cut short, names defined, output
+    cut to ``turn_lines`` lines at each end plus key lines, never empty); under
+    Anthropic's cache the last breakpoint ends before the latest delta, which is sent
+    once and never written."""
+    from turnpress.core.pricing import get_cache_rules, get_price
+
+    long = "x" * 80
+    first_turn = _ok(1, [f"row {j}" for j in range(40)], [ToolCall("fetch", (f"key-{long}", 7))])
+    quiet = Turn.succeeded(2, "(+ 1 2)", 3, memory=first_turn.memory,  # defines nothing
+                           raw_response="```clojure\n(+ 1 2)\n```")
+    turns = [first_turn, quiet, _ok(3, [f"line {j}" for j in range(40)])]
+    ctx = RenderContext(mission="m", system_prompt="sys", tools={}, data={}, turns_left=9,
+                        cache=get_cache_rules("anthropic"),
+                        price=get_price("anthropic-sonnet-4", "anthropic"))
+    strategy = PriceScheduled()
+    messages = strategy.to_messages(turns, turns[-1].memory, ctx)
+    assert strategy.checkpoints(turns, ctx)[0] == 0  # no rebuild yet: view, 3 deltas
+    first_call, first, _, second, _, latest = messages[2:]
+    assert first_call["content"].startswith(";; Turn 1 ran (code omitted); called fetch(")
+    assert long not in first_call["content"]  # the argument is cut short
+    assert "row 0" in first["content"] and "row 39" in first["content"]
+    assert "row 1\n" not in first["content"]  # one line at each end, not output_lines
+    assert "Turns left" not in first["content"]
+    assert second["content"] == ";; Nothing defined or printed"
+    assert "line 11" in latest["content"] and "line 28" in latest["content"]
+    assert latest["content"].endswith("Turns left: 9")
+    points = strategy.cache_breakpoints(turns, turns[-1].memory, ctx)
+    assert max(i for i, _ in points) == len(messages) - 3  # the end of the compact deltas
+
+
 def test_the_view_lists_the_names_the_run_went_on_to_use() -> None:
     """A name an early output showed and a later program used survives a rebuild even
     when the view's key lines would not show it."""

@@ -389,13 +389,13 @@ class PriceScheduled(CheckpointCoalesced):
             output = key_lines("\n".join(turn.prints), ctx, lines=self.turn_lines,
                                keys=self.key_lines, line_chars=self.line_chars, seen=seen)
         result = ctx.template(
-            "checkpoint_coalesced/delta_result.j2", defined=defined, output=output or None,
-            error=None if turn.success else error_message(turn), turns_left="")
+            "price_scheduled/compact_result.j2", defined=defined, output=output or None,
+            error=None if turn.success else error_message(turn))
         calls = [{"name": c.name, "arg": " ".join(ctx.to_clojure(a, 3, COMPACT_ARG_CHARS)
                                                   for a in c.args)} for c in turn.tool_calls]
         called = ctx.template("price_scheduled/compact_call.j2", number=turn.number,
                               calls=calls)
-        compact = [ctx.message("assistant", called), ctx.message("user", result.rstrip())]
+        compact = [ctx.message("assistant", called), ctx.message("user", result)]
         return compact if _size(compact) < _size(delta) else delta
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
