@@ -251,9 +251,9 @@ def test_a_tool_calling_agent_gets_the_view_of_its_tool_calls():
     assert ';   read_file_of_the_example({:path "src/part_04.py"})' in last  # old calls
     assert "LIMIT_5_59 = 559" in last  # the newest step's observation, as written
     assert last.count("Calling tools:") == 1  # the newest step's only
-    after_error = text(model.requests[4])  # the failed step, old now, in the view
-    assert "Your previous attempt" in after_error
-    assert "Error executing tool 'read_file_of_the_example' with arguments {'path': " \
+    after_error = text(model.requests[4])  # the failed step, old now, as a delta
+    assert ";; Turn 3 ran (code omitted)" in after_error
+    assert "Error: Error executing tool 'read_file_of_the_example' with arguments {'path': " \
         "'src/nope.py'}: KeyError" in after_error
     # a step without code has its tool calls as its program
     assert memory.turns[0].program == "read_file_of_the_example(path='src/part_01.py')"
