@@ -416,11 +416,14 @@ class PriceScheduled(CheckpointCoalesced):
         """The end of the stable head, the end of the view (unless the next prompt
         rebuilds it), and the end of the compact deltas: the next prompt repeats them
         and appends its own. The latest turn's delta is not marked: the next prompt
-        shows that turn compact, so writing it to the cache would be paid for nothing."""
+        shows that turn compact, so writing it to the cache would be paid for nothing.
+        Before a rebuild only the stable head is repeated: then the end of the prompt is
+        marked, as in ``checkpoint-coalesced``, to read what the previous prompt cached."""
         points = super().cache_breakpoints(turns, memory, ctx)
         nodes = self._prefixes(turns, ctx)
         later = nodes[nodes[-1].c + 1:]
-        if not later or later[-1].compact is later[-1].delta:  # type: ignore[attr-defined]
+        if (not later or later[-1].compact is later[-1].delta  # type: ignore[attr-defined]
+                or self._due_after(nodes[-1], len(turns) + 1)):
             return points
         end = points[-1][0] - len(later[-1].delta)  # type: ignore[arg-type]
         return sorted({p for p in points[:-1] if p[0] <= end} | {(end, None)},
