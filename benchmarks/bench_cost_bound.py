@@ -2,7 +2,7 @@
 
 Issue 18 asks the default for <= 0.40x ``full-history`` (openai / gpt-4.1) and <= 0.55x
 (anthropic / sonnet-4) at needed-fact recall >= 0.92 on the bundled PTC-Lisp runs of
-30+ turns. This tries 202 strategies and option sets there (eight built-in strategies,
+30+ turns. This tries 201 strategies and option sets there (eight built-in strategies,
 most with a grid of their size options) and prints, under each cache model, the
 cheapest ones that keep recall >= 0.92, as a ratio of ``full-history`` and of the
 floor, and the cheapest of all whatever their recall. Every one of these is chosen
