@@ -79,6 +79,25 @@ def refs(text: str) -> frozenset[str]:
     return frozenset(f for f in found if len(f) >= 3)
 
 
+@lru_cache(maxsize=1 << 14)
+def _name_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w.\-/])" + re.escape(name) + r"(?![\w\-/])")
+
+
+def shows_name(text: str, name: str) -> bool:
+    """Whether ``text`` shows ``name`` as a whole name (not inside a longer name, path
+    or number): ``re.search`` of ``(?<![\\w.\\-/])name(?![\\w\\-/])``, tried only where
+    ``name`` occurs (``str.find``, in C: a pattern that starts with a look-behind is
+    otherwise tried at every position of a long text)."""
+    pattern = _name_pattern(name)
+    at = text.find(name)
+    while at >= 0:
+        if pattern.match(text, at):
+            return True
+        at = text.find(name, at + 1)
+    return False
+
+
 # -- the rule ----------------------------------------------------------------------------
 
 
@@ -209,7 +228,7 @@ class _PricedView(_CheckpointView):
         for name in names_in_use(turns, ctx):
             if len(listed) >= self.names:
                 break
-            if not re.search(r"(?<![\w.\-/])" + re.escape(name) + r"(?![\w\-/])", shown):
+            if not shows_name(shown, name):
                 listed.append(name)
         if not listed:
             return None
@@ -344,4 +363,4 @@ def register_strategies(register: Callable[[type], None]) -> None:
 
 
 __all__ = ["PriceScheduled", "Rates", "RebuildRule", "names_in_use", "rates", "refs",
-           "schedule"]
+           "schedule", "shows_name"]

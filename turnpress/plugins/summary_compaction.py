@@ -140,15 +140,20 @@ class SummaryCompaction(Strategy):
 
     def _states(self, turns: Sequence[Turn], ctx: RenderContext) -> tuple[_State, ...]:
         """The state after each turn (``[i]``: after ``i + 1`` turns)."""
-        head = self._full.head(turns, ctx)
         pairs = self._full.pairs(ctx, turns)
-        start = _State(0, None, None, (), self._tokens(head))
+        head_tokens: list[int] = []  # counted once, and only when a new state needs it
+
+        def start() -> _State:
+            if not head_tokens:
+                head_tokens.append(self._tokens(self._full.head(turns, ctx)))
+            return _State(0, None, None, (), head_tokens[0])
+
         tokens_key = (self.name, "tokens", self.tokenizer, ctx.turns_left + len(turns))
         key = (self.name, self.trigger, self.keep, self.summarizer, self.tokenizer,
                id(self._summarizer), ctx.turns_left + len(turns), ctx.mission)
 
         def make(pos: int, before: list[_State]) -> _State:
-            prev = before[-1] if before else start
+            prev = before[-1] if before else start()
             tokens = prev.tokens + ctx.per_turn(turns[pos - 1], tokens_key,
                                                 lambda: self._tokens(pairs[pos - 1]))
             due = tokens > self.trigger and pos - prev.folded > self.keep
@@ -173,7 +178,7 @@ class SummaryCompaction(Strategy):
                 return _State(prev.folded, prev.summary, prev.message, (summary,), tokens,
                               pos)
             return _State(folded, summary, message, (summary,),
-                          start.tokens + size + sum(pair_tokens[folded - prev.folded:]))
+                          start().tokens + size + sum(pair_tokens[folded - prev.folded:]))
 
         return self._walk.pieces(ctx, turns, key, make)
 
