@@ -79,20 +79,23 @@ def refs(text: str) -> frozenset[str]:
     return frozenset(f for f in found if len(f) >= 3)
 
 
-@lru_cache(maxsize=1 << 14)
-def _name_pattern(name: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w.\-/])" + re.escape(name) + r"(?![\w\-/])")
+_NOT_BEFORE = frozenset("_.-/")  # with the word characters: (?<![\w.\-/])
+_NOT_AFTER = frozenset("_-/")  # (?![\w\-/])
 
 
 def shows_name(text: str, name: str) -> bool:
     """Whether ``text`` shows ``name`` as a whole name (not inside a longer name, path
-    or number): ``re.search`` of ``(?<![\\w.\\-/])name(?![\\w\\-/])``, tried only where
-    ``name`` occurs (``str.find``, in C: a pattern that starts with a look-behind is
-    otherwise tried at every position of a long text)."""
-    pattern = _name_pattern(name)
+    or number): what ``re.search`` of ``(?<![\\w.\\-/])name(?![\\w\\-/])`` finds, checked
+    only where ``name`` occurs (``str.find``, in C; the pattern, starting with a
+    look-behind, is tried at every position of a long text, and compiling one per
+    name costs more than the search)."""
+    size, end = len(name), len(text)
     at = text.find(name)
     while at >= 0:
-        if pattern.match(text, at):
+        before = text[at - 1] if at else ""
+        after = text[at + size] if at + size < end else ""
+        if not (before and (before.isalnum() or before in _NOT_BEFORE)) \
+                and not (after and (after.isalnum() or after in _NOT_AFTER)):
             return True
         at = text.find(name, at + 1)
     return False
