@@ -363,6 +363,7 @@ class FactIndex:
         self.facts: list[Fact] = []
         self._probes: list[tuple[str, str | None]] = []
         self._eager: list[int] = []  # the ids :meth:`shown` searches for, in order
+        self._eager_at: dict[int, int] = {}  # id -> its position in ``_eager``
         self._lazy: set[int] = set()
         self._ids: dict[Fact, int] = {}
         self._tracked: list[int] = []  # the ids :meth:`shown_tracked` searches for, in order
@@ -384,9 +385,11 @@ class FactIndex:
                 if lazy:
                     self._lazy.add(i)
                 else:
+                    self._eager_at[i] = len(self._eager)
                     self._eager.append(i)
             elif not lazy and i in self._lazy:
                 self._lazy.discard(i)
+                self._eager_at[i] = len(self._eager)
                 self._eager.append(i)
             out.append(i)
         return out
@@ -424,25 +427,32 @@ class FactIndex:
     def _search(self, bodies: Iterable[str], ids: list[int], slot: int) -> set[int]:
         """The facts each text shows, found once per (text, fact): each text's entry
         remembers how far into ``ids`` it was searched (``upto[slot]``); the union of
-        what the texts show."""
+        what the texts show. A tracked id that the text was already searched for as an
+        eager one (its position in ``_eager`` is below ``upto[0]``) is known: shown
+        exactly when it is in ``present``."""
         n = len(ids)
-        facts, probes, texts = self.facts, self._probes, self._texts
-        found: set[int] = set()
+        facts, probes, get = self.facts, self._probes, self._texts.get
+        eager_at = self._eager_at if slot else None
+        shown: list[set[int]] = []
         for body in bodies:
-            entry = texts.get(body)
+            entry = get(body)
             if entry is None:
                 entry = self._entry(body)
             text, present, upto, _lazy = entry
             start = upto[slot]
             if start < n:
-                candidates = [i for i in ids[start:n]
+                new = ids[start:n]
+                if eager_at is not None and upto[0]:
+                    known = upto[0]
+                    new = [i for i in new if eager_at.get(i, known) >= known]
+                candidates = [i for i in new
                               if i not in present and ((p := probes[i])[0] in text
                                                        or (p[1] is not None and p[1] in text))]
                 present.update(i for i in candidates if fact_present(facts[i], text))
                 upto[slot] = n
             if present:
-                found |= present
-        return found
+                shown.append(present)
+        return set().union(*shown)
 
     def shows(self, bodies: Sequence[str], ids: Iterable[int]) -> set[int]:
         """The ids among ``ids`` (of any facts, lazy ones included) that any of the
