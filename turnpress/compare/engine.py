@@ -204,11 +204,14 @@ class _Worker:
         """The turns before prompt ``n`` and its render context, from
         ``Trace.prompt_arguments`` (the one render path)."""
         args = trace.prompt_arguments(n)
-        return args["turns"], RenderContext(
+        ctx = RenderContext(
             mission=args["mission"], system_prompt=args["system_prompt"],
             tools=args["tools"], data=args["data"], turns_left=args["turns_left"],
             template_dirs=self.settings.template_dirs, preamble=args["preamble"],
             cache=self.settings.rules, price=self.settings.price)
+        # a strategy that counts its messages (ctx.token_counter) shares this counter
+        ctx.run_cache.counters[self.counter.tokenizer.name] = self.counter  # type: ignore[union-attr]
+        return args["turns"], ctx
 
     def compare(self, index: int, trace: Trace) -> TraceOutcome:
         s = self.settings

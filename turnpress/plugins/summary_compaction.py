@@ -26,7 +26,7 @@ from turnpress.core.hookspecs import hookimpl
 from turnpress.core.message_text import message_body
 from turnpress.core.model import Message, Turn
 from turnpress.core.summaries import Summary
-from turnpress.core.tokens import DEFAULT_TOKENIZER, TokenCounter, get_tokenizer
+from turnpress.core.tokens import DEFAULT_TOKENIZER, get_tokenizer
 from turnpress.plugins.full_history import FullHistory, TurnWalk
 from turnpress.plugins.summarizers import SummaryRuntime, build_summarizer, default_runtime
 
@@ -94,8 +94,6 @@ class SummaryCompaction(Strategy):
         self.base_url = base_url
         self.tokenizer = tokenizer
         get_tokenizer(tokenizer)  # an unknown name fails here, not at the first count
-        # (the run it counts for, the counter): each distinct line is encoded once a run
-        self._counter: tuple[Any, TokenCounter] | None = None
         try:
             self._summarizer, self.note = build_summarizer(self.summarizer,
                                                            base_url=base_url)
@@ -113,7 +111,6 @@ class SummaryCompaction(Strategy):
         twin = copy.copy(self)
         twin._full = FullHistory()
         twin._walk = TurnWalk()
-        twin._counter = None
         if runtime is not None:
             twin.runtime = runtime
         if llm is not None and self.summarizer == "llm":
@@ -129,21 +126,15 @@ class SummaryCompaction(Strategy):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_walk"] = TurnWalk()
-        state["_counter"] = None  # made again from the tokenizer's name
         return state
 
     # -- the schedule ---------------------------------------------------------------
 
     def _tokens(self, messages: Sequence[Message], ctx: RenderContext) -> int:
-        """The tokens of ``messages``, each counted as ``message_text`` gives it (by a
-        :class:`~turnpress.core.tokens.TokenCounter`, which encodes each distinct line
-        of the run once and gives the same counts as the tokenizer)."""
-        kept = self._counter
-        if kept is None or kept[0] is not ctx.run_cache:
-            counter = kept[1] if kept is not None else TokenCounter(self.tokenizer)
-            counter.start_run()
-            kept = self._counter = (ctx.run_cache, counter)
-        segment = kept[1].segment
+        """The tokens of ``messages``, each counted as ``message_text`` gives it, by the
+        run's counter (:meth:`RenderContext.token_counter`: what ``compare`` counted
+        already is not encoded again)."""
+        segment = ctx.token_counter(self.tokenizer).segment
         return sum(segment(m["role"], message_body(m)).count for m in messages)
 
     def _states(self, turns: Sequence[Turn], ctx: RenderContext) -> tuple[_State, ...]:
