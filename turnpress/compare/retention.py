@@ -31,7 +31,6 @@ the oracle, so this measures what the agent went on to need, not a checklist.
 
 from __future__ import annotations
 
-import bisect
 import json
 import operator
 import re
@@ -527,30 +526,36 @@ class NeededFacts:
     """
 
     def __init__(self, head: str, turns: Sequence[tuple[str, str]]) -> None:
-        parts, starts, kinds = [head], [0], ["head"]
-        pos = len(head) + 1
         self.assistant = [a for a, _ in turns]
+        # the run's texts in order, and what each is (no joined copy of the run is made)
+        self._parts = [head]
+        self._kinds: list[Any] = ["head"]
         for k, (assistant, feedback) in enumerate(turns, 1):
-            starts.append(pos)
-            kinds.append(("assistant", k))  # type: ignore[arg-type]
-            parts.append(assistant)
-            pos += len(assistant) + 1
-            starts.append(pos)
-            kinds.append(("feedback", k))  # type: ignore[arg-type]
-            parts.append(feedback)
-            pos += len(feedback) + 1
-        self._text = "\x00".join(parts)
-        self._starts = starts
-        self._kinds: list[Any] = kinds
+            self._parts += (assistant, feedback)
+            self._kinds += (("assistant", k), ("feedback", k))
         self._first: dict[str, Any] = {}
 
     def _first_seen(self, ident: str) -> Any:
+        """What holds the first occurrence of ``ident`` in the run's texts joined by
+        ``"\\x00"`` (the part it starts in), or ``"-"``."""
         where = self._first.get(ident)
         if where is None:
-            at = self._text.find(ident)
-            where = self._kinds[bisect.bisect_right(self._starts, at) - 1] if at >= 0 else "-"
-            self._first[ident] = where
+            where = self._first[ident] = self._find(ident)
         return where
+
+    def _find(self, ident: str) -> Any:
+        if "\x00" in ident:  # it may span parts: search them joined, as they are
+            at = "\x00".join(self._parts).find(ident)
+            if at < 0:
+                return "-"
+            for part, kind in zip(self._parts, self._kinds, strict=True):
+                if at <= len(part):
+                    return kind
+                at -= len(part) + 1
+        for part, kind in zip(self._parts, self._kinds, strict=True):
+            if ident in part:  # the first part holding it holds the first occurrence
+                return kind
+        return "-"
 
     def for_turn(self, n: int) -> list[Fact]:
         """The needed facts of the prompt for turn ``n`` (1-based)."""
