@@ -308,7 +308,8 @@ class _Worker:
                     shown = index_.shown_tracked(texts)
                     need_shown = index_.shows(texts, need)
                 used = caches[i].account(prompt)
-                lost = [j for j in counted if j not in shown]
+                lost = ([] if shown.issuperset(counted)  # the common case, in C
+                        else [j for j in counted if j not in shown])
                 score = 1.0 - len(lost) / len(counted) if counted else 1.0
                 rows[i].append((n, prompt.total, used.cached, used.written, score,
                                 len(need), sum(1 for j in need if j in need_shown)))
