@@ -508,11 +508,12 @@ def identifiers(text: str) -> list[str]:
     """The identifiers ``text`` uses, in order, without repeats: file paths, names
     (with ``_``, ``-``, ``.`` or camelCase, 4+ characters), numbers of 3+ digits and
     quoted strings (3-100 characters)."""
-    found: list[str] = []
-    found.extend(m.group(0).strip(".") for m in _PATH.finditer(text))
-    found.extend(w for w in (m.group(0) for m in _NAME.finditer(text)) if _is_name(w))
-    found.extend(m.group(0) for m in _NUMBER.finditer(text))
-    found.extend((m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(text))
+    found = [p.strip(".") for p in _PATH.findall(text)]  # findall: no match objects
+    # a word of letters in one case has no "_", "-", "." nor camelCase: not a name
+    found.extend([w for w in _NAME.findall(text) if len(w) >= 4 and not (
+        w.isalpha() and (w.islower() or w.isupper())) and _is_name(w)])
+    found.extend(_NUMBER.findall(text))
+    found.extend([(a or b).strip() for a, b in _QUOTED.findall(text)])
     return list(dict.fromkeys(f for f in found if len(f) >= 3))
 
 
