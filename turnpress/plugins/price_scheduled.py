@@ -75,7 +75,7 @@ _REF = re.compile(
 def refs(text: str) -> frozenset[str]:
     """The names, paths and numbers ``text`` shows (see :data:`_REF`), each of at least
     three characters, without a trailing ``.``, ``-`` or ``/``."""
-    found = (m.group(0).rstrip(".-/") for m in _REF.finditer(text))
+    found = [f.rstrip(".-/") for f in _REF.findall(text)]  # no group: whole matches
     return frozenset(f for f in found if len(f) >= 3)
 
 
