@@ -189,17 +189,30 @@ def _without_timing(value: Any) -> Any:
     return value
 
 
-def compare_lines(files: Sequence[Path], jobs: int, src: Path | None) -> Iterator[str]:
-    """``compare --json`` digests: bundled traces, then all of them, per cache model."""
+def compare_lines(files: Sequence[Path], jobs: int) -> Iterator[str]:
+    """``compare --json`` digests: bundled traces, then all of them, per cache model.
+
+    The ``compare`` subprocess imports the turnpress package this process imported
+    (``--src``, or wherever it came from): it runs in that package's source tree with
+    the tree first on ``PYTHONPATH`` (``python -m`` puts its working directory first on
+    ``sys.path``, so run from another tree it would import that tree's package)."""
+    import turnpress
+
+    tree = Path(turnpress.__file__).resolve().parent.parent
     env = dict(os.environ)
-    if src is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")])
-    groups = {"bundled": [], "all": [str(f) for f in files]}
+    env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
+    probe = subprocess.run([sys.executable, "-c", "import turnpress; print(turnpress.__file__)"],
+                           capture_output=True, text=True, env=env, cwd=tree)
+    seen = Path(probe.stdout.strip()).resolve().parent.parent if probe.returncode == 0 else None
+    if seen != tree:
+        raise SystemExit(f"golden.py: the compare subprocess imports turnpress from {seen}, "
+                         f"not {tree}: check PYTHONPATH")
+    groups = {"bundled": [], "all": [str(f.resolve()) for f in files]}
     for group, paths in groups.items():
         for cache in CACHES:
             command = [sys.executable, "-m", "turnpress", "compare", "--json",
                        "--cache", cache, "--jobs", str(jobs), *paths]
-            done = subprocess.run(command, capture_output=True, text=True, env=env)
+            done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tree)
             if done.returncode != 0:
                 yield (f"compare\t{group}\t{cache}\texit {done.returncode}\t"
                        f"{_digest(done.stderr)}")
@@ -208,7 +221,7 @@ def compare_lines(files: Sequence[Path], jobs: int, src: Path | None) -> Iterato
             yield f"compare\t{group}\t{cache}\tjson\t{_digest(doc)}"
 
 
-def build_manifest(corpus: Path | None, jobs: int, src: Path | None,
+def build_manifest(corpus: Path | None, jobs: int,
                    sections: Sequence[str] = SECTIONS) -> list[str]:
     """Every line of the manifest (of ``sections``), sorted."""
     files = trace_files(corpus)
@@ -222,7 +235,7 @@ def build_manifest(corpus: Path | None, jobs: int, src: Path | None,
             for chunk in pool.map(_compress_lines, [str(f) for f in files], chunksize=1):
                 lines += chunk
     if "compare" in sections:
-        lines += compare_lines(files, jobs, src)
+        lines += compare_lines(files, jobs)
     return sorted(lines)
 
 
@@ -274,8 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import turnpress
 
     print(f"turnpress from {Path(turnpress.__file__).parent}", file=sys.stderr)
-    manifest = build_manifest(None if args.no_corpus else args.corpus, args.jobs, args.src,
-                              sections)
+    manifest = build_manifest(None if args.no_corpus else args.corpus, args.jobs, sections)
     if args.output is not None:
         args.output.write_text("\n".join(manifest) + "\n", encoding="utf-8")
         print(f"wrote {len(manifest)} lines to {args.output}", file=sys.stderr)

@@ -273,3 +273,34 @@ def test_a_fact_cut_for_display_says_so() -> None:
     assert str(Fact("tool call", "f", ("short",))) == "tool call f(short)"
     many = Fact("tool call", "f", tuple(f"argument-{i}" for i in range(9)))
     assert str(many).endswith("...)") and len(str(many)) == len("tool call f()") + 63
+
+
+def _first_seen_joined(head: str, turns: list[tuple[str, str]], ident: str) -> object:
+    """The part of the run's texts joined by NUL where ``ident`` first occurs (how
+    NeededFacts found it when it kept that joined text)."""
+    parts, kinds = [head], ["head"]
+    for k, (assistant, feedback) in enumerate(turns, 1):
+        parts += [assistant, feedback]
+        kinds += [("assistant", k), ("feedback", k)]
+    joined = "\x00".join(parts)
+    at = joined.find(ident)
+    if at < 0:
+        return "-"
+    start = 0
+    for part, kind in zip(parts, kinds, strict=True):
+        if at < start + len(part) + 1:
+            return kind
+        start += len(part) + 1
+    raise AssertionError
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab\x00", max_size=4),
+       st.lists(st.tuples(st.text(alphabet="ab\x00", max_size=4),
+                          st.text(alphabet="ab\x00", max_size=4)), max_size=4),
+       st.text(alphabet="ab\x00", min_size=1, max_size=3))
+def test_needed_facts_find_the_first_occurrence_without_a_joined_copy(head, turns, ident):
+    """NeededFacts keeps the run's texts apart (no joined copy of the run: half the
+    memory) and finds where an identifier first occurs as the joined text would."""
+    needed = NeededFacts(head, turns)
+    assert needed._first_seen(ident) == _first_seen_joined(head, turns, ident)

@@ -5,6 +5,7 @@ part has cost as much as writing it anew (ski rental on the price, DESIGN §11, 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ from turnpress.plugins.price_scheduled import (
     names_in_use,
     refs,
     schedule,
+    shows_name,
 )
 
 OPENAI = Rates(read=0.50, write=2.00)  # gpt-4.1: cached read 0.25x, no write premium
@@ -239,6 +241,16 @@ def test_refs_finds_paths_names_and_numbers() -> None:
     assert refs(text) >= {"./pvlib/irradiance.py", "1234", "np.nan", "sky_diffuse",
                           "RuntimeWarning"}
     assert "untimeWarning" not in refs(text) and "e-10" not in refs(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab_.-/ 1(é²٣\n", max_size=30),
+       st.sampled_from(["ab", "a.b", "1a", "b/", "é²"]))
+def test_shows_name_is_the_whole_name_search(text: str, name: str) -> None:
+    """shows_name (searched where the name occurs) is the look-behind regex's search."""
+    pattern = r"(?<![\w.\-/])" + re.escape(name) + r"(?![\w\-/])"
+    assert shows_name(text, name) is (re.search(pattern, text) is not None)
+    assert shows_name("x ab_c ab", "ab") and not shows_name("x ab_c .ab", "ab")
 
 
 def test_max_tokens_bounds_the_prompt() -> None:

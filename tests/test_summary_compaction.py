@@ -25,6 +25,7 @@ from turnpress.compare.pricing import PRICE_PRESETS, Price, parse_price
 from turnpress.compress import compress
 from turnpress.core.compression import RenderContext, model_calls
 from turnpress.core.hookspecs import hookimpl
+from turnpress.core.message_text import message_body, message_text
 from turnpress.core.providers import format_text, to_anthropic
 from turnpress.core.registry import Registry, reset_registry
 from turnpress.core.summaries import Summary, SummaryBudgetExceeded
@@ -524,3 +525,26 @@ def test_strategy_pickles_without_its_adapter(tmp_path: Path) -> None:
         copy = pickle.loads(pickle.dumps(strategy))
     assert isinstance(copy, SummaryCompaction) and copy == strategy
     assert copy._summarizer._llm is None
+
+
+def test_counts_with_the_runs_token_counter(run_file: Path) -> None:
+    """The strategy counts through RenderContext.token_counter (one per run and
+    tokenizer), with the tokenizer's own counts; what the counter already encoded (in
+    compare: every message of the baseline) is not encoded again."""
+    trace = load_trace(run_file)
+    turns = list(trace.turns)
+    args = trace.prompt_arguments(len(turns) + 1)
+    ctx = RenderContext(mission=args["mission"], system_prompt=args["system_prompt"],
+                        tools=args["tools"], data=args["data"],
+                        turns_left=args["turns_left"], preamble=args["preamble"])
+    counter = ctx.token_counter("o200k_base")
+    assert ctx.token_counter("o200k_base") is counter
+    strategy = get_strategy(("summary-compaction", {"summarizer": "extractive"}))
+    messages = render(**args, compression="full-history")
+    tokenizer = counter.tokenizer
+    expected = sum(tokenizer.count(message_text(m["role"], message_body(m)))
+                   for m in messages)
+    assert strategy._tokens(messages, ctx) == expected
+    encoded = counter.encoded
+    assert encoded > 0
+    assert strategy._tokens(messages, ctx) == expected and counter.encoded == encoded

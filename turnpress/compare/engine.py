@@ -204,11 +204,14 @@ class _Worker:
         """The turns before prompt ``n`` and its render context, from
         ``Trace.prompt_arguments`` (the one render path)."""
         args = trace.prompt_arguments(n)
-        return args["turns"], RenderContext(
+        ctx = RenderContext(
             mission=args["mission"], system_prompt=args["system_prompt"],
             tools=args["tools"], data=args["data"], turns_left=args["turns_left"],
             template_dirs=self.settings.template_dirs, preamble=args["preamble"],
             cache=self.settings.rules, price=self.settings.price)
+        # a strategy that counts its messages (ctx.token_counter) shares this counter
+        ctx.run_cache.counters[self.counter.tokenizer.name] = self.counter  # type: ignore[union-attr]
+        return args["turns"], ctx
 
     def compare(self, index: int, trace: Trace) -> TraceOutcome:
         s = self.settings
@@ -305,7 +308,8 @@ class _Worker:
                     shown = index_.shown_tracked(texts)
                     need_shown = index_.shows(texts, need)
                 used = caches[i].account(prompt)
-                lost = [j for j in counted if j not in shown]
+                lost = ([] if shown.issuperset(counted)  # the common case, in C
+                        else [j for j in counted if j not in shown])
                 score = 1.0 - len(lost) / len(counted) if counted else 1.0
                 rows[i].append((n, prompt.total, used.cached, used.written, score,
                                 len(need), sum(1 for j in need if j in need_shown)))

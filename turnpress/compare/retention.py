@@ -31,7 +31,6 @@ the oracle, so this measures what the agent went on to need, not a checklist.
 
 from __future__ import annotations
 
-import bisect
 import json
 import operator
 import re
@@ -363,6 +362,7 @@ class FactIndex:
         self.facts: list[Fact] = []
         self._probes: list[tuple[str, str | None]] = []
         self._eager: list[int] = []  # the ids :meth:`shown` searches for, in order
+        self._eager_at: dict[int, int] = {}  # id -> its position in ``_eager``
         self._lazy: set[int] = set()
         self._ids: dict[Fact, int] = {}
         self._tracked: list[int] = []  # the ids :meth:`shown_tracked` searches for, in order
@@ -384,9 +384,11 @@ class FactIndex:
                 if lazy:
                     self._lazy.add(i)
                 else:
+                    self._eager_at[i] = len(self._eager)
                     self._eager.append(i)
             elif not lazy and i in self._lazy:
                 self._lazy.discard(i)
+                self._eager_at[i] = len(self._eager)
                 self._eager.append(i)
             out.append(i)
         return out
@@ -424,25 +426,32 @@ class FactIndex:
     def _search(self, bodies: Iterable[str], ids: list[int], slot: int) -> set[int]:
         """The facts each text shows, found once per (text, fact): each text's entry
         remembers how far into ``ids`` it was searched (``upto[slot]``); the union of
-        what the texts show."""
+        what the texts show. A tracked id that the text was already searched for as an
+        eager one (its position in ``_eager`` is below ``upto[0]``) is known: shown
+        exactly when it is in ``present``."""
         n = len(ids)
-        facts, probes, texts = self.facts, self._probes, self._texts
-        found: set[int] = set()
+        facts, probes, get = self.facts, self._probes, self._texts.get
+        eager_at = self._eager_at if slot else None
+        shown: list[set[int]] = []
         for body in bodies:
-            entry = texts.get(body)
+            entry = get(body)
             if entry is None:
                 entry = self._entry(body)
             text, present, upto, _lazy = entry
             start = upto[slot]
             if start < n:
-                candidates = [i for i in ids[start:n]
+                new = ids[start:n]
+                if eager_at is not None and upto[0]:
+                    known = upto[0]
+                    new = [i for i in new if eager_at.get(i, known) >= known]
+                candidates = [i for i in new
                               if i not in present and ((p := probes[i])[0] in text
                                                        or (p[1] is not None and p[1] in text))]
                 present.update(i for i in candidates if fact_present(facts[i], text))
                 upto[slot] = n
             if present:
-                found |= present
-        return found
+                shown.append(present)
+        return set().union(*shown)
 
     def shows(self, bodies: Sequence[str], ids: Iterable[int]) -> set[int]:
         """The ids among ``ids`` (of any facts, lazy ones included) that any of the
@@ -499,11 +508,12 @@ def identifiers(text: str) -> list[str]:
     """The identifiers ``text`` uses, in order, without repeats: file paths, names
     (with ``_``, ``-``, ``.`` or camelCase, 4+ characters), numbers of 3+ digits and
     quoted strings (3-100 characters)."""
-    found: list[str] = []
-    found.extend(m.group(0).strip(".") for m in _PATH.finditer(text))
-    found.extend(w for w in (m.group(0) for m in _NAME.finditer(text)) if _is_name(w))
-    found.extend(m.group(0) for m in _NUMBER.finditer(text))
-    found.extend((m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(text))
+    found = [p.strip(".") for p in _PATH.findall(text)]  # findall: no match objects
+    # a word of letters in one case has no "_", "-", "." nor camelCase: not a name
+    found.extend([w for w in _NAME.findall(text) if len(w) >= 4 and not (
+        w.isalpha() and (w.islower() or w.isupper())) and _is_name(w)])
+    found.extend(_NUMBER.findall(text))
+    found.extend([(a or b).strip() for a, b in _QUOTED.findall(text)])
     return list(dict.fromkeys(f for f in found if len(f) >= 3))
 
 
@@ -517,30 +527,36 @@ class NeededFacts:
     """
 
     def __init__(self, head: str, turns: Sequence[tuple[str, str]]) -> None:
-        parts, starts, kinds = [head], [0], ["head"]
-        pos = len(head) + 1
         self.assistant = [a for a, _ in turns]
+        # the run's texts in order, and what each is (no joined copy of the run is made)
+        self._parts = [head]
+        self._kinds: list[Any] = ["head"]
         for k, (assistant, feedback) in enumerate(turns, 1):
-            starts.append(pos)
-            kinds.append(("assistant", k))  # type: ignore[arg-type]
-            parts.append(assistant)
-            pos += len(assistant) + 1
-            starts.append(pos)
-            kinds.append(("feedback", k))  # type: ignore[arg-type]
-            parts.append(feedback)
-            pos += len(feedback) + 1
-        self._text = "\x00".join(parts)
-        self._starts = starts
-        self._kinds: list[Any] = kinds
+            self._parts += (assistant, feedback)
+            self._kinds += (("assistant", k), ("feedback", k))
         self._first: dict[str, Any] = {}
 
     def _first_seen(self, ident: str) -> Any:
+        """What holds the first occurrence of ``ident`` in the run's texts joined by
+        ``"\\x00"`` (the part it starts in), or ``"-"``."""
         where = self._first.get(ident)
         if where is None:
-            at = self._text.find(ident)
-            where = self._kinds[bisect.bisect_right(self._starts, at) - 1] if at >= 0 else "-"
-            self._first[ident] = where
+            where = self._first[ident] = self._find(ident)
         return where
+
+    def _find(self, ident: str) -> Any:
+        if "\x00" in ident:  # it may span parts: search them joined, as they are
+            at = "\x00".join(self._parts).find(ident)
+            if at < 0:
+                return "-"
+            for part, kind in zip(self._parts, self._kinds, strict=True):
+                if at <= len(part):
+                    return kind
+                at -= len(part) + 1
+        for part, kind in zip(self._parts, self._kinds, strict=True):
+            if ident in part:  # the first part holding it holds the first occurrence
+                return kind
+        return "-"
 
     def for_turn(self, n: int) -> list[Fact]:
         """The needed facts of the prompt for turn ``n`` (1-based)."""

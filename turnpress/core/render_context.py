@@ -23,6 +23,7 @@ from turnpress.core.pricing import CACHE_RULES, DEFAULT_CACHE, CacheRules, Price
 from turnpress.core.registry import PluginError, Registry, get_registry
 from turnpress.core.run_cache import MAX_TEXTS, NotPlain, RunCache, run_cache_for, value_key
 from turnpress.core.templates import get_environment
+from turnpress.core.tokens import TokenCounter
 
 _T = TypeVar("_T")
 
@@ -253,6 +254,18 @@ class RenderContext:
             cache.per_turn.clear()
         cache.per_turn[slot] = (turn, value)
         return value
+
+    def token_counter(self, tokenizer: str) -> TokenCounter:
+        """The run's :class:`~turnpress.core.tokens.TokenCounter` for the registered
+        ``tokenizer``: for a strategy that counts the messages it renders. ``compare``
+        leaves its own counter here, so the texts it counted are not encoded again;
+        else one is made for the run. Its counts are the tokenizer's."""
+        cache: RunCache = self.run_cache  # type: ignore[assignment]
+        counter = cache.counters.get(tokenizer)
+        if counter is None:
+            counter = cache.counters[tokenizer] = TokenCounter(tokenizer,
+                                                               registry=self.registry)
+        return counter  # type: ignore[no-any-return]
 
     def message(self, role: str, content: str) -> Message:
         """A message dict."""

@@ -33,8 +33,8 @@ class RunCache:
     not seen: pass new data instead.
     """
 
-    __slots__ = ("clojure", "data", "keep", "lock", "per_turn", "sections", "templates",
-                 "text_chars", "texts", "tools")
+    __slots__ = ("clojure", "counters", "data", "keep", "lock", "per_turn", "sections",
+                 "templates", "text_chars", "texts", "tools")
 
     def __init__(self, keep: tuple[Any, ...]) -> None:
         self.keep = keep  # strong references: the ids in the lookup key stay unique
@@ -52,6 +52,8 @@ class RunCache:
         self.per_turn: dict[tuple[int, Any], tuple[Any, Any]] = {}
         self.lock = threading.Lock()
         self.text_chars = 0
+        # tokenizer name -> the run's TokenCounter (RenderContext.token_counter)
+        self.counters: dict[str, Any] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Copied or pickled (a strategy that remembers its last prompt holds its run's

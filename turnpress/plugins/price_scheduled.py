@@ -91,8 +91,30 @@ _REF = re.compile(
 def refs(text: str) -> frozenset[str]:
     """The names, paths and numbers ``text`` shows (see :data:`_REF`), each of at least
     three characters, without a trailing ``.``, ``-`` or ``/``."""
-    found = (m.group(0).rstrip(".-/") for m in _REF.finditer(text))
+    found = [f.rstrip(".-/") for f in _REF.findall(text)]  # no group: whole matches
     return frozenset(f for f in found if len(f) >= 3)
+
+
+_NOT_BEFORE = frozenset("_.-/")  # with the word characters: (?<![\w.\-/])
+_NOT_AFTER = frozenset("_-/")  # (?![\w\-/])
+
+
+def shows_name(text: str, name: str) -> bool:
+    """Whether ``text`` shows ``name`` as a whole name (not inside a longer name, path
+    or number): what ``re.search`` of ``(?<![\\w.\\-/])name(?![\\w\\-/])`` finds, checked
+    only where ``name`` occurs (``str.find``, in C; the pattern, starting with a
+    look-behind, is tried at every position of a long text, and compiling one per
+    name costs more than the search)."""
+    size, end = len(name), len(text)
+    at = text.find(name)
+    while at >= 0:
+        before = text[at - 1] if at else ""
+        after = text[at + size] if at + size < end else ""
+        if not (before and (before.isalnum() or before in _NOT_BEFORE)) \
+                and not (after and (after.isalnum() or after in _NOT_AFTER)):
+            return True
+        at = text.find(name, at + 1)
+    return False
 
 
 # -- the rule ----------------------------------------------------------------------------
@@ -229,7 +251,7 @@ class _PricedView(_CheckpointView):
         for name in names_in_use(turns, ctx):
             if len(listed) >= self.names:
                 break
-            if not re.search(r"(?<![\w.\-/])" + re.escape(name) + r"(?![\w\-/])", shown):
+            if not shows_name(shown, name):
                 listed.append(name)
         if not listed:
             return None
@@ -437,4 +459,4 @@ def register_strategies(register: Callable[[type], None]) -> None:
 
 
 __all__ = ["PriceScheduled", "Rates", "RebuildRule", "names_in_use", "rates", "refs",
-           "schedule"]
+           "schedule", "shows_name"]

@@ -23,7 +23,7 @@ from typing import Any
 
 from turnpress.core.compression import Breakpoint, RenderContext, Strategy
 from turnpress.core.hookspecs import hookimpl
-from turnpress.core.message_text import message_body, message_text
+from turnpress.core.message_text import message_body
 from turnpress.core.model import Message, Turn
 from turnpress.core.summaries import Summary
 from turnpress.core.tokens import DEFAULT_TOKENIZER, get_tokenizer
@@ -93,7 +93,7 @@ class SummaryCompaction(Strategy):
         self.summarizer = summarizer.strip()
         self.base_url = base_url
         self.tokenizer = tokenizer
-        self._count = get_tokenizer(tokenizer).count
+        get_tokenizer(tokenizer)  # an unknown name fails here, not at the first count
         try:
             self._summarizer, self.note = build_summarizer(self.summarizer,
                                                            base_url=base_url)
@@ -125,32 +125,36 @@ class SummaryCompaction(Strategy):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_count"] = None  # rebuilt from the tokenizer's name
         state["_walk"] = TurnWalk()
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._count = get_tokenizer(self.tokenizer).count
-
     # -- the schedule ---------------------------------------------------------------
 
-    def _tokens(self, messages: Sequence[Message]) -> int:
-        return sum(self._count(message_text(m["role"], message_body(m))) for m in messages)
+    def _tokens(self, messages: Sequence[Message], ctx: RenderContext) -> int:
+        """The tokens of ``messages``, each counted as ``message_text`` gives it, by the
+        run's counter (:meth:`RenderContext.token_counter`: what ``compare`` counted
+        already is not encoded again)."""
+        segment = ctx.token_counter(self.tokenizer).segment
+        return sum(segment(m["role"], message_body(m)).count for m in messages)
 
     def _states(self, turns: Sequence[Turn], ctx: RenderContext) -> tuple[_State, ...]:
         """The state after each turn (``[i]``: after ``i + 1`` turns)."""
-        head = self._full.head(turns, ctx)
         pairs = self._full.pairs(ctx, turns)
-        start = _State(0, None, None, (), self._tokens(head))
+        head_tokens: list[int] = []  # counted once, and only when a new state needs it
+
+        def start() -> _State:
+            if not head_tokens:
+                head_tokens.append(self._tokens(self._full.head(turns, ctx), ctx))
+            return _State(0, None, None, (), head_tokens[0])
+
         tokens_key = (self.name, "tokens", self.tokenizer, ctx.turns_left + len(turns))
         key = (self.name, self.trigger, self.keep, self.summarizer, self.tokenizer,
                id(self._summarizer), ctx.turns_left + len(turns), ctx.mission)
 
         def make(pos: int, before: list[_State]) -> _State:
-            prev = before[-1] if before else start
+            prev = before[-1] if before else start()
             tokens = prev.tokens + ctx.per_turn(turns[pos - 1], tokens_key,
-                                                lambda: self._tokens(pairs[pos - 1]))
+                                                lambda: self._tokens(pairs[pos - 1], ctx))
             due = tokens > self.trigger and pos - prev.folded > self.keep
             if due and prev.declined and pos - prev.declined <= self.keep:
                 due = False  # declined lately: try again once keep more turns came
@@ -163,17 +167,17 @@ class SummaryCompaction(Strategy):
                 previous=prev.summary.text if prev.summary else None, start=prev.folded)
             message = ctx.message("user", ctx.template(
                 "summary_compaction/summary.j2", first=1, last=folded, summary=summary.text))
-            size = self._tokens([message])
-            pair_tokens = [ctx.per_turn(t, tokens_key, lambda p=p: self._tokens(p))
+            size = self._tokens([message], ctx)
+            pair_tokens = [ctx.per_turn(t, tokens_key, lambda p=p: self._tokens(p, ctx))
                            for t, p in zip(turns[prev.folded:pos], pairs[prev.folded:pos],
                                            strict=True)]
             replaced = sum(pair_tokens[:folded - prev.folded]) + (
-                self._tokens([prev.message]) if prev.message is not None else 0)
+                self._tokens([prev.message], ctx) if prev.message is not None else 0)
             if size >= replaced:  # never larger: the turns stay; the call is billed
                 return _State(prev.folded, prev.summary, prev.message, (summary,), tokens,
                               pos)
             return _State(folded, summary, message, (summary,),
-                          start.tokens + size + sum(pair_tokens[folded - prev.folded:]))
+                          start().tokens + size + sum(pair_tokens[folded - prev.folded:]))
 
         return self._walk.pieces(ctx, turns, key, make)
 

@@ -21,6 +21,7 @@ prompt moves every turn, so a provider's prompt cache holds only the system mess
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from turnpress.core.compression import Breakpoint, RenderContext, Strategy
@@ -28,7 +29,7 @@ from turnpress.core.hookspecs import hookimpl
 from turnpress.core.message_text import message_body, message_text
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Turn
 from turnpress.core.registry import get_registry
-from turnpress.plugins.full_history import FullHistory
+from turnpress.plugins.full_history import FullHistory, TurnWalk
 
 #: ``start_on`` values and the role a kept tail must start with
 START_ROLES = {"human": "user", "ai": "assistant"}
@@ -54,6 +55,7 @@ class TrimMessages(Strategy):
         tokenizers = get_registry().tokenizers()
         self.tokenizer = self.check_choice("tokenizer", tokenizer, tuple(sorted(tokenizers)))
         self._full = FullHistory()
+        self._sizes: TurnWalk[tuple[int, ...]] = TurnWalk()
 
     def tokens(self, ctx: RenderContext, message: Mapping[str, Any]) -> int:
         """The tokens of one message, by the ``tokenizer`` option's tokenizer."""
@@ -63,8 +65,14 @@ class TrimMessages(Strategy):
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """The full history, trimmed to ``max_tokens`` from the front."""
-        full = self._full.to_messages(turns, memory, ctx)
+        pairs = self._full.pairs(ctx, turns)
+        full = self._full.head(turns, ctx)  # then the pairs: full-history's prompt
         sizes = [self.tokens(ctx, m) for m in full]
+        full.extend(chain.from_iterable(pairs))
+        for piece in self._sizes.pieces(  # each turn's messages counted once per run
+                ctx, turns, (self.name, self.tokenizer, ctx.turns_left + len(turns)),
+                lambda pos, _: tuple(self.tokens(ctx, m) for m in pairs[pos - 1])):
+            sizes.extend(piece)
         if sum(sizes) <= self.max_tokens and self.start_on == "human":
             return full  # all of it fits, and it starts on the mission
         head = 1 if self.include_system and full and full[0]["role"] in INSTRUCTION_ROLES \
