@@ -68,15 +68,19 @@ __all__ = [
     "Breakpoint",
     "Compression",
     "NamespaceView",
+    "PreparedRender",
     "RenderContext",
+    "RenderOptions",
     "RunCache",
     "RunState",
     "Strategy",
     "StrategyNotApplicable",
     "check_messages",
+    "copy_json",
     "defined_names",
     "error_message",
     "get_strategy",
+    "handed_out",
     "has_printed",
     "last_items",
     "model_calls",
@@ -84,11 +88,14 @@ __all__ = [
     "normalize",
     "option_defaults",
     "parse_strategy_spec",
+    "prepare",
     "printed_lines",
     "prompt_arguments",
     "render",
     "render_with_breakpoints",
+    "render_with_calls",
     "run_cache_for",
+    "strategy_model_calls",
     "strategy_names",
 ]
 
@@ -147,29 +154,68 @@ def prompt_arguments(run: RunLike, n: int) -> dict[str, Any]:
             "preamble": tuple(getattr(run, "preamble", ()))}
 
 
-def _prepare(
-    turns: Iterable[Turn],
-    memory: Mapping[str, Any] | None,
-    *,
-    mission: str,
-    system_prompt: str,
-    tools: Mapping[str, Any] | None,
-    data: Mapping[str, Any] | None,
-    turns_left: int | None,
-    compression: Compression,
-    template_dirs: Iterable[str | os.PathLike[str]],
-    preamble: Iterable[Mapping[str, Any]] = (),
-    cache: str | CacheRules | None = None,
-    price: str | Price | None = None,
-) -> tuple[Any, tuple[Turn, ...], Mapping[str, Any], RenderContext]:
-    """Check ``render()``'s arguments; return (strategy, turns, memory, context)."""
+@dataclass(frozen=True)
+class RenderOptions:
+    """Everything :func:`render` takes besides the turns and the memory: its keyword
+    arguments, in one value (see :func:`render` for each). :func:`render`,
+    :func:`render_with_breakpoints`, :func:`render_with_calls` and :func:`model_calls`
+    take them one by one; :func:`prepare` takes this."""
+
+    mission: str
+    system_prompt: str = ""
+    tools: Mapping[str, Any] | None = None
+    data: Mapping[str, Any] | None = None
+    turns_left: int | None = None
+    compression: Compression = True
+    template_dirs: Iterable[str | os.PathLike[str]] = ()
+    preamble: Iterable[Mapping[str, Any]] = ()
+    cache: str | CacheRules | None = None
+    price: str | Price | None = None
+
+
+@dataclass(frozen=True)
+class PreparedRender:
+    """One prompt, prepared once (:func:`prepare`): the strategy, the turns, the memory
+    and the run's :class:`RenderContext`, its arguments checked. Its methods call the
+    strategy; what they return is the strategy's own objects, not copies (the public
+    functions hand out copies: :func:`handed_out`)."""
+
+    strategy: Any
+    turns: tuple[Turn, ...]
+    memory: Mapping[str, Any]
+    ctx: RenderContext
+
+    def messages(self) -> list[Message]:
+        """The strategy's messages, checked (:func:`check_messages`)."""
+        return check_messages(self.strategy.to_messages(self.turns, self.memory, self.ctx),
+                              self.strategy)
+
+    def breakpoints(self, messages: Sequence[Message]) -> list[Breakpoint]:
+        """The strategy's cache breakpoints for ``messages`` (what :meth:`messages`
+        returned), checked (see :func:`render_with_breakpoints`)."""
+        return check_breakpoints(breakpoints_for(self.strategy, self.turns, self.memory,
+                                                 self.ctx, messages),
+                                 len(messages), self.strategy)
+
+    def model_calls(self) -> tuple[Any, ...]:
+        """The model calls the strategy made to build this prompt (:func:`model_calls`)."""
+        return strategy_model_calls(self.strategy, self.turns, self.memory, self.ctx)
+
+
+def prepare(turns: Iterable[Turn], memory: Mapping[str, Any] | None,
+            options: RenderOptions) -> PreparedRender:
+    """Check ``render()``'s arguments (``options``: its keyword arguments) and find the
+    strategy and the run's :class:`RenderContext`, once for everything asked of the
+    prompt. ``memory=None``: the memory of the last turn (``{}`` before the first)."""
+    o = options
     turns = tuple(turns)
     if not set(map(type, turns)) <= {Turn}:  # one C-speed pass; subclasses are checked below
         for i, turn in enumerate(turns):
             if not isinstance(turn, Turn):
                 raise TypeError(f"turns[{i}] is a {type(turn).__name__}, not a Turn")
-    if not isinstance(mission, str):
-        raise TypeError(f"mission must be a string, got {type(mission).__name__}")
+    if not isinstance(o.mission, str):
+        raise TypeError(f"mission must be a string, got {type(o.mission).__name__}")
+    turns_left = o.turns_left
     known = turns_left is not None
     if not known:
         turns_left = 0  # not known: no turns-left line (RenderContext.turns_left_known)
@@ -177,28 +223,37 @@ def _prepare(
         raise TypeError(f"turns_left must be an integer or None, got {turns_left!r}")
     if memory is None:
         memory = turns[-1].memory if turns else {}
-    strategy = get_strategy(compression)
-    rules, cost = resolve_pricing(cache, price)
+    strategy = get_strategy(o.compression)
+    rules, cost = resolve_pricing(o.cache, o.price)
     registry = get_registry()
-    dirs = resolve_template_dirs(template_dirs)
-    shared = run_cache_for(tools, data, dirs, registry)
+    dirs = resolve_template_dirs(o.template_dirs)
+    shared = run_cache_for(o.tools, o.data, dirs, registry)
     if shared.tools is None or shared.data is None:
-        shared.tools, shared.data = coerce_tools(tools), dict(data or {})
+        shared.tools, shared.data = coerce_tools(o.tools), dict(o.data or {})
     ctx = RenderContext(
-        mission=mission,
-        system_prompt=system_prompt,
+        mission=o.mission,
+        system_prompt=o.system_prompt,
         tools=shared.tools,
         data=shared.data,
-        turns_left=turns_left,
+        turns_left=turns_left,  # type: ignore[arg-type]
         template_dirs=dirs,
         registry=registry,
-        preamble=tuple(preamble),  # type: ignore[arg-type]
+        preamble=tuple(o.preamble),  # type: ignore[arg-type]
         run_cache=shared,
         turns_left_known=known,
         cache=rules,
         price=cost,
     )
-    return strategy, turns, memory, ctx
+    return PreparedRender(strategy, turns, memory, ctx)
+
+
+def strategy_model_calls(strategy: Any, turns: Sequence[Turn], memory: Mapping[str, Any],
+                         ctx: RenderContext) -> tuple[Any, ...]:
+    """``strategy.model_calls(turns, memory, ctx)`` as a tuple, or ``()`` for a strategy
+    without that method (every extractive one): the one lookup of a strategy's own
+    model calls, for :func:`model_calls` and ``compare``."""
+    method = getattr(strategy, "model_calls", None)
+    return tuple(method(turns, memory, ctx)) if method is not None else ()
 
 
 def render(
@@ -227,11 +282,34 @@ def render(
     (``RenderContext.cache`` / ``.price``; None: the ``openai`` cache, priced
     ``openai-gpt-4.1``). Pure: the same input gives the same output.
     """
-    strategy, turns, memory, ctx = _prepare(
-        turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
-        turns_left=turns_left, compression=compression, template_dirs=template_dirs,
-        preamble=preamble, cache=cache, price=price)
-    return _handed_out(check_messages(strategy.to_messages(turns, memory, ctx), strategy))
+    options = RenderOptions(mission, system_prompt, tools, data, turns_left, compression,
+                            template_dirs, preamble, cache, price)
+    return handed_out(prepare(turns, memory, options).messages())
+
+
+def render_with_calls(
+    turns: Iterable[Turn],
+    memory: Mapping[str, Any] | None = None,
+    *,
+    mission: str,
+    system_prompt: str = "",
+    tools: Mapping[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
+    turns_left: int | None,
+    compression: Compression = True,
+    template_dirs: Iterable[str | os.PathLike[str]] = (),
+    preamble: Iterable[Mapping[str, Any]] = (),
+    cache: str | CacheRules | None = None,
+    price: str | Price | None = None,
+) -> tuple[list[Message], tuple[Any, ...]]:
+    """``(render(...), model_calls(...))`` for the same arguments, prepared once: the
+    messages, then the model calls the strategy made to build them (what the agent
+    loop needs each turn)."""
+    options = RenderOptions(mission, system_prompt, tools, data, turns_left, compression,
+                            template_dirs, preamble, cache, price)
+    prepared = prepare(turns, memory, options)
+    messages = handed_out(prepared.messages())
+    return messages, prepared.model_calls()
 
 
 def model_calls(
@@ -253,30 +331,34 @@ def model_calls(
     for the same arguments (a summary-based strategy's summarization calls), each with
     ``input_tokens`` and ``output_tokens``; ``()`` for a strategy without a
     ``model_calls(turns, memory, ctx)`` method (every extractive one)."""
-    strategy, turns, memory, ctx = _prepare(
-        turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
-        turns_left=turns_left, compression=compression, template_dirs=template_dirs,
-        preamble=preamble, cache=cache, price=price)
-    method = getattr(strategy, "model_calls", None)
-    return tuple(method(turns, memory, ctx)) if method is not None else ()
+    options = RenderOptions(mission, system_prompt, tools, data, turns_left, compression,
+                            template_dirs, preamble, cache, price)
+    return prepare(turns, memory, options).model_calls()
 
 
-def _handed_out(messages: list[Message]) -> list[Message]:
+def handed_out(messages: Sequence[Message]) -> list[Message]:
     """Copies of the messages for the caller to keep or change. Strategies reuse a
     message's dict (and a transcript turn's own messages) from one prompt to the next;
     a caller that adds ``cache_control`` to the last message must not change them."""
-    return [_copy_json(m, 0) for m in messages]  # type: ignore[misc]
+    return [copy_json(m) for m in messages]  # type: ignore[misc]
 
 
-def _copy_json(value: Any, depth: int) -> Any:
-    """A copy of the dicts and lists in a JSON-like value (strings and numbers are
-    immutable; parts nested past 64 levels, which no real message has, are shared)."""
+def copy_json(value: Any, depth: int = 0) -> Any:
+    """A copy of the dicts and lists in a JSON-like value (strings, numbers and other
+    objects are shared; parts nested past 64 levels, which no real message has, are
+    shared too). Only the containers are walked: a dict of strings is one C-speed copy."""
     if depth > 64:
         return value
-    if type(value) is dict:
-        return {k: _copy_json(v, depth + 1) for k, v in value.items()}
-    if type(value) is list:
-        return [_copy_json(v, depth + 1) for v in value]
+    kind = type(value)
+    if kind is dict:
+        out = value.copy()
+        for key, item in value.items():
+            if type(item) is dict or type(item) is list:
+                out[key] = copy_json(item, depth + 1)
+        return out
+    if kind is list:
+        return [copy_json(item, depth + 1) if type(item) is dict or type(item) is list
+                else item for item in value]
     return value
 
 
@@ -305,14 +387,11 @@ def render_with_breakpoints(
     ``ValueError`` naming the strategy and its plugin). Feed both to
     :func:`turnpress.core.providers.to_anthropic`.
     """
-    strategy, turns, memory, ctx = _prepare(
-        turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
-        turns_left=turns_left, compression=compression, template_dirs=template_dirs,
-        preamble=preamble, cache=cache, price=price)
-    messages = check_messages(strategy.to_messages(turns, memory, ctx), strategy)
-    points = check_breakpoints(breakpoints_for(strategy, turns, memory, ctx, messages),
-                               len(messages), strategy)
-    return _handed_out(messages), points
+    options = RenderOptions(mission, system_prompt, tools, data, turns_left, compression,
+                            template_dirs, preamble, cache, price)
+    prepared = prepare(turns, memory, options)
+    messages = prepared.messages()
+    return handed_out(messages), prepared.breakpoints(messages)
 
 
 _ROLES = MESSAGE_ROLES  # a tuple: a role that is not hashable is just not one of them
