@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, Protocol
 
 from turnpress.core.breakpoints import check_breakpoints
@@ -202,6 +203,10 @@ class PreparedRender:
         return strategy_model_calls(self.strategy, self.turns, self.memory, self.ctx)
 
 
+#: the last turns tuple :func:`prepare` checked (a tuple cannot change)
+_CHECKED: list[tuple[Turn, ...]] = [()]
+
+
 def prepare(turns: Iterable[Turn], memory: Mapping[str, Any] | None,
             options: RenderOptions) -> PreparedRender:
     """Check ``render()``'s arguments (``options``: its keyword arguments) and find the
@@ -209,10 +214,12 @@ def prepare(turns: Iterable[Turn], memory: Mapping[str, Any] | None,
     prompt. ``memory=None``: the memory of the last turn (``{}`` before the first)."""
     o = options
     turns = tuple(turns)
-    if not set(map(type, turns)) <= {Turn}:  # one C-speed pass; subclasses are checked below
-        for i, turn in enumerate(turns):
-            if not isinstance(turn, Turn):
-                raise TypeError(f"turns[{i}] is a {type(turn).__name__}, not a Turn")
+    if turns is not _CHECKED[0]:  # the tuple checked last time (a live loop's, asked again)
+        if not set(map(type, turns)) <= {Turn}:  # one C-speed pass; subclasses checked below
+            for i, turn in enumerate(turns):
+                if not isinstance(turn, Turn):
+                    raise TypeError(f"turns[{i}] is a {type(turn).__name__}, not a Turn")
+        _CHECKED[0] = turns  # held, so its id is not another tuple's
     if not isinstance(o.mission, str):
         raise TypeError(f"mission must be a string, got {type(o.mission).__name__}")
     turns_left = o.turns_left
@@ -395,6 +402,9 @@ def render_with_breakpoints(
 
 
 _ROLES = MESSAGE_ROLES  # a tuple: a role that is not hashable is just not one of them
+_ROLE_SET = frozenset(MESSAGE_ROLES)
+_DICT = frozenset({dict})
+_CONTENT = frozenset({str, list})
 
 
 def _valid_message(m: Any) -> bool:
@@ -425,15 +435,14 @@ def check_messages(messages: Any, strategy: Any) -> list[Message]:
     if not isinstance(messages, list):
         raise TypeError(f"strategy {strategy.name!r} returned {type(messages).__name__}, "
                         f"not a list of messages")
-    roles = _ROLES
-    for m in messages:  # the common case, {"role": ..., "content": str}, inline
-        if type(m) is not dict or type(m.get("content")) is not str:
-            break
-        role = m.get("role")
-        if type(role) is not str or role not in roles:
-            break
-    else:
-        return messages
+    # the common case, dicts with a known role and a str or list content, in C-speed passes
+    if set(map(type, messages)) <= _DICT:
+        try:
+            known = set(map(dict.get, messages, repeat("role"))) <= _ROLE_SET
+        except TypeError:  # an unhashable role: not one of them
+            known = False
+        if known and set(map(type, map(dict.get, messages, repeat("content")))) <= _CONTENT:
+            return messages
     for i, m in enumerate(messages):
         if not _valid_message(m):
             raise TypeError(f"strategy {strategy.name!r} returned a bad message at index {i}: "

@@ -59,14 +59,18 @@ class TurnWalk(Generic[_T]):
         last = self._last
         pieces: list[_T] = []
         if (last is not None and last[0] is ctx.run_cache and last[1] == key
-                and all(map(is_, islice(turns, count), last[2]))):
+                and (turns is last[2] or all(map(is_, islice(turns, count), last[2])))):
             if count <= len(last[2]):
                 return last[3][:count]
             pieces.extend(last[3])
         for pos in range(len(pieces) + 1, count + 1):
             pieces.append(make(pos, pieces))
         made = tuple(pieces)
-        self._last = (ctx.run_cache, key, tuple(islice(turns, count)), made)
+        # the turns tuple itself when it is all walked: the same prompt asked again (a
+        # live loop's Compressor between two messages) is then recognised at once
+        walked = turns if type(turns) is tuple and count == len(turns) else tuple(
+            islice(turns, count))
+        self._last = (ctx.run_cache, key, walked, made)
         return made
 
 
