@@ -42,6 +42,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
+from itertools import chain
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -65,7 +66,13 @@ from turnpress.core.providers import (
     to_anthropic,
     to_openai,
 )
-from turnpress.core.responses import OPAQUE_TYPES, to_responses, with_compactions
+from turnpress.core.responses import (
+    ITEM_TYPES,
+    KEPT,
+    OPAQUE_TYPES,
+    to_responses,
+    with_compactions,
+)
 from turnpress.core.tokens import common_prefix_length, get_tokenizer
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers import anthropic_messages, openai_chat, openai_responses
@@ -237,6 +244,15 @@ class Compressor:
         self._count = 0  # messages added
         self._turns_tuple: tuple[Turn, ...] | None = None  # see turns
         self._shapes = _ShapeCache(format)  # the provider shape of the last prompt's messages
+        # format="responses": the last item a chat message starts afresh at (no item after
+        # it changes the messages before), the items read for good, the compaction items
+        # of those, and whether all items so far are opaque
+        self._start = self._settled = 0
+        self._compactions: list[Any] = []
+        self._opaque_only = True
+        # the items after _settled, taken until more come: (how many items then, the state
+        # before them, the compaction items of all the items taken)
+        self._tail: tuple[int, tuple[Any, ...], list[Any]] | None = None
         _probe(self.strategy)
         if format == "anthropic" and system:
             if not isinstance(system, (str, list)):
@@ -251,10 +267,14 @@ class Compressor:
         index = self._count
         message = _plain(message)
         if self.format == "responses":
-            # checked now, with its index: the items so far plus this one must read
-            items = [*self._items, message]
-            if not all(isinstance(i, Mapping) and i.get("type") in OPAQUE_TYPES for i in items):
-                openai_responses.entries(items, WHERE)  # opaque items wait for a message
+            # checked now, with its index: the items so far plus this one must read (from
+            # the last place a chat message starts afresh: nothing before it can change)
+            self._opaque_only = self._opaque_only and _is_opaque(message)
+            if not self._opaque_only:  # opaque items wait for a message
+                openai_responses.entries([*self._items[self._start:], message], WHERE,
+                                         start=self._start)
+            if _starts_afresh(self._items[-1] if self._items else None, message):
+                self._start = len(self._items)
             self._items.append(message)
             self._count += 1
             return
@@ -263,8 +283,7 @@ class Compressor:
             self._error_ids |= _error_ids([message])
         else:
             entries = _openai_entries([message], index)
-        saved = (len(self._preamble), list(self._open), self._open_turn, len(self._turns),
-                 self._system_prompt, self._mission)
+        saved = self._saved()
         try:
             for entry in entries:
                 self._take(entry)
@@ -290,7 +309,11 @@ class Compressor:
 
     @property
     def turns(self) -> tuple[Turn, ...]:
-        """The turns read so far (one per assistant message)."""
+        """The turns read so far (one per assistant message; with ``format="responses"``
+        none: the items are read when the messages are asked for)."""
+        return () if self.format == "responses" else self._turns_now()
+
+    def _turns_now(self) -> tuple[Turn, ...]:
         if self._turns_tuple is None:  # the same tuple until a message changes the turns
             self._turns_tuple = ((*self._turns, self._open_turn) if self._open_turn
                                  else tuple(self._turns))
@@ -300,19 +323,80 @@ class Compressor:
         """What to send now, in this compressor's ``format`` (see :func:`compress`;
         ``turns_left=None``: not known, no turns-left line)."""
         if self.format == "responses":
-            return compress(list(self._items), strategy=self.strategy, tools=self._raw_tools,
-                            turns_left=turns_left, format="responses", cache=self.cache,
-                            price=self.price)
+            return self._responses(turns_left)
         if not self._open:
             return _preamble_only(self._preamble, self.format, self._error_ids)
+        return self._render(turns_left)
+
+    def _render(self, turns_left: int | None) -> Any:
+        """The prompt of the turns taken so far, in the provider's shape."""
         preamble = tuple(e.message for e in self._preamble)
         options = RenderOptions(self._mission or "", self._system_prompt or "", self.tools,
                                 None, turns_left, self.strategy, (), preamble, self.cache,
                                 self.price)
-        prepared = prepare(self.turns, {}, options)
+        prepared = prepare(self._turns_now(), {}, options)
         messages = prepared.messages()  # the strategy's own objects: shaped and copied below
         points = prepared.breakpoints(messages)  # checked in every format, as compress() does
         return self._shapes.shaped(messages, points, self._error_ids)
+
+    def _responses(self, turns_left: int | None) -> Any:
+        """``messages()`` of ``format="responses"``: the items up to the last place a chat
+        message starts afresh are read once (their turns taken for good), the items
+        after it again when more come (taken until then). Equal to :func:`compress` of
+        every item; a problem falls back to it, so its error reads the same."""
+        items = self._items
+        try:
+            if self._tail is None or self._tail[0] != len(items):
+                self._drop_tail()
+                self._settle()
+                saved, compactions = self._saved(), list(self._compactions)
+                try:
+                    for entry in openai_responses.entries(items[self._settled:], WHERE,
+                                                          start=self._settled):
+                        self._take(entry)
+                        compactions.extend(_compactions(entry.message))
+                except Exception:
+                    self._restore(saved)
+                    raise
+                self._tail = (len(items), saved, compactions)
+            compactions = self._tail[2]
+            if not self._open:  # no assistant message yet: the items go as they are
+                return _preamble_only(self._preamble, "responses")[1]
+            _, out = self._render(turns_left)
+        except Exception:  # compress() of every item raises what is wrong, as it says it
+            return compress(list(items), strategy=self.strategy, tools=self._raw_tools,
+                            turns_left=turns_left, format="responses", cache=self.cache,
+                            price=self.price)
+        missing = [dict(i) for i in compactions if i not in out]  # as with_compactions()
+        return [*missing, *out] if missing else out
+
+    def _drop_tail(self) -> None:
+        """Put back the state before the items after ``_settled`` were taken."""
+        if self._tail is not None:
+            self._restore(self._tail[1])
+            self._tail = None
+
+    def _settle(self) -> None:
+        """Take the Responses items up to ``_start`` for good (all or none of them)."""
+        settled, start = self._settled, self._start
+        if start <= settled:
+            return
+        saved, kept = self._saved(), len(self._compactions)
+        try:
+            for entry in openai_responses.entries(self._items[settled:start], WHERE,
+                                                  start=settled):
+                self._take(entry)
+                self._compactions.extend(_compactions(entry.message))
+        except Exception:
+            self._restore(saved)
+            del self._compactions[kept:]
+            raise
+        self._settled = start
+
+    def _saved(self) -> tuple[Any, ...]:
+        """What :meth:`_restore` puts back."""
+        return (len(self._preamble), list(self._open), self._open_turn, len(self._turns),
+                self._system_prompt, self._mission)
 
     # -- incremental reading -------------------------------------------------------------
 
@@ -363,6 +447,8 @@ class _Shaped:
         copier = _copier(self.one)
         self.fresh: Callable[[], Any] = (self.one.copy if copier is dict.copy
                                          else partial(copier, self.one))
+        if type(self.one) is list and all(_copier(i) is dict.copy for i in self.one):
+            self.fresh = partial(_copy_flat, self.one)  # Responses items of strings
 
 
 class _ShapeCache:
@@ -400,6 +486,13 @@ class _ShapeCache:
         """``_shaped(messages, points, format, error_ids)``, from the kept shapes."""
         if self.format == "anthropic":
             return self._anthropic(messages, points, error_ids)
+        if self.format == "responses":
+            try:
+                self._kept(messages, {}, _to_responses_one)
+            except _NotAlone:  # a body's instructions: the whole list decides
+                self._forget()
+                return _shaped(handed_out(messages), points, "responses", error_ids)
+            return None, list(chain.from_iterable(f() for f in self._fresh))
         self._kept(messages, {}, _to_openai_one)
         return [f() for f in self._fresh]
 
@@ -473,6 +566,40 @@ def _to_openai_one(message: Any, cuts: tuple[Any, ...]) -> Any:
     return to_openai([message])[0]
 
 
+class _NotAlone(Exception):
+    """A message whose shape depends on the others (a Responses body's instructions)."""
+
+
+def _to_responses_one(message: Any, cuts: tuple[Any, ...]) -> Any:
+    """A message's Responses items (it maps to them alone, unless it is instructions)."""
+    instructions, items = to_responses([message])
+    if instructions is not None:
+        raise _NotAlone
+    return items
+
+
+def _is_opaque(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("type") in OPAQUE_TYPES
+
+
+def _starts_afresh(before: Any, item: Any) -> bool:
+    """Whether the chat messages of Responses items before ``item`` are final once it
+    comes: it is a message item (it starts a chat message of its own) and the item
+    before it (``None``: none) is no opaque item still waiting for a message."""
+    if not isinstance(item, Mapping) or item.get("type", "message" if "role" in item
+                                                  else None) != "message":
+        return False
+    return before is None or (isinstance(before, Mapping) and before.get(
+        "type", "message" if "role" in before else None) in ITEM_TYPES)
+
+
+def _compactions(message: Any) -> list[Any]:
+    """The ``compaction`` items a chat message keeps (see :func:`with_compactions`)."""
+    kept = message.get(KEPT) if isinstance(message, Mapping) else None
+    return [i for i in kept if isinstance(i, Mapping) and i.get("type") == "compaction"
+            ] if isinstance(kept, list) else []
+
+
 def _to_anthropic_one(message: Any, cuts: tuple[Any, ...], *, error_ids: set[str]
                       ) -> Any:
     """A conversation message alone in the Anthropic shape, with its breakpoint offsets
@@ -507,6 +634,10 @@ def _flat_call(call: Any) -> bool:
     """An OpenAI tool call whose only container is a ``function`` dict of strings."""
     return (type(call) is dict and _flat(call.get("function"))
             and _flat({k: v for k, v in call.items() if k != "function"}))
+
+
+def _copy_flat(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return list(map(dict.copy, items))
 
 
 def _copy_calls(message: dict[str, Any]) -> dict[str, Any]:
