@@ -23,7 +23,8 @@ Input and output shapes (``format``):
   shape: a list of items, or ``{"instructions"?, "input": [...]}`` for a body.
   ``reasoning`` and ``compaction`` items are opaque and sent back whole (see
   :mod:`turnpress.core.responses`). :class:`Compressor` takes this format too; it
-  reads the items again on each ``messages()`` call.
+  reads each item once (the items after the last place a chat message starts
+  afresh again when more come).
 
 A ``usage`` key on an assistant message (what logging proxies record) is read as
 that call's billed usage and is not sent back; nor is any other key that is no
@@ -214,9 +215,12 @@ class Compressor:
     mission, each assistant reply, each tool result...); ``messages()`` is what to
     send now, equal to ``compress()`` of every message added so far. Parsed turns
     are kept, so one call costs what the strategy's own rendering costs, not a
-    re-read of the run. With ``format="anthropic"`` the system prompt is the
-    ``system`` argument and messages are Anthropic messages. ``cache`` and ``price``
-    are :func:`compress`'s (None: the provider of ``format`` and its default price).
+    re-read of the run; so are the provider-shaped messages of the last call, so only
+    what the strategy changed is shaped again, and each call hands out fresh copies
+    (the caller may change them: no other call sees it). With ``format="anthropic"``
+    the system prompt is the ``system`` argument and messages are Anthropic messages.
+    ``cache`` and ``price`` are :func:`compress`'s (None: the provider of ``format`` and
+    its default price).
 
     The strategy is checked at creation: an unknown one raises ``ValueError``, and
     one that cannot render chat transcripts raises

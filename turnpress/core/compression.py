@@ -4,10 +4,13 @@ The core knows no particular strategy: strategies come from the
 ``register_strategies`` hook. :func:`prompt_arguments` says what "the prompt of turn
 n" of a run is; :func:`render` checks its arguments, finds the strategy and the
 run's :class:`RenderContext` and returns the strategy's messages, checked
-(:func:`check_messages`). The pieces live beside this module and are exported here
-too: the Strategy contract (``core.strategy``), finding a strategy
-(``core.strategy_lookup``), the render context (``core.render_context``) and the
-history helpers strategies share (``core.history``).
+(:func:`check_messages`). That preparation is done once per prompt by :func:`prepare`
+(its arguments in one :class:`RenderOptions`), and :func:`render`,
+:func:`render_with_breakpoints`, :func:`render_with_calls` and :func:`model_calls` ask
+the one :class:`PreparedRender` for what they return. The pieces live beside this
+module and are exported here too: the Strategy contract (``core.strategy``), finding a
+strategy (``core.strategy_lookup``), the render context (``core.render_context``) and
+the history helpers strategies share (``core.history``).
 """
 
 from __future__ import annotations
