@@ -297,3 +297,73 @@ def test_check_messages_accepts_what_it_accepted() -> None:
             {"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]},
             {"role": "tool", "content": "x", "tool_call_id": "c"}]
     assert check_messages(fine, strategy) is fine
+
+
+# -- a live loop's prompts share their prefix states -------------------------------------------
+
+
+def _run(turns: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "agent"},
+                                      {"role": "user", "content": "fix it"}]
+    for n in range(1, turns + 1):
+        messages.append({"role": "assistant", "content": f"step {n}", "tool_calls": [
+            {"id": f"c{n}", "type": "function",
+             "function": {"name": "run", "arguments": json.dumps({"n": n})}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}",
+                         "content": f"src/file_{n}.py line {100 + n}: value_{n}"})
+    return messages
+
+
+@pytest.mark.parametrize("name", ["price-scheduled", "checkpoint-coalesced"])
+def test_a_new_turn_is_the_only_one_stepped_again(name: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without turns_left (no turns-left line shows the run's budget) the prefix states
+    of one prompt serve the next: adding a turn steps the turns that changed, not the
+    whole run (it did, once per add, when the budget was in the key)."""
+    from turnpress.plugins.checkpoint_coalesced import CheckpointCoalesced
+
+    steps: list[int] = []
+    kind = type(Compressor(name).strategy)
+    original = kind._step
+
+    def counting(self, before, turns, pos, ctx):
+        steps.append(pos)
+        return original(self, before, turns, pos, ctx)
+
+    assert issubclass(kind, CheckpointCoalesced)
+    monkeypatch.setattr(kind, "_step", counting)
+    messages = _run(31)
+    compressor = Compressor(name)
+    compressor.extend(messages[:-2])
+    compressor.messages()
+    steps.clear()
+    compressor.extend(messages[-2:])  # turn 31 (turn 30, closed now, is the same object)
+    out = compressor.messages()
+    assert steps == [31]
+    assert out == compress(messages, strategy=name)
+
+
+def test_turn_walk_walks_again_from_the_first_turn_that_differs() -> None:
+    from turnpress.core.compression import prepare
+    from turnpress.plugins.full_history import TurnWalk
+
+    ctx = prepare((), None, RenderOptions(mission="m")).ctx
+    walk: TurnWalk[int] = TurnWalk()
+    made: list[int] = []
+
+    def make(pos: int, before: list[int]) -> int:
+        made.append(pos)
+        return pos + (before[-1] if before else 0)
+
+    turns = _turns(5)
+    assert walk.pieces(ctx, turns, "k", make) == (1, 3, 6, 10, 15)
+    changed = (*turns[:3], *_turns(5)[3:])  # turns 4 and 5 are new objects
+    made.clear()
+    assert walk.pieces(ctx, changed, "k", make) == (1, 3, 6, 10, 15)
+    assert made == [4, 5]
+    made.clear()
+    assert walk.pieces(ctx, changed, "k", make) == (1, 3, 6, 10, 15)
+    assert walk.pieces(ctx, changed, "k", make, count=2) == (1, 3)
+    assert made == []
+    assert walk.pieces(ctx, changed, "other key", make) == (1, 3, 6, 10, 15)
+    assert made == [1, 2, 3, 4, 5]
