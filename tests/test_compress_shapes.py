@@ -367,3 +367,22 @@ def test_turn_walk_walks_again_from_the_first_turn_that_differs() -> None:
     assert made == []
     assert walk.pieces(ctx, changed, "other key", make) == (1, 3, 6, 10, 15)
     assert made == [1, 2, 3, 4, 5]
+
+
+def test_a_value_that_cannot_be_compared_is_shaped_again() -> None:
+    """A logger's extra field that refuses ``==`` (an array...) does not break the kept
+    shapes: the message is shaped again, as compress() shapes it."""
+
+    class Ambiguous:
+        def __eq__(self, other: object) -> bool:
+            raise ValueError("the truth value is ambiguous")
+
+        __hash__ = object.__hash__
+
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "x", "extra": Ambiguous()},
+                {"role": "user", "content": "more"}]
+    compressor = Compressor("full-history")
+    compressor.extend(messages)
+    expected = compress(messages, strategy="full-history")
+    assert compressor.messages() == compressor.messages() == expected

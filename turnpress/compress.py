@@ -508,13 +508,16 @@ class _ShapeCache:
         # the leading messages equal to the last call's as they were then (in C, mostly by
         # identity: a kept message's fields are the same objects); shaping is a function of
         # a message's fields, so their shapes hold whatever objects they are
-        k = common_prefix_length(messages, was)
+        try:
+            k = common_prefix_length(messages, was)
+        except Exception:  # a value that cannot be compared (an array...): shape again
+            k = 0
         by_id = {id(e.source): e for e in entries[k:]}
         new = []
         for i in range(k, len(messages)):
             m, c = messages[i], cuts.get(i, ())
             e = by_id.get(id(m))
-            if e is None or e.source is not m or e.cuts != c or e.was != m:
+            if e is None or e.source is not m or e.cuts != c or not _equal(e.was, m):
                 e = _Shaped(m, c, shape(m, c))
             new.append(e)
         del entries[k:]
@@ -560,6 +563,13 @@ class _ShapeCache:
         fresh = {id(e.one): e.fresh for e in entries}
         return system, [fresh[id(m)]() if id(m) in fresh else copy_json(m)
                         for m in alternating([e.one for e in entries])]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # a value that cannot be compared: not known to be the same
+        return False
 
 
 _FRESH = attrgetter("fresh")
