@@ -5,7 +5,8 @@ parallel tool calls, their ~30-line results, every fifth turn a failing one) is
 fed to a ``Compressor`` message by message. At turn 10 and at turn 500 the time of
 one ``messages()`` call is measured (best of a few repeats), for each built-in
 strategy, with the size of its output; ``compress()`` of the whole list (which
-re-reads the run every call) is shown beside it for the default strategy. Target:
+re-reads the run every call) is shown beside it for the default strategy, and so is a
+live loop's step (add the next turn's messages, then ``messages()``). Target:
 the default strategy's turn-500 / turn-10 ratio at most 2x. A strategy whose own
 output grows with the run (``full-history`` sends everything) cannot be bounded:
 its row shows the output growth next to the time growth. Self-contained: no corpus.
@@ -82,6 +83,24 @@ def measure(name: str, messages: list[dict[str, Any]], points: tuple[int, int],
     return out
 
 
+def live_turn(name: str, messages: list[dict[str, Any]], turns: int, repeat: int) -> float:
+    """The best time, in seconds, of one live-loop step at turn ``turns``: add the next
+    turn's messages (its assistant message and tool results), then ``messages()``."""
+    compressor = Compressor(name)
+    fed = prefix_length(messages, turns)
+    compressor.extend(messages[:fed])
+    compressor.messages()
+    best = float("inf")
+    for k in range(turns, turns + repeat):
+        end = prefix_length(messages, k + 1)
+        start = time.perf_counter()
+        compressor.extend(messages[fed:end])
+        compressor.messages()
+        best = min(best, time.perf_counter() - start)
+        fed = end
+    return best
+
+
 def main() -> None:
     """Print the table and the default strategy's ratio."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -103,6 +122,10 @@ def main() -> None:
                       options.repeat) for k in points]
     print(f"{'compress() re-reading':24} {full[0] * 1000:9.2f} {full[1] * 1000:10.2f} "
           f"{full[1] / full[0]:7.2f}  (default strategy, whole list every call)")
+    longer = run_messages(options.turns + options.repeat)  # the live rows add turns
+    live = [live_turn(DEFAULT, longer, k, options.repeat) for k in points]
+    print(f"{'live: add a turn + call':24} {live[0] * 1000:9.2f} {live[1] * 1000:10.2f} "
+          f"{live[1] / live[0]:7.2f}  (default strategy, a live loop's step)")
     ratio = ratios[DEFAULT]
     verdict = "met" if ratio <= 2 else "NOT met"
     print(f"default strategy ({DEFAULT}): turn {points[1]} / turn {points[0]} = "

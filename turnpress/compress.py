@@ -23,7 +23,8 @@ Input and output shapes (``format``):
   shape: a list of items, or ``{"instructions"?, "input": [...]}`` for a body.
   ``reasoning`` and ``compaction`` items are opaque and sent back whole (see
   :mod:`turnpress.core.responses`). :class:`Compressor` takes this format too; it
-  reads the items again on each ``messages()`` call.
+  reads each item once (the items after the last place a chat message starts
+  afresh again when more come).
 
 A ``usage`` key on an assistant message (what logging proxies record) is read as
 that call's billed usage and is not sent back; nor is any other key that is no
@@ -39,22 +40,41 @@ the message index and the problem.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
+from itertools import chain
+from operator import attrgetter
 from typing import Any, Literal
 
 from turnpress.core.compression import (
+    Breakpoint,
     Compression,
+    RenderOptions,
     StrategyNotApplicable,
+    copy_json,
     get_strategy,
+    handed_out,
+    prepare,
     render_with_breakpoints,
 )
 from turnpress.core.errors import quote
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Tool, Turn
 from turnpress.core.pricing import CacheRules, Price, resolve_pricing
-from turnpress.core.providers import to_anthropic, to_openai
-from turnpress.core.responses import OPAQUE_TYPES, to_responses, with_compactions
-from turnpress.core.tokens import get_tokenizer
+from turnpress.core.providers import (
+    alternating,
+    anthropic_breakpoints,
+    to_anthropic,
+    to_openai,
+)
+from turnpress.core.responses import (
+    ITEM_TYPES,
+    KEPT,
+    OPAQUE_TYPES,
+    to_responses,
+    with_compactions,
+)
+from turnpress.core.tokens import common_prefix_length, get_tokenizer
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers import anthropic_messages, openai_chat, openai_responses
 from turnpress.plugins.readers._messages_to_trace import Entry, build_trace, text_of, tools_from
@@ -195,9 +215,12 @@ class Compressor:
     mission, each assistant reply, each tool result...); ``messages()`` is what to
     send now, equal to ``compress()`` of every message added so far. Parsed turns
     are kept, so one call costs what the strategy's own rendering costs, not a
-    re-read of the run. With ``format="anthropic"`` the system prompt is the
-    ``system`` argument and messages are Anthropic messages. ``cache`` and ``price``
-    are :func:`compress`'s (None: the provider of ``format`` and its default price).
+    re-read of the run; so are the provider-shaped messages of the last call, so only
+    what the strategy changed is shaped again, and each call hands out fresh copies
+    (the caller may change them: no other call sees it). With ``format="anthropic"``
+    the system prompt is the ``system`` argument and messages are Anthropic messages.
+    ``cache`` and ``price`` are :func:`compress`'s (None: the provider of ``format`` and
+    its default price).
 
     The strategy is checked at creation: an unknown one raises ``ValueError``, and
     one that cannot render chat transcripts raises
@@ -223,6 +246,17 @@ class Compressor:
         self._mission: str | None = None
         self._error_ids: set[str] = set()
         self._count = 0  # messages added
+        self._turns_tuple: tuple[Turn, ...] | None = None  # see turns
+        self._shapes = _ShapeCache(format)  # the provider shape of the last prompt's messages
+        # format="responses": the last item a chat message starts afresh at (no item after
+        # it changes the messages before), the items read for good, the compaction items
+        # of those, and whether all items so far are opaque
+        self._start = self._settled = 0
+        self._compactions: list[Any] = []
+        self._opaque_only = True
+        # the items after _settled, taken until more come: (how many items then, the state
+        # before them, the compaction items of all the items taken)
+        self._tail: tuple[int, tuple[Any, ...], list[Any]] | None = None
         _probe(self.strategy)
         if format == "anthropic" and system:
             if not isinstance(system, (str, list)):
@@ -237,10 +271,14 @@ class Compressor:
         index = self._count
         message = _plain(message)
         if self.format == "responses":
-            # checked now, with its index: the items so far plus this one must read
-            items = [*self._items, message]
-            if not all(isinstance(i, Mapping) and i.get("type") in OPAQUE_TYPES for i in items):
-                openai_responses.entries(items, WHERE)  # opaque items wait for a message
+            # checked now, with its index: the items so far plus this one must read (from
+            # the last place a chat message starts afresh: nothing before it can change)
+            self._opaque_only = self._opaque_only and _is_opaque(message)
+            if not self._opaque_only:  # opaque items wait for a message
+                openai_responses.entries([*self._items[self._start:], message], WHERE,
+                                         start=self._start)
+            if _starts_afresh(self._items[-1] if self._items else None, message):
+                self._start = len(self._items)
             self._items.append(message)
             self._count += 1
             return
@@ -249,8 +287,7 @@ class Compressor:
             self._error_ids |= _error_ids([message])
         else:
             entries = _openai_entries([message], index)
-        saved = (len(self._preamble), list(self._open), self._open_turn, len(self._turns),
-                 self._system_prompt, self._mission)
+        saved = self._saved()
         try:
             for entry in entries:
                 self._take(entry)
@@ -261,6 +298,7 @@ class Compressor:
 
     def _restore(self, saved: tuple[Any, ...]) -> None:
         preamble, self._open, self._open_turn, turns, self._system_prompt, self._mission = saved
+        self._turns_tuple = None
         del self._preamble[preamble:]
         del self._turns[turns:]
 
@@ -275,29 +313,99 @@ class Compressor:
 
     @property
     def turns(self) -> tuple[Turn, ...]:
-        """The turns read so far (one per assistant message)."""
-        return (*self._turns, self._open_turn) if self._open_turn else tuple(self._turns)
+        """The turns read so far (one per assistant message; with ``format="responses"``
+        none: the items are read when the messages are asked for)."""
+        return () if self.format == "responses" else self._turns_now()
+
+    def _turns_now(self) -> tuple[Turn, ...]:
+        if self._turns_tuple is None:  # the same tuple until a message changes the turns
+            self._turns_tuple = ((*self._turns, self._open_turn) if self._open_turn
+                                 else tuple(self._turns))
+        return self._turns_tuple
 
     def messages(self, *, turns_left: int | None = None) -> Any:
         """What to send now, in this compressor's ``format`` (see :func:`compress`;
         ``turns_left=None``: not known, no turns-left line)."""
         if self.format == "responses":
-            return compress(list(self._items), strategy=self.strategy, tools=self._raw_tools,
-                            turns_left=turns_left, format="responses", cache=self.cache,
-                            price=self.price)
+            return self._responses(turns_left)
         if not self._open:
             return _preamble_only(self._preamble, self.format, self._error_ids)
-        turns = self.turns
+        return self._render(turns_left)
+
+    def _render(self, turns_left: int | None) -> Any:
+        """The prompt of the turns taken so far, in the provider's shape."""
         preamble = tuple(e.message for e in self._preamble)
-        messages, points = render_with_breakpoints(
-            turns, {}, mission=self._mission or "", system_prompt=self._system_prompt or "",
-            tools=self.tools, data=None, turns_left=turns_left,
-            compression=self.strategy, preamble=preamble, cache=self.cache, price=self.price)
-        return _shaped(messages, points, self.format, self._error_ids)
+        options = RenderOptions(self._mission or "", self._system_prompt or "", self.tools,
+                                None, turns_left, self.strategy, (), preamble, self.cache,
+                                self.price)
+        prepared = prepare(self._turns_now(), {}, options)
+        messages = prepared.messages()  # the strategy's own objects: shaped and copied below
+        points = prepared.breakpoints(messages)  # checked in every format, as compress() does
+        return self._shapes.shaped(messages, points, self._error_ids)
+
+    def _responses(self, turns_left: int | None) -> Any:
+        """``messages()`` of ``format="responses"``: the items up to the last place a chat
+        message starts afresh are read once (their turns taken for good), the items
+        after it again when more come (taken until then). Equal to :func:`compress` of
+        every item; a problem falls back to it, so its error reads the same."""
+        items = self._items
+        try:
+            if self._tail is None or self._tail[0] != len(items):
+                self._drop_tail()
+                self._settle()
+                saved, compactions = self._saved(), list(self._compactions)
+                try:
+                    for entry in openai_responses.entries(items[self._settled:], WHERE,
+                                                          start=self._settled):
+                        self._take(entry)
+                        compactions.extend(_compactions(entry.message))
+                except Exception:
+                    self._restore(saved)
+                    raise
+                self._tail = (len(items), saved, compactions)
+            compactions = self._tail[2]
+            if not self._open:  # no assistant message yet: the items go as they are
+                return _preamble_only(self._preamble, "responses")[1]
+            _, out = self._render(turns_left)
+        except Exception:  # compress() of every item raises what is wrong, as it says it
+            return compress(list(items), strategy=self.strategy, tools=self._raw_tools,
+                            turns_left=turns_left, format="responses", cache=self.cache,
+                            price=self.price)
+        missing = [dict(i) for i in compactions if i not in out]  # as with_compactions()
+        return [*missing, *out] if missing else out
+
+    def _drop_tail(self) -> None:
+        """Put back the state before the items after ``_settled`` were taken."""
+        if self._tail is not None:
+            self._restore(self._tail[1])
+            self._tail = None
+
+    def _settle(self) -> None:
+        """Take the Responses items up to ``_start`` for good (all or none of them)."""
+        settled, start = self._settled, self._start
+        if start <= settled:
+            return
+        saved, kept = self._saved(), len(self._compactions)
+        try:
+            for entry in openai_responses.entries(self._items[settled:start], WHERE,
+                                                  start=settled):
+                self._take(entry)
+                self._compactions.extend(_compactions(entry.message))
+        except Exception:
+            self._restore(saved)
+            del self._compactions[kept:]
+            raise
+        self._settled = start
+
+    def _saved(self) -> tuple[Any, ...]:
+        """What :meth:`_restore` puts back."""
+        return (len(self._preamble), list(self._open), self._open_turn, len(self._turns),
+                self._system_prompt, self._mission)
 
     # -- incremental reading -------------------------------------------------------------
 
     def _take(self, entry: Entry) -> None:
+        self._turns_tuple = None
         role = entry.message.get("role") if isinstance(entry.message, dict) else None
         if role in ("user", *INSTRUCTION_ROLES):
             text = text_of(entry.message.get("content"))
@@ -322,6 +430,239 @@ class Compressor:
         # the open turn, read again with the reader's mapping (its size, not the run's)
         trace = build_trace([*self._preamble, *self._open], where=WHERE, source="")
         self._open_turn = replace(trace.turns[0], number=len(self._turns) + 1)
+
+
+# -- the provider shape of a live loop's prompts ------------------------------------------
+
+
+class _Shaped:
+    """One strategy message in the provider's shape: the message it was made from
+    (``source``, kept alive so its id stays its own), a copy of its fields as they were
+    then (``was``: a strategy that sets a field of a message it gave before is seen, as
+    ``compare``'s prompt tracks see it), the breakpoint offsets it was shaped with
+    (``cuts``), the shaped message (``one``: turnpress's own copy, never handed out) and
+    ``fresh()``, a new copy of it for the caller (see :func:`_copier`)."""
+
+    __slots__ = ("cuts", "fresh", "one", "source", "was")
+
+    def __init__(self, source: Any, cuts: tuple[Any, ...], shaped: Any) -> None:
+        self.source, self.was, self.cuts = source, dict(source), cuts
+        self.one = copy_json(shaped)
+        copier = _copier(self.one)
+        self.fresh: Callable[[], Any] = (self.one.copy if copier is dict.copy
+                                         else partial(copier, self.one))
+        if type(self.one) is list and all(_copier(i) is dict.copy for i in self.one):
+            self.fresh = partial(_copy_flat, self.one)  # Responses items of strings
+
+
+class _ShapeCache:
+    """The provider-shaped messages of a :class:`Compressor`'s last prompt, kept between
+    ``messages()`` calls.
+
+    Strategies hand out the same message objects from one prompt to the next (an
+    append-only view grows by a delta per turn). The part of the prompt that starts
+    like the last one (the same objects, still equal to what they were: a strategy may
+    change a message it gave before) takes the last call's shapes in a few C-speed
+    passes; any other message is looked up by identity, or shaped anew. What the
+    caller gets is always fresh containers (:func:`_copier`: one C-speed copy for a
+    message of strings), so changing a result changes neither the next one nor the
+    kept shapes. The Anthropic shape depends on the cache breakpoints too: a message
+    is shaped with the breakpoint offsets it carries, alone, and consecutive messages
+    of one role are merged after (:func:`alternating`), as
+    :func:`~turnpress.core.providers.to_anthropic` does. The result equals
+    :func:`_shaped` of the same messages, which any error falls back to (so errors
+    read the same).
+    """
+
+    def __init__(self, format: str) -> None:
+        self.format = format
+        # the last call's messages (after the system head, in the Anthropic shape), each
+        # as it was then, its shape and how to copy that shape
+        self._sources: list[Any] = []
+        self._was: list[Any] = []
+        self._entries: list[_Shaped] = []
+        self._fresh: list[Callable[[], Any]] = []
+        self._cut_at: set[int] = set()  # the indices of those shaped with breakpoints
+        self._errors = 0  # len(error_ids) when the kept Anthropic shapes were made
+
+    def shaped(self, messages: list[Message], points: Sequence[Breakpoint],
+               error_ids: set[str]) -> Any:
+        """``_shaped(messages, points, format, error_ids)``, from the kept shapes."""
+        if self.format == "anthropic":
+            return self._anthropic(messages, points, error_ids)
+        if self.format == "responses":
+            try:
+                self._kept(messages, {}, _to_responses_one)
+            except _NotAlone:  # a body's instructions: the whole list decides
+                self._forget()
+                return _shaped(handed_out(messages), points, "responses", error_ids)
+            return None, list(chain.from_iterable(f() for f in self._fresh))
+        self._kept(messages, {}, _to_openai_one)
+        return [f() for f in self._fresh]
+
+    def _kept(self, messages: list[Any], cuts: Mapping[int, tuple[Any, ...]],
+              shape: Callable[[Any, tuple[Any, ...]], Any]) -> list[_Shaped]:
+        """The shape of each of ``messages`` (``cuts``: the breakpoint offsets by index),
+        the kept lists brought up to them."""
+        sources, was, entries, fresh = self._sources, self._was, self._entries, self._fresh
+        # the leading messages equal to the last call's as they were then (in C, mostly by
+        # identity: a kept message's fields are the same objects); shaping is a function of
+        # a message's fields, so their shapes hold whatever objects they are
+        try:
+            k = common_prefix_length(messages, was)
+        except Exception:  # a value that cannot be compared (an array...): shape again
+            k = 0
+        by_id = {id(e.source): e for e in entries[k:]}
+        new = []
+        for i in range(k, len(messages)):
+            m, c = messages[i], cuts.get(i, ())
+            e = by_id.get(id(m))
+            if e is None or e.source is not m or e.cuts != c or not _equal(e.was, m):
+                e = _Shaped(m, c, shape(m, c))
+            new.append(e)
+        del entries[k:]
+        entries.extend(new)
+        sources[k:] = messages[k:]
+        was[k:] = map(_WAS, new)
+        fresh[k:] = map(_FRESH, new)
+        for i in self._cut_at | cuts.keys():  # a breakpoint came or went before k: again
+            if i < k and entries[i].cuts != cuts.get(i, ()):
+                entries[i] = e = _Shaped(messages[i], cuts.get(i, ()),
+                                         shape(messages[i], cuts.get(i, ())))
+                was[i], fresh[i] = e.was, e.fresh
+        self._cut_at = set(cuts)
+        return entries
+
+    def _forget(self) -> None:
+        self._sources, self._was, self._entries, self._fresh = [], [], [], []
+        self._cut_at = set()
+
+    def _anthropic(self, messages: list[Message], points: Sequence[Breakpoint],
+                   error_ids: set[str]) -> Any:
+        if len(error_ids) != self._errors:  # a new is_error id: shape everything again
+            self._forget()
+            self._errors = len(error_ids)
+        try:
+            lead = 0
+            while lead < len(messages) and messages[lead]["role"] in INSTRUCTION_ROLES:
+                lead += 1
+            head: list[Breakpoint] = []
+            cuts: dict[int, tuple[Any, ...]] = {}  # by index after the head
+            for index, offset in anthropic_breakpoints(messages, points):
+                if index < lead:
+                    head.append((index, offset))
+                else:
+                    cuts[index - lead] = (*cuts.get(index - lead, ()), offset)
+            system, _ = to_anthropic(messages[:lead], head)
+            entries = self._kept(messages[lead:], cuts,
+                                 partial(_to_anthropic_one, error_ids=error_ids))
+        except Exception:  # the whole list's conversion raises what is wrong, as it says it
+            self._forget()
+            return _shaped(handed_out(messages), points, "anthropic", error_ids)
+        # a message alone in its run of one role comes back as it is; a merged one is new
+        fresh = {id(e.one): e.fresh for e in entries}
+        return system, [fresh[id(m)]() if id(m) in fresh else copy_json(m)
+                        for m in alternating([e.one for e in entries])]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # a value that cannot be compared: not known to be the same
+        return False
+
+
+_FRESH = attrgetter("fresh")
+_WAS = attrgetter("was")
+
+
+def _to_openai_one(message: Any, cuts: tuple[Any, ...]) -> Any:
+    return to_openai([message])[0]
+
+
+class _NotAlone(Exception):
+    """A message whose shape depends on the others (a Responses body's instructions)."""
+
+
+def _to_responses_one(message: Any, cuts: tuple[Any, ...]) -> Any:
+    """A message's Responses items (it maps to them alone, unless it is instructions)."""
+    instructions, items = to_responses([message])
+    if instructions is not None:
+        raise _NotAlone
+    return items
+
+
+def _is_opaque(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("type") in OPAQUE_TYPES
+
+
+def _starts_afresh(before: Any, item: Any) -> bool:
+    """Whether the chat messages of Responses items before ``item`` are final once it
+    comes: it is a message item (it starts a chat message of its own) and the item
+    before it (``None``: none) is no opaque item still waiting for a message."""
+    if not isinstance(item, Mapping) or item.get("type", "message" if "role" in item
+                                                  else None) != "message":
+        return False
+    return before is None or (isinstance(before, Mapping) and before.get(
+        "type", "message" if "role" in before else None) in ITEM_TYPES)
+
+
+def _compactions(message: Any) -> list[Any]:
+    """The ``compaction`` items a chat message keeps (see :func:`with_compactions`)."""
+    kept = message.get(KEPT) if isinstance(message, Mapping) else None
+    return [i for i in kept if isinstance(i, Mapping) and i.get("type") == "compaction"
+            ] if isinstance(kept, list) else []
+
+
+def _to_anthropic_one(message: Any, cuts: tuple[Any, ...], *, error_ids: set[str]
+                      ) -> Any:
+    """A conversation message alone in the Anthropic shape, with its breakpoint offsets
+    (before the merge of one role's runs); an instruction message there is the whole
+    list's error."""
+    if message["role"] in INSTRUCTION_ROLES:
+        raise ValueError("a system message after the conversation started")
+    _, [out] = _shaped([message], [(0, o) for o in cuts], "anthropic", error_ids)
+    return out
+
+
+def _copier(message: Any) -> Callable[[Any], Any]:
+    """The cheapest copy of a shaped message that shares none of its dicts and lists:
+    ``dict.copy`` for a message of strings, a copy of the calls for an assistant
+    message whose tool calls hold strings, :func:`copy_json` for anything else."""
+    if type(message) is not dict:
+        return copy_json
+    nested = [k for k, v in message.items() if type(v) is dict or type(v) is list]
+    if not nested:
+        return dict.copy
+    if nested == ["tool_calls"] and all(_flat_call(c) for c in message["tool_calls"]):
+        return _copy_calls
+    return copy_json
+
+
+def _flat(value: Any) -> bool:
+    return type(value) is dict and not any(type(v) is dict or type(v) is list
+                                           for v in value.values())
+
+
+def _flat_call(call: Any) -> bool:
+    """An OpenAI tool call whose only container is a ``function`` dict of strings."""
+    return (type(call) is dict and _flat(call.get("function"))
+            and _flat({k: v for k, v in call.items() if k != "function"}))
+
+
+def _copy_flat(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return list(map(dict.copy, items))
+
+
+def _copy_calls(message: dict[str, Any]) -> dict[str, Any]:
+    calls = []
+    for call in message["tool_calls"]:  # a loop: cheaper than a comprehension for 1 or 2
+        fresh = call.copy()
+        fresh["function"] = call["function"].copy()
+        calls.append(fresh)
+    out = message.copy()
+    out["tool_calls"] = calls
+    return out
 
 
 # -- helpers --------------------------------------------------------------------------------

@@ -28,9 +28,8 @@ from turnpress.core.compression import (
     Compression,
     RunState,
     get_strategy,
-    model_calls,
     prompt_arguments,
-    render,
+    render_with_calls,
 )
 from turnpress.core.model import Failure, Message, Tool, Turn, Usage
 from turnpress.lisp import run_program
@@ -95,10 +94,10 @@ def run_loop(
     while len(turns) < max_turns:
         next_prompt = prompt_arguments(dataclasses.replace(run, turns=turns), len(turns) + 1)
         try:
-            messages = render(**next_prompt, compression=strategy, template_dirs=template_dirs,
-                              cache=cache, price=price)
-            calls = model_calls(**next_prompt, compression=strategy,
-                                template_dirs=template_dirs, cache=cache, price=price)
+            # the prompt and the model calls that built it, from one prepared render
+            messages, calls = render_with_calls(**next_prompt, compression=strategy,
+                                                template_dirs=template_dirs, cache=cache,
+                                                price=price)
         except Exception as exc:
             if configure is None:
                 raise

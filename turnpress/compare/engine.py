@@ -69,6 +69,7 @@ from turnpress.core.compression import (
     check_messages,
     get_strategy,
     option_defaults,
+    strategy_model_calls,
     strategy_names,
 )
 from turnpress.core.executor import Executor, WorkerJob, get_executor
@@ -370,11 +371,8 @@ def _model_calls(strategy: Any, turns: Any, memory: Any, ctx: RenderContext,
     """The model calls ``strategy`` made itself to build prompt ``n`` (a strategy with a
     ``model_calls(turns, memory, ctx)`` method: summary-based compaction), as rows;
     each has ``input_tokens`` and ``output_tokens``."""
-    method = getattr(strategy, "model_calls", None)
-    if method is None:
-        return []
     return [(n, int(c.input_tokens), int(c.output_tokens))
-            for c in method(turns, memory, ctx)]
+            for c in strategy_model_calls(strategy, turns, memory, ctx)]
 
 
 def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, executor: Executor,

@@ -4,10 +4,13 @@ The core knows no particular strategy: strategies come from the
 ``register_strategies`` hook. :func:`prompt_arguments` says what "the prompt of turn
 n" of a run is; :func:`render` checks its arguments, finds the strategy and the
 run's :class:`RenderContext` and returns the strategy's messages, checked
-(:func:`check_messages`). The pieces live beside this module and are exported here
-too: the Strategy contract (``core.strategy``), finding a strategy
-(``core.strategy_lookup``), the render context (``core.render_context``) and the
-history helpers strategies share (``core.history``).
+(:func:`check_messages`). That preparation is done once per prompt by :func:`prepare`
+(its arguments in one :class:`RenderOptions`), and :func:`render`,
+:func:`render_with_breakpoints`, :func:`render_with_calls` and :func:`model_calls` ask
+the one :class:`PreparedRender` for what they return. The pieces live beside this
+module and are exported here too: the Strategy contract (``core.strategy``), finding a
+strategy (``core.strategy_lookup``), the render context (``core.render_context``) and
+the history helpers strategies share (``core.history``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, Protocol
 
 from turnpress.core.breakpoints import check_breakpoints
@@ -68,15 +72,19 @@ __all__ = [
     "Breakpoint",
     "Compression",
     "NamespaceView",
+    "PreparedRender",
     "RenderContext",
+    "RenderOptions",
     "RunCache",
     "RunState",
     "Strategy",
     "StrategyNotApplicable",
     "check_messages",
+    "copy_json",
     "defined_names",
     "error_message",
     "get_strategy",
+    "handed_out",
     "has_printed",
     "last_items",
     "model_calls",
@@ -84,11 +92,14 @@ __all__ = [
     "normalize",
     "option_defaults",
     "parse_strategy_spec",
+    "prepare",
     "printed_lines",
     "prompt_arguments",
     "render",
     "render_with_breakpoints",
+    "render_with_calls",
     "run_cache_for",
+    "strategy_model_calls",
     "strategy_names",
 ]
 
@@ -147,29 +158,74 @@ def prompt_arguments(run: RunLike, n: int) -> dict[str, Any]:
             "preamble": tuple(getattr(run, "preamble", ()))}
 
 
-def _prepare(
-    turns: Iterable[Turn],
-    memory: Mapping[str, Any] | None,
-    *,
-    mission: str,
-    system_prompt: str,
-    tools: Mapping[str, Any] | None,
-    data: Mapping[str, Any] | None,
-    turns_left: int | None,
-    compression: Compression,
-    template_dirs: Iterable[str | os.PathLike[str]],
-    preamble: Iterable[Mapping[str, Any]] = (),
-    cache: str | CacheRules | None = None,
-    price: str | Price | None = None,
-) -> tuple[Any, tuple[Turn, ...], Mapping[str, Any], RenderContext]:
-    """Check ``render()``'s arguments; return (strategy, turns, memory, context)."""
+@dataclass(frozen=True)
+class RenderOptions:
+    """Everything :func:`render` takes besides the turns and the memory: its keyword
+    arguments, in one value (see :func:`render` for each). :func:`render`,
+    :func:`render_with_breakpoints`, :func:`render_with_calls` and :func:`model_calls`
+    take them one by one; :func:`prepare` takes this."""
+
+    mission: str
+    system_prompt: str = ""
+    tools: Mapping[str, Any] | None = None
+    data: Mapping[str, Any] | None = None
+    turns_left: int | None = None
+    compression: Compression = True
+    template_dirs: Iterable[str | os.PathLike[str]] = ()
+    preamble: Iterable[Mapping[str, Any]] = ()
+    cache: str | CacheRules | None = None
+    price: str | Price | None = None
+
+
+@dataclass(frozen=True)
+class PreparedRender:
+    """One prompt, prepared once (:func:`prepare`): the strategy, the turns, the memory
+    and the run's :class:`RenderContext`, its arguments checked. Its methods call the
+    strategy; what they return is the strategy's own objects, not copies (the public
+    functions hand out copies: :func:`handed_out`)."""
+
+    strategy: Any
+    turns: tuple[Turn, ...]
+    memory: Mapping[str, Any]
+    ctx: RenderContext
+
+    def messages(self) -> list[Message]:
+        """The strategy's messages, checked (:func:`check_messages`)."""
+        return check_messages(self.strategy.to_messages(self.turns, self.memory, self.ctx),
+                              self.strategy)
+
+    def breakpoints(self, messages: Sequence[Message]) -> list[Breakpoint]:
+        """The strategy's cache breakpoints for ``messages`` (what :meth:`messages`
+        returned), checked (see :func:`render_with_breakpoints`)."""
+        return check_breakpoints(breakpoints_for(self.strategy, self.turns, self.memory,
+                                                 self.ctx, messages),
+                                 len(messages), self.strategy)
+
+    def model_calls(self) -> tuple[Any, ...]:
+        """The model calls the strategy made to build this prompt (:func:`model_calls`)."""
+        return strategy_model_calls(self.strategy, self.turns, self.memory, self.ctx)
+
+
+#: the last turns tuple :func:`prepare` checked (a tuple cannot change)
+_CHECKED: list[tuple[Turn, ...]] = [()]
+
+
+def prepare(turns: Iterable[Turn], memory: Mapping[str, Any] | None,
+            options: RenderOptions) -> PreparedRender:
+    """Check ``render()``'s arguments (``options``: its keyword arguments) and find the
+    strategy and the run's :class:`RenderContext`, once for everything asked of the
+    prompt. ``memory=None``: the memory of the last turn (``{}`` before the first)."""
+    o = options
     turns = tuple(turns)
-    if not set(map(type, turns)) <= {Turn}:  # one C-speed pass; subclasses are checked below
-        for i, turn in enumerate(turns):
-            if not isinstance(turn, Turn):
-                raise TypeError(f"turns[{i}] is a {type(turn).__name__}, not a Turn")
-    if not isinstance(mission, str):
-        raise TypeError(f"mission must be a string, got {type(mission).__name__}")
+    if turns is not _CHECKED[0]:  # the tuple checked last time (a live loop's, asked again)
+        if not set(map(type, turns)) <= {Turn}:  # one C-speed pass; subclasses checked below
+            for i, turn in enumerate(turns):
+                if not isinstance(turn, Turn):
+                    raise TypeError(f"turns[{i}] is a {type(turn).__name__}, not a Turn")
+        _CHECKED[0] = turns  # held, so its id is not another tuple's
+    if not isinstance(o.mission, str):
+        raise TypeError(f"mission must be a string, got {type(o.mission).__name__}")
+    turns_left = o.turns_left
     known = turns_left is not None
     if not known:
         turns_left = 0  # not known: no turns-left line (RenderContext.turns_left_known)
@@ -177,28 +233,37 @@ def _prepare(
         raise TypeError(f"turns_left must be an integer or None, got {turns_left!r}")
     if memory is None:
         memory = turns[-1].memory if turns else {}
-    strategy = get_strategy(compression)
-    rules, cost = resolve_pricing(cache, price)
+    strategy = get_strategy(o.compression)
+    rules, cost = resolve_pricing(o.cache, o.price)
     registry = get_registry()
-    dirs = resolve_template_dirs(template_dirs)
-    shared = run_cache_for(tools, data, dirs, registry)
+    dirs = resolve_template_dirs(o.template_dirs)
+    shared = run_cache_for(o.tools, o.data, dirs, registry)
     if shared.tools is None or shared.data is None:
-        shared.tools, shared.data = coerce_tools(tools), dict(data or {})
+        shared.tools, shared.data = coerce_tools(o.tools), dict(o.data or {})
     ctx = RenderContext(
-        mission=mission,
-        system_prompt=system_prompt,
+        mission=o.mission,
+        system_prompt=o.system_prompt,
         tools=shared.tools,
         data=shared.data,
-        turns_left=turns_left,
+        turns_left=turns_left,  # type: ignore[arg-type]
         template_dirs=dirs,
         registry=registry,
-        preamble=tuple(preamble),  # type: ignore[arg-type]
+        preamble=tuple(o.preamble),  # type: ignore[arg-type]
         run_cache=shared,
         turns_left_known=known,
         cache=rules,
         price=cost,
     )
-    return strategy, turns, memory, ctx
+    return PreparedRender(strategy, turns, memory, ctx)
+
+
+def strategy_model_calls(strategy: Any, turns: Sequence[Turn], memory: Mapping[str, Any],
+                         ctx: RenderContext) -> tuple[Any, ...]:
+    """``strategy.model_calls(turns, memory, ctx)`` as a tuple, or ``()`` for a strategy
+    without that method (every extractive one): the one lookup of a strategy's own
+    model calls, for :func:`model_calls` and ``compare``."""
+    method = getattr(strategy, "model_calls", None)
+    return tuple(method(turns, memory, ctx)) if method is not None else ()
 
 
 def render(
@@ -227,11 +292,34 @@ def render(
     (``RenderContext.cache`` / ``.price``; None: the ``openai`` cache, priced
     ``openai-gpt-4.1``). Pure: the same input gives the same output.
     """
-    strategy, turns, memory, ctx = _prepare(
-        turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
-        turns_left=turns_left, compression=compression, template_dirs=template_dirs,
-        preamble=preamble, cache=cache, price=price)
-    return _handed_out(check_messages(strategy.to_messages(turns, memory, ctx), strategy))
+    options = RenderOptions(mission, system_prompt, tools, data, turns_left, compression,
+                            template_dirs, preamble, cache, price)
+    return handed_out(prepare(turns, memory, options).messages())
+
+
+def render_with_calls(
+    turns: Iterable[Turn],
+    memory: Mapping[str, Any] | None = None,
+    *,
+    mission: str,
+    system_prompt: str = "",
+    tools: Mapping[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
+    turns_left: int | None,
+    compression: Compression = True,
+    template_dirs: Iterable[str | os.PathLike[str]] = (),
+    preamble: Iterable[Mapping[str, Any]] = (),
+    cache: str | CacheRules | None = None,
+    price: str | Price | None = None,
+) -> tuple[list[Message], tuple[Any, ...]]:
+    """``(render(...), model_calls(...))`` for the same arguments, prepared once: the
+    messages, then the model calls the strategy made to build them (what the agent
+    loop needs each turn)."""
+    options = RenderOptions(mission, system_prompt, tools, data, turns_left, compression,
+                            template_dirs, preamble, cache, price)
+    prepared = prepare(turns, memory, options)
+    messages = handed_out(prepared.messages())
+    return messages, prepared.model_calls()
 
 
 def model_calls(
@@ -253,30 +341,34 @@ def model_calls(
     for the same arguments (a summary-based strategy's summarization calls), each with
     ``input_tokens`` and ``output_tokens``; ``()`` for a strategy without a
     ``model_calls(turns, memory, ctx)`` method (every extractive one)."""
-    strategy, turns, memory, ctx = _prepare(
-        turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
-        turns_left=turns_left, compression=compression, template_dirs=template_dirs,
-        preamble=preamble, cache=cache, price=price)
-    method = getattr(strategy, "model_calls", None)
-    return tuple(method(turns, memory, ctx)) if method is not None else ()
+    options = RenderOptions(mission, system_prompt, tools, data, turns_left, compression,
+                            template_dirs, preamble, cache, price)
+    return prepare(turns, memory, options).model_calls()
 
 
-def _handed_out(messages: list[Message]) -> list[Message]:
+def handed_out(messages: Sequence[Message]) -> list[Message]:
     """Copies of the messages for the caller to keep or change. Strategies reuse a
     message's dict (and a transcript turn's own messages) from one prompt to the next;
     a caller that adds ``cache_control`` to the last message must not change them."""
-    return [_copy_json(m, 0) for m in messages]  # type: ignore[misc]
+    return [copy_json(m) for m in messages]  # type: ignore[misc]
 
 
-def _copy_json(value: Any, depth: int) -> Any:
-    """A copy of the dicts and lists in a JSON-like value (strings and numbers are
-    immutable; parts nested past 64 levels, which no real message has, are shared)."""
+def copy_json(value: Any, depth: int = 0) -> Any:
+    """A copy of the dicts and lists in a JSON-like value (strings, numbers and other
+    objects are shared; parts nested past 64 levels, which no real message has, are
+    shared too). Only the containers are walked: a dict of strings is one C-speed copy."""
     if depth > 64:
         return value
-    if type(value) is dict:
-        return {k: _copy_json(v, depth + 1) for k, v in value.items()}
-    if type(value) is list:
-        return [_copy_json(v, depth + 1) for v in value]
+    kind = type(value)
+    if kind is dict:
+        out = value.copy()
+        for key, item in value.items():
+            if type(item) is dict or type(item) is list:
+                out[key] = copy_json(item, depth + 1)
+        return out
+    if kind is list:
+        return [copy_json(item, depth + 1) if type(item) is dict or type(item) is list
+                else item for item in value]
     return value
 
 
@@ -305,17 +397,17 @@ def render_with_breakpoints(
     ``ValueError`` naming the strategy and its plugin). Feed both to
     :func:`turnpress.core.providers.to_anthropic`.
     """
-    strategy, turns, memory, ctx = _prepare(
-        turns, memory, mission=mission, system_prompt=system_prompt, tools=tools, data=data,
-        turns_left=turns_left, compression=compression, template_dirs=template_dirs,
-        preamble=preamble, cache=cache, price=price)
-    messages = check_messages(strategy.to_messages(turns, memory, ctx), strategy)
-    points = check_breakpoints(breakpoints_for(strategy, turns, memory, ctx, messages),
-                               len(messages), strategy)
-    return _handed_out(messages), points
+    options = RenderOptions(mission, system_prompt, tools, data, turns_left, compression,
+                            template_dirs, preamble, cache, price)
+    prepared = prepare(turns, memory, options)
+    messages = prepared.messages()
+    return handed_out(messages), prepared.breakpoints(messages)
 
 
 _ROLES = MESSAGE_ROLES  # a tuple: a role that is not hashable is just not one of them
+_ROLE_SET = frozenset(MESSAGE_ROLES)
+_DICT = frozenset({dict})
+_CONTENT = frozenset({str, list})
 
 
 def _valid_message(m: Any) -> bool:
@@ -346,15 +438,14 @@ def check_messages(messages: Any, strategy: Any) -> list[Message]:
     if not isinstance(messages, list):
         raise TypeError(f"strategy {strategy.name!r} returned {type(messages).__name__}, "
                         f"not a list of messages")
-    roles = _ROLES
-    for m in messages:  # the common case, {"role": ..., "content": str}, inline
-        if type(m) is not dict or type(m.get("content")) is not str:
-            break
-        role = m.get("role")
-        if type(role) is not str or role not in roles:
-            break
-    else:
-        return messages
+    # the common case, dicts with a known role and a str or list content, in C-speed passes
+    if set(map(type, messages)) <= _DICT:
+        try:
+            known = set(map(dict.get, messages, repeat("role"))) <= _ROLE_SET
+        except TypeError:  # an unhashable role: not one of them
+            known = False
+        if known and set(map(type, map(dict.get, messages, repeat("content")))) <= _CONTENT:
+            return messages
     for i, m in enumerate(messages):
         if not _valid_message(m):
             raise TypeError(f"strategy {strategy.name!r} returned a bad message at index {i}: "

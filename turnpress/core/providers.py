@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_ANTHROPIC_BREAKPOINTS",
+    "alternating",
     "anthropic_breakpoints",
     "format_text",
     "prompt_with_breakpoints",
@@ -288,12 +289,12 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
         if i in cuts and blocks:
             blocks[-1]["cache_control"] = dict(EPHEMERAL)
         out.append({"role": role, "content": blocks})
-    return system, _alternating(out)
+    return system, alternating(out)
 
 
-def _alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``messages`` with each run of one role merged into one message (see
-    :func:`to_anthropic`); a message alone in its run is left as it is."""
+def alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` (Anthropic messages) with each run of one role merged into one
+    message (see :func:`to_anthropic`); a message alone in its run is left as it is."""
     out: list[dict[str, Any]] = []
     runs: list[list[dict[str, Any]]] = []
     for m in messages:

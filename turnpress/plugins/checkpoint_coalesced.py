@@ -340,11 +340,14 @@ class CheckpointCoalesced(Strategy):
 
     def _key(self, ctx: RenderContext, turns: Sequence[Turn]) -> tuple[Any, ...]:
         """What a prefix's state depends on besides its turns: this strategy's options,
-        the view's settings and the run's turn budget (the deltas' turns-left lines)."""
+        the view's settings and the run's turn budget (the deltas' turns-left lines; none
+        when the turns left are not known: then no line shows it, and a live loop's
+        prompts share their prefix states from one turn to the next)."""
         view = self._coalesced
+        budget = ctx.turns_left + len(turns) if ctx.turns_left_known else None
         return (type(self), tuple(self.options.items()), type(view), view.println_limit,
                 view.tool_call_limit, view.errors, view.output_lines, view.turn_lines,
-                view.line_chars, view.keys, ctx.turns_left + len(turns))
+                view.line_chars, view.keys, budget)
 
     def _prefixes(self, turns: Sequence[Turn], ctx: RenderContext) -> list[_Prefix]:
         """``[k]``: the state after ``turns[:k]`` (names seen, checkpoints, the k-th

@@ -39,8 +39,9 @@ class TurnWalk(Generic[_T]):
     compare renders prompt 1, 2, 3... of a run: the turns of prompt n+1 are those of
     prompt n (the same objects) and one more, so only the new turn's piece is made,
     and an earlier prompt (its turns a prefix of the last walk's) takes a slice.
-    Anything else (another run, another key, turns that are not the same objects)
-    walks again from the first turn. ``make(pos, before)`` gets the 1-based position
+    Turns that are not the same objects are walked again from the first that differs
+    (a live loop's last turn, read again as its messages come); another run or another
+    key walks again from the first turn. ``make(pos, before)`` gets the 1-based position
     and the pieces of the turns before it; the piece must depend only on
     ``turns[:pos]``, ``key`` and the run (``ctx.run_cache``), never on the call order.
     """
@@ -58,15 +59,23 @@ class TurnWalk(Generic[_T]):
         count = len(turns) if count is None else count
         last = self._last
         pieces: list[_T] = []
-        if (last is not None and last[0] is ctx.run_cache and last[1] == key
-                and all(map(is_, islice(turns, count), last[2]))):
-            if count <= len(last[2]):
+        if last is not None and last[0] is ctx.run_cache and last[1] == key:
+            if turns is last[2]:
+                same = count
+            else:  # the leading turns that are the last walk's (one C-speed pass)
+                flags = list(map(is_, islice(turns, count), last[2]))
+                same = flags.index(False) if False in flags else len(flags)
+            if same == count:
                 return last[3][:count]
-            pieces.extend(last[3])
+            pieces.extend(last[3][:same])
         for pos in range(len(pieces) + 1, count + 1):
             pieces.append(make(pos, pieces))
         made = tuple(pieces)
-        self._last = (ctx.run_cache, key, tuple(islice(turns, count)), made)
+        # the turns tuple itself when it is all walked: the same prompt asked again (a
+        # live loop's Compressor between two messages) is then recognised at once
+        walked = turns if type(turns) is tuple and count == len(turns) else tuple(
+            islice(turns, count))
+        self._last = (ctx.run_cache, key, walked, made)
         return made
 
 
