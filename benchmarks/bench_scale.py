@@ -21,9 +21,12 @@ plus a constant. One run of about MB megabytes is built from the corpus runs: th
 turns one after the other (``--large-turns`` of them, each copy's ids and messages
 marked with its number), each tool output grown with real tool output text of the
 corpus taken at a moving offset (so lines recur, as files read again do, but no two
-messages are equal). It is compared alone with ``--jobs 1`` (everything in one
-process), as is the first corpus run; printed: each file's size and the process's
-peak memory (``VmHWM``), the peak as a multiple of the large file, and the growth
+messages are equal): a file that is almost all message text. ``--large-turns 0``
+grows nothing and takes as many turns as make the size instead: a long run of the
+corpus's own shape (its files are about 80% metadata: the provider's responses).
+It is compared alone with ``--jobs 1`` (everything in one process), as is the
+first corpus run; printed: each file's size and the process's peak memory
+(``VmHWM``), the peak as a multiple of the large file, and the growth
 from the small run to the large one as a multiple of the growth of the file (target:
 at most 3x).
 
@@ -116,6 +119,12 @@ def write_large_run(sources: list[Path], megabytes: float, turns: int,
     groups = [g for data in runs for g in _groups(data)[1]]
     pool = "\n".join(m["content"] for g in groups for m in g
                      if m.get("role") == "tool" and isinstance(m.get("content"), str))
+    if not turns:  # real-shaped: as many turns as make the size, nothing grown
+        sizes = [len(json.dumps(g)) for g in groups]
+        total, turns = len(json.dumps(runs[0])), 0
+        while total < megabytes * 1e6:
+            total += sizes[turns % len(groups)]
+            turns += 1
     picked = [groups[k % len(groups)] for k in range(turns)]
     plain = len(json.dumps(runs[0])) + sum(len(json.dumps(g)) for g in picked)
     outputs = sum(1 for g in picked for m in g if m.get("role") == "tool")
@@ -252,7 +261,8 @@ def main() -> None:
 
 def large(args: argparse.Namespace, sources: list[Path]) -> None:
     """Issue 20 item 6: the peak memory of comparing one large run, against its size."""
-    print(f"one run of about {args.large:g} MB ({args.large_turns} turns) against the first "
+    shape = f"{args.large_turns} turns" if args.large_turns else "real-shaped"
+    print(f"one run of about {args.large:g} MB ({shape}) against the first "
           f"corpus run; strategies {', '.join(args.strategy)}, tokenizer {args.tokenizer}, "
           f"--jobs 1")
     with tempfile.TemporaryDirectory(prefix="turnpress-large-") as tmp:

@@ -196,6 +196,19 @@ def test_needed_facts_first_seen_in_feedback():
     assert needed.for_turn(3) == []  # done_now first appears in the agent's own message
 
 
+def test_needed_facts_with_wide_characters():
+    """The run's text is searched as UTF-8 (one emoji does not make it 4 bytes a
+    character): first occurrences are found in the right turn all the same."""
+    needed = NeededFacts("mission \U0001f680: fix src/app.py", [
+        ("ls src \u00e9t\u00e9", "src/app.py\nsrc/parser_utils.py \u2713 ticket 48213"),
+        ("cat src/parser_utils.py src/app.py # ticket 48213 \U0001f600", "d\u00e9f ..."),
+        ("echo caf\u00e9_now", "ok caf\u00e9_now"),
+    ])
+    assert [f.value for f in needed.for_turn(2)] == ["src/parser_utils.py", "parser_utils.py",
+                                                     "48213"]
+    assert needed.for_turn(3) == []
+
+
 def test_fact_index_matches_per_message_search():
     index = FactIndex(exclude=["SYSTEM: found 2"])  # static text retains nothing
     ids = index.ids([Fact("name", "hits"), Fact("printed line", "found 2")])

@@ -507,6 +507,10 @@ def identifiers(text: str) -> list[str]:
     return list(dict.fromkeys(f for f in found if len(f) >= 3))
 
 
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
 class NeededFacts:
     """The needed facts of each turn of one run.
 
@@ -517,19 +521,17 @@ class NeededFacts:
     """
 
     def __init__(self, head: str, turns: Sequence[tuple[str, str]]) -> None:
-        parts, starts, kinds = [head], [0], ["head"]
-        pos = len(head) + 1
+        # UTF-8 (a substring match in it is one in the text): one wide character
+        # does not make the whole run's text 2 or 4 bytes a character
+        text, starts, kinds = bytearray(_utf8(head)), [0], ["head"]
         self.assistant = [a for a, _ in turns]
         for k, (assistant, feedback) in enumerate(turns, 1):
-            starts.append(pos)
-            kinds.append(("assistant", k))  # type: ignore[arg-type]
-            parts.append(assistant)
-            pos += len(assistant) + 1
-            starts.append(pos)
-            kinds.append(("feedback", k))  # type: ignore[arg-type]
-            parts.append(feedback)
-            pos += len(feedback) + 1
-        self._text = "\x00".join(parts)
+            for kind, part in (("assistant", assistant), ("feedback", feedback)):
+                text += b"\x00"
+                starts.append(len(text))
+                kinds.append((kind, k))  # type: ignore[arg-type]
+                text += _utf8(part)
+        self._text = text
         self._starts = starts
         self._kinds: list[Any] = kinds
         self._first: dict[str, Any] = {}
@@ -537,7 +539,7 @@ class NeededFacts:
     def _first_seen(self, ident: str) -> Any:
         where = self._first.get(ident)
         if where is None:
-            at = self._text.find(ident)
+            at = self._text.find(_utf8(ident))
             where = self._kinds[bisect.bisect_right(self._starts, at) - 1] if at >= 0 else "-"
             self._first[ident] = where
         return where
