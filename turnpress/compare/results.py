@@ -684,12 +684,15 @@ summarization call) to build the prompt of that turn."""
 
 @dataclass
 class TraceOutcome:
-    """One trace's numbers: ``rows[s]`` holds a :data:`Row` per prompt of strategy s."""
+    """One trace's numbers: ``rows[s]`` holds a :data:`Row` per prompt of strategy s;
+    ``dropped[s]`` each fact strategy s dropped, once: ``(turn, fact, prompts)``, the
+    turn whose prompt first lacked it and how many prompts lacked it (a ``(turn,
+    fact)`` pair counts as one prompt)."""
 
     index: int
     info: TraceInfo
     rows: list[list[Row]]
-    dropped: list[list[tuple[int, Fact]]]
+    dropped: list[list[tuple[int, Fact, int]]] | list[list[tuple[int, Fact]]]
     status: list[tuple[str, str] | None]
     prompts: TracePrompts | None = None
     #: ``calls[s]``: the :data:`CallRow` of each model call strategy s made itself
@@ -747,8 +750,8 @@ def add_outcome(result: ComparisonResult, outcome: TraceOutcome, names: list[str
         sr.baseline_cost_usd += info.baseline_cost_usd
         sr.floor_usd += info.floor_usd
         distinct = set()
-        for turn, fact in dropped:
-            sr.dropped[fact.kind] += 1
+        for turn, fact, *times in dropped:
+            sr.dropped[fact.kind] += times[0] if times else 1
             if fact not in distinct:
                 distinct.add(fact)
                 if len(sr.dropped_examples) < MAX_DROPPED_EXAMPLES:
