@@ -286,3 +286,30 @@ def test_a_fact_cut_for_display_says_so() -> None:
     assert str(Fact("tool call", "f", ("short",))) == "tool call f(short)"
     many = Fact("tool call", "f", tuple(f"argument-{i}" for i in range(9)))
     assert str(many).endswith("...)") and len(str(many)) == len("tool call f()") + 63
+
+
+def test_fact_index_keeps_a_bounded_number_of_texts(monkeypatch):
+    """Issue 20 item 6: a huge run's rendered texts are not all kept (two generations of
+    TEXT_CHARS); a text dropped and met again is searched again, to the same answers."""
+    import turnpress.compare.retention as retention
+
+    facts = [Fact("name", f"name_{i}") for i in range(40)]
+    texts = [" ".join(f"name_{(k * 7 + j) % 50}" for j in range(k % 9)) + f" view {k}"
+             for k in range(300)]
+    answers = []
+    for limit in (10**9, 200):
+        monkeypatch.setattr(retention, "TEXT_CHARS", limit)
+        index = FactIndex()
+        ids = index.ids(facts)
+        index.track(ids[::2])
+        lazy = index.ids([Fact("needed", "name_41"), Fact("needed", "name_45")], lazy=True)
+        got = []
+        for _ in range(2):  # the second pass meets every text again
+            for k in range(0, 300, 3):
+                window = texts[k:k + 3]
+                got.append((index.shown(window), index.shown_tracked(window) & set(ids[::2]),
+                            index.shows(window, [*lazy, ids[1]])))
+        answers.append(got)
+        kept = sum(map(len, [*index._texts, *index._old_texts]))
+        assert (kept <= 2 * (200 + 100)) == (limit == 200)
+    assert answers[0] == answers[1]

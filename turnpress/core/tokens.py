@@ -260,7 +260,7 @@ class TokenizedPrompt:
         return sum(s.count for s in self.segments[:index])
 
 
-RUN_CHARS = 4_000_000
+RUN_CHARS = 2_000_000
 """Characters of message texts a :class:`TokenCounter` keeps per run (in each of two
 generations) before it forgets the ones least recently met: a text met again after
 that is known by its digest, not encoded again."""
