@@ -31,7 +31,7 @@ from the small run to the large one as a multiple of the growth of the file (tar
 at most 3x).
 
 Run: ``python benchmarks/bench_scale.py [--runs 1000] [--small 100] [--jobs 2]
-[--strategy NAME ...] [--tokenizer o200k_base] [--no-dask]``, or
+[--strategy NAME ...] [--tokenizer o200k_base] [--no-dask] [--only local|dask]``, or
 ``python benchmarks/bench_scale.py --large 58 [--large-turns 400]``.
 """
 
@@ -207,6 +207,8 @@ def main() -> None:
     parser.add_argument("--strategy", action="append", default=None)
     parser.add_argument("--tokenizer", default="o200k_base")
     parser.add_argument("--no-dask", action="store_true")
+    parser.add_argument("--only", choices=("local", "dask"), default=None,
+                        help="measure one executor only")
     parser.add_argument("--large", type=float, default=None, metavar="MB",
                         help="measure the memory of one run of about MB megabytes instead")
     parser.add_argument("--large-turns", type=int, default=400)
@@ -226,8 +228,8 @@ def main() -> None:
     if args.large is not None:
         large(args, sources)
         return
-    executors = ["local"]
-    if not args.no_dask:
+    executors = [] if args.only == "dask" else ["local"]
+    if not args.no_dask and args.only != "local":
         try:
             import distributed  # noqa: F401 -- optional dependency: only to know it is there
             executors.append("dask")
