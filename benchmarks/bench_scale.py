@@ -12,10 +12,27 @@ comparison's driver (sampled from ``/proc/self/status`` while it compares; the
 forked pool's or the Dask workers' memory is theirs, not the driver's). Printed: runs
 per second, peak driver memory at the small and the large size, their ratio
 (target: at most 1.2x from 100 to 1,000 runs), and whether the ``--json`` documents
-of the local pool and of Dask are equal (a SHA-256 of each).
+of the local pool and of Dask are equal (a SHA-256 of each). The driver's time and
+memory include writing the ``--json`` document (to a hash, as the CLI writes it to
+stdout), since that is where a comparison's per-prompt numbers end up.
+
+``--large MB`` measures issue 20 item 6 instead: memory at most 3x the largest file
+plus a constant. One run of about MB megabytes is built from the corpus runs: their
+turns one after the other (``--large-turns`` of them, each copy's ids and messages
+marked with its number), each tool output grown with real tool output text of the
+corpus taken at a moving offset (so lines recur, as files read again do, but no two
+messages are equal): a file that is almost all message text. ``--large-turns 0``
+grows nothing and takes as many turns as make the size instead: a long run of the
+corpus's own shape (its files are about 80% metadata: the provider's responses).
+It is compared alone with ``--jobs 1`` (everything in one process), as is the
+first corpus run; printed: each file's size and the process's peak memory
+(``VmHWM``), the peak as a multiple of the large file, and the growth
+from the small run to the large one as a multiple of the growth of the file (target:
+at most 3x).
 
 Run: ``python benchmarks/bench_scale.py [--runs 1000] [--small 100] [--jobs 2]
-[--strategy NAME ...] [--tokenizer o200k_base] [--no-dask]``.
+[--strategy NAME ...] [--tokenizer o200k_base] [--no-dask] [--only local|dask]``, or
+``python benchmarks/bench_scale.py --large 58 [--large-turns 400]``.
 """
 
 from __future__ import annotations
@@ -63,19 +80,86 @@ def write_runs(sources: list[Path], n: int, directory: Path) -> list[Path]:
     return out
 
 
-def _rss_mb() -> float:
+def _status_mb(field: str = "VmRSS") -> float:
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
 
 
+def _rss_mb() -> float:
+    return _status_mb("VmRSS")
+
+
+def _groups(data: dict) -> tuple[list[dict], list[list[dict]]]:
+    """A mini-swe-agent run's leading messages (system, task) and its turns: each an
+    assistant message and the tool / user messages that answer it."""
+    messages = [m for m in data["messages"] if m.get("role") != "exit"]
+    first = next(i for i, m in enumerate(messages) if m.get("role") == "assistant")
+    groups: list[list[dict]] = []
+    for m in messages[first:]:
+        if m.get("role") == "assistant" or not groups:
+            groups.append([])
+        groups[-1].append(m)
+
+    def answered(group: list[dict]) -> bool:  # the run's last call may have no answer
+        asked = {c.get("id") for c in group[0].get("tool_calls") or ()}
+        return asked <= {m.get("tool_call_id") for m in group}
+
+    return messages[:first], [g for g in groups if answered(g)]
+
+
+def write_large_run(sources: list[Path], megabytes: float, turns: int,
+                    directory: Path) -> Path:
+    """One run of about ``megabytes`` MB and ``turns`` turns made of the corpus runs'
+    turns (see the module's docstring)."""
+    runs = [json.loads(p.read_text(encoding="utf-8")) for p in sources]
+    head, _ = _groups(runs[0])
+    groups = [g for data in runs for g in _groups(data)[1]]
+    pool = "\n".join(m["content"] for g in groups for m in g
+                     if m.get("role") == "tool" and isinstance(m.get("content"), str))
+    if not turns:  # real-shaped: as many turns as make the size, nothing grown
+        sizes = [len(json.dumps(g)) for g in groups]
+        total, turns = len(json.dumps(runs[0])), 0
+        while total < megabytes * 1e6:
+            total += sizes[turns % len(groups)]
+            turns += 1
+    picked = [groups[k % len(groups)] for k in range(turns)]
+    plain = len(json.dumps(runs[0])) + sum(len(json.dumps(g)) for g in picked)
+    outputs = sum(1 for g in picked for m in g if m.get("role") == "tool")
+    grow = max(0, int((megabytes * 1e6 - plain) / max(outputs, 1)))
+    offset = 0
+    messages = [json.loads(json.dumps(m)) for m in head]
+    for k, group in enumerate(picked):
+        for original in group:
+            m = json.loads(json.dumps(original))
+            for call in m.get("tool_calls") or ():
+                call["id"] = f"{call.get('id')}-{k}"
+            if "tool_call_id" in m:
+                m["tool_call_id"] = f"{m['tool_call_id']}-{k}"
+            if isinstance(m.get("content"), str):
+                m["content"] += f"\n[turn copy {k}]"
+                if m.get("role") == "tool" and grow:
+                    start = offset % max(len(pool) - grow, 1)
+                    m["content"] += "\n" + pool[start:start + grow]
+                    offset += grow // 3 + 7919
+            messages.append(m)
+    data = dict(runs[0], messages=messages, instance_id="large-run")
+    path = directory / "large.traj.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
 def child(args: argparse.Namespace) -> None:
-    """One comparison; prints ``{"seconds", "peak_mb", "sha256", "runs"}``."""
+    """One comparison (and its ``--json`` document); prints ``{"seconds", "peak_mb",
+    "sha256", "runs", "skipped"}``."""
     from turnpress.compare import compare_traces
 
-    paths = sorted(Path(args.dir).glob("run-*.traj.json"))[:args.child_runs]
+    if args.child_file:
+        paths = [Path(args.child_file)]
+    else:
+        paths = sorted(Path(args.dir).glob("run-*.traj.json"))[:args.child_runs]
     peak = [_rss_mb()]
     stop = threading.Event()
 
@@ -88,19 +172,25 @@ def child(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     result = compare_traces(paths, list(args.strategy), tokenizer=args.tokenizer,
                             jobs=args.jobs, executor=args.executor)
+    digest = hashlib.sha256()
+    pieces = getattr(result, "iter_json", None)  # as the CLI writes --json (older: dumps)
+    for piece in pieces() if pieces is not None else [result.dumps()]:
+        digest.update(piece.encode())
     seconds = time.perf_counter() - start
     stop.set()
     sampler.join()
-    peak[0] = max(peak[0], _rss_mb())
-    digest = hashlib.sha256(result.dumps().encode()).hexdigest()
-    print(json.dumps({"seconds": seconds, "peak_mb": peak[0], "sha256": digest,
+    peak[0] = max(peak[0], _rss_mb(), _status_mb("VmHWM"))
+    print(json.dumps({"seconds": seconds, "peak_mb": peak[0], "sha256": digest.hexdigest(),
                       "runs": len(result.traces), "skipped": len(result.skipped)}))
 
 
-def measure(args: argparse.Namespace, directory: Path, runs: int, executor: str) -> dict:
-    """Run one comparison in a child process and return what it printed."""
-    command = [sys.executable, __file__, "--child-runs", str(runs), "--dir", str(directory),
-               "--executor", executor, "--jobs", str(args.jobs), "--tokenizer",
+def measure(args: argparse.Namespace, directory: Path, runs: int, executor: str,
+            file: Path | None = None, jobs: int | None = None) -> dict:
+    """Run one comparison in a child process and return what it printed (``file``: of
+    that one file instead of ``runs`` runs of ``directory``)."""
+    where = ["--child-file", str(file)] if file is not None else ["--dir", str(directory)]
+    command = [sys.executable, __file__, "--child-runs", str(runs), *where,
+               "--executor", executor, "--jobs", str(jobs or args.jobs), "--tokenizer",
                args.tokenizer, *[x for s in args.strategy for x in ("--strategy", s)]]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -117,20 +207,29 @@ def main() -> None:
     parser.add_argument("--strategy", action="append", default=None)
     parser.add_argument("--tokenizer", default="o200k_base")
     parser.add_argument("--no-dask", action="store_true")
+    parser.add_argument("--only", choices=("local", "dask"), default=None,
+                        help="measure one executor only")
+    parser.add_argument("--large", type=float, default=None, metavar="MB",
+                        help="measure the memory of one run of about MB megabytes instead")
+    parser.add_argument("--large-turns", type=int, default=400)
     parser.add_argument("--child-runs", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--child-file", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--dir", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--executor", default="local", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.strategy = args.strategy or list(DEFAULT_STRATEGIES)
-    if args.child_runs:
+    if args.child_runs or args.child_file:
         child(args)
         return
     sources = corpus_paths()
     if not sources:
         print("skipped: the shared corpus (../shared/corpus/mini-swe-agent/) is absent")
         return
-    executors = ["local"]
-    if not args.no_dask:
+    if args.large is not None:
+        large(args, sources)
+        return
+    executors = [] if args.only == "dask" else ["local"]
+    if not args.no_dask and args.only != "local":
         try:
             import distributed  # noqa: F401 -- optional dependency: only to know it is there
             executors.append("dask")
@@ -160,6 +259,29 @@ def main() -> None:
                 same = found["local", runs]["sha256"] == found["dask", runs]["sha256"]
                 print(f"--json of local and dask at {runs} runs: "
                       f"{'equal' if same else 'DIFFERENT'}")
+
+
+def large(args: argparse.Namespace, sources: list[Path]) -> None:
+    """Issue 20 item 6: the peak memory of comparing one large run, against its size."""
+    shape = f"{args.large_turns} turns" if args.large_turns else "real-shaped"
+    print(f"one run of about {args.large:g} MB ({shape}) against the first "
+          f"corpus run; strategies {', '.join(args.strategy)}, tokenizer {args.tokenizer}, "
+          f"--jobs 1")
+    with tempfile.TemporaryDirectory(prefix="turnpress-large-") as tmp:
+        started = time.perf_counter()
+        big = write_large_run(sources, args.large, args.large_turns, Path(tmp))
+        print(f"wrote it in {time.perf_counter() - started:.1f} s", flush=True)
+        found = {}
+        for name, path in (("small", sources[0]), ("large", big)):
+            m = found[name] = measure(args, Path(tmp), 1, "local", file=path, jobs=1)
+            m["file_mb"] = path.stat().st_size / 1e6
+            print(f"{name}: file {m['file_mb']:7.1f} MB, {m['seconds']:7.1f} s, peak memory "
+                  f"{m['peak_mb']:7.1f} MB", flush=True)
+    small, big_m = found["small"], found["large"]
+    growth = (big_m["peak_mb"] - small["peak_mb"]) / (big_m["file_mb"] - small["file_mb"])
+    verdict = "ok" if growth <= 3.0 else "over the 3x target"
+    print(f"peak memory / large file = {big_m['peak_mb'] / big_m['file_mb']:.2f}x; growth of "
+          f"the peak / growth of the file = {growth:.2f}x ({verdict})")
 
 
 if __name__ == "__main__":

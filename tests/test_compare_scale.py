@@ -190,3 +190,33 @@ def test_results_done_before_a_strict_failure_are_written(good, broken, tmp_path
         assert result.exit_code == 2
         files = {json.loads(line)["file"] for line in out.read_text().splitlines()}
         assert files == set(good)
+
+
+def test_each_dropped_fact_is_listed_once_with_its_count(good, tmp_path):
+    """A long run drops the same facts turn after turn: the per-trace line lists each
+    once (the turn first without it, how many prompts lacked it), not once a prompt;
+    a file of an earlier version (an entry per prompt, no count) resumes the same."""
+    args = [*good, *STRATEGIES, "-t", "chars4", "--json"]
+    out = tmp_path / "per-trace.jsonl"
+    full = run(*args, "--per-trace", str(out))
+    assert full.exit_code == 0, full.output
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    entries = [e for line in lines for e in line["resume"]["dropped"]]
+    assert any(e[4] > 1 for e in entries)  # dropped from several prompts, listed once
+    for line in lines:
+        facts = [tuple(map(str, e[1:4])) for e in line["resume"]["dropped"]]
+        assert len(facts) == len(set(facts))
+    doc = json.loads(full.stdout)
+    window = doc["strategies"][1]
+    assert sum(window["dropped"].values()) == sum(
+        e[4] for line in lines if line["strategy"] == "rolling-window:window=3"
+        for e in line["resume"]["dropped"])
+    # the earlier format: one entry per prompt that lacked the fact
+    for line in lines:
+        line["resume"]["dropped"] = [e[:4] for e in line["resume"]["dropped"]
+                                     for _ in range(e[4])]
+    old = tmp_path / "old.jsonl"
+    old.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    resumed = run(*args, "--resume", str(old), "--per-trace", str(tmp_path / "new.jsonl"))
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout == full.stdout

@@ -196,6 +196,20 @@ def test_needed_facts_first_seen_in_feedback():
     assert needed.for_turn(3) == []  # done_now first appears in the agent's own message
 
 
+def test_needed_facts_with_wide_characters():
+    """Wide characters in a run (an emoji makes a joined str 4 bytes a character, the
+    reason NeededFacts keeps the texts apart): first occurrences are found in the
+    right turn all the same."""
+    needed = NeededFacts("mission \U0001f680: fix src/app.py", [
+        ("ls src \u00e9t\u00e9", "src/app.py\nsrc/parser_utils.py \u2713 ticket 48213"),
+        ("cat src/parser_utils.py src/app.py # ticket 48213 \U0001f600", "d\u00e9f ..."),
+        ("echo caf\u00e9_now", "ok caf\u00e9_now"),
+    ])
+    assert [f.value for f in needed.for_turn(2)] == ["src/parser_utils.py", "parser_utils.py",
+                                                     "48213"]
+    assert needed.for_turn(3) == []
+
+
 def test_fact_index_matches_per_message_search():
     index = FactIndex(exclude=["SYSTEM: found 2"])  # static text retains nothing
     ids = index.ids([Fact("name", "hits"), Fact("printed line", "found 2")])
@@ -304,3 +318,30 @@ def test_needed_facts_find_the_first_occurrence_without_a_joined_copy(head, turn
     memory) and finds where an identifier first occurs as the joined text would."""
     needed = NeededFacts(head, turns)
     assert needed._first_seen(ident) == _first_seen_joined(head, turns, ident)
+
+
+def test_fact_index_keeps_a_bounded_number_of_texts(monkeypatch):
+    """Issue 20 item 6: a huge run's rendered texts are not all kept (two generations of
+    TEXT_CHARS); a text dropped and met again is searched again, to the same answers."""
+    import turnpress.compare.retention as retention
+
+    facts = [Fact("name", f"name_{i}") for i in range(40)]
+    texts = [" ".join(f"name_{(k * 7 + j) % 50}" for j in range(k % 9)) + f" view {k}"
+             for k in range(300)]
+    answers = []
+    for limit in (10**9, 200):
+        monkeypatch.setattr(retention, "TEXT_CHARS", limit)
+        index = FactIndex()
+        ids = index.ids(facts)
+        index.track(ids[::2])
+        lazy = index.ids([Fact("needed", "name_41"), Fact("needed", "name_45")], lazy=True)
+        got = []
+        for _ in range(2):  # the second pass meets every text again
+            for k in range(0, 300, 3):
+                window = texts[k:k + 3]
+                got.append((index.shown(window), index.shown_tracked(window) & set(ids[::2]),
+                            index.shows(window, [*lazy, ids[1]])))
+        answers.append(got)
+        kept = sum(map(len, [*index._texts, *index._old_texts]))
+        assert (kept <= 2 * (200 + 100)) == (limit == 200)
+    assert answers[0] == answers[1]

@@ -152,6 +152,29 @@ def test_cross_run_cache_is_bounded():
     assert len(counter._shared) <= 5
 
 
+def test_a_huge_run_keeps_a_bounded_number_of_its_texts():
+    """Issue 20 item 6: within a run, the texts a counter keeps are bounded (two
+    generations of ``run_chars`` / ``piece_chars``); a text met again after it was
+    dropped is known by its digest (not encoded again), and the tokens are the same."""
+    lines = [f"line {i}: " + "word " * (i % 7) for i in range(4000)]
+    texts = ["\n".join(lines[k:k + 60]) for k in range(0, 3000, 20)]  # shared lines
+    bounded = TokenCounter("o200k_base", run_chars=5000, piece_chars=3000)
+    free = TokenCounter("o200k_base")
+    for counter in (bounded, free):
+        counter.start_run()
+    for _ in range(2):  # the second pass meets every text again
+        for k, text in enumerate(texts):
+            for counter in (bounded, free):
+                counter.count([{"role": "user", "content": text}])
+            a, b = bounded.segment("user", text), free.segment("user", text)
+            assert (a.count, a.digest, a.tokens) == (b.count, b.digest, b.tokens), k
+    assert free.encoded == bounded.encoded == len(texts)  # by digest, not encoded again
+    kept = sum(len(c) for _, c in [*bounded._run, *bounded._old_run])
+    assert kept <= 2 * (5000 + max(map(len, texts)))
+    assert sum(map(len, [*bounded._pieces, *bounded._old_pieces])) <= 2 * (3000 + 100)
+    assert sum(map(len, [*free._pieces, *free._old_pieces])) > 50_000
+
+
 def test_a_plugin_tokenizer_is_used_like_a_builtin():
     registry = Registry(entry_points=False)
 

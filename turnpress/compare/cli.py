@@ -174,8 +174,10 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         raise click.ClickException(str(exc)) from None
     for skipped in result.skipped:
         click.echo(f"Skipped {skipped}", err=True)
-    if as_json:
-        click.echo(result.dumps())
+    if as_json:  # piece by piece: the per-prompt lists are never held whole
+        for piece in result.iter_json():
+            click.echo(piece, nl=False)
+        click.echo()
     else:
         print_comparison(result, Console(soft_wrap=False))
     if html_path is not None:

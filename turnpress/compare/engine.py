@@ -226,7 +226,8 @@ class _Worker:
         status: list[tuple[str, str] | None] = [None] * len(strategies)
         rows: list[list[Row]] = [[] for _ in strategies]
         calls: list[list[CallRow]] = [[] for _ in strategies]
-        dropped: list[list[tuple[int, Fact]]] = [[] for _ in strategies]
+        # per strategy: fact id -> [the turn it was first dropped, prompts dropped from]
+        drops: list[dict[int, list[int]]] = [{} for _ in strategies]
         prompts = TracePrompts(trace.name, [], []) if keep else None
         last = len(trace.turns)
         all_turns, whole_ctx = self._context(trace, last + 1)
@@ -314,7 +315,12 @@ class _Worker:
                 score = 1.0 - len(lost) / len(counted) if counted else 1.0
                 rows[i].append((n, prompt.total, used.cached, used.written, score,
                                 len(need), sum(1 for j in need if j in need_shown)))
-                dropped[i].extend((n, index_.facts[j]) for j in lost)
+                for j in lost:  # counted, not listed per prompt: a long run has many
+                    first = drops[i].get(j)
+                    if first is None:
+                        drops[i][j] = [n, 1]
+                    else:
+                        first[1] += 1
                 kept_messages.append(messages)
                 kept_tokens.append(prompt.total)
             if prompts is not None:
@@ -323,6 +329,8 @@ class _Worker:
         as_run, billed = billed_usage(trace, s.price, billed_base_cost)
         info = TraceInfo(trace.name, last, base_tokens, base_cost, as_run, billed, floor)
         self.counter.start_run()
+        dropped: list[list[tuple[int, Fact, int]]] = [
+            [(turn, index_.facts[j], times) for j, (turn, times) in d.items()] for d in drops]
         return TraceOutcome(index, info, rows, dropped, status, prompts, calls)
 
     def _render(self, strategy: Any, turns: Any, memory: Any, ctx: RenderContext, where: str,

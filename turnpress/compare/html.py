@@ -68,22 +68,22 @@ def _series(result: ComparisonResult) -> list[dict[str, Any]]:
     per_trace: list[dict[str, Any]] = []
     shown = min(len(result.traces), MAX_CHART_TRACES)
     price = result.price
+    billed_rows = result.billed()
+    row = next(billed_rows, None)
     for index, t in enumerate(result.traces):
         for turn in range(t.turns):
             running[turn] += 1
-        billed: list[float | None] = []
-        costs: list[float | None] = []
-        for turn, usage in enumerate(t.billed):
-            if usage is None:
-                billed.append(None)
-                costs.append(None)
-                continue
-            c = cost_usd(price, usage[0], usage[1])
-            billed.append(usage[0])
-            costs.append(c)
-            billed_sum[turn] += usage[0]
+        billed: list[float | None] = [None] * t.turns
+        costs: list[float | None] = [None] * t.turns
+        while row is not None and row[0] == index:
+            _, turn, prompt, cached = row
+            c = cost_usd(price, prompt, cached)
+            billed[turn] = prompt
+            costs[turn] = c
+            billed_sum[turn] += prompt
             billed_cost[turn] += c
             billed_n[turn] += 1
+            row = next(billed_rows, None)
         if index < shown:
             per_trace.append({"name": t.name, "turns": t.turns,
                               **{k: [[0] * t.turns for _ in range(n_strategies)]

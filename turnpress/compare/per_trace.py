@@ -90,8 +90,8 @@ def outcome_lines(key: TraceKey | None, outcome: TraceOutcome, labels: Sequence[
             "as_run_cost_usd": info.as_run.cost_usd if info.as_run else None,
             **settings,
             "resume": {"info": info_json, "rows": rows,
-                       "dropped": [[turn, f.kind, f.value, list(f.leaves)]
-                                   for turn, f in dropped]},
+                       "dropped": [[turn, f.kind, f.value, list(f.leaves), *times]
+                                   for turn, f, *times in dropped]},
         })
     return lines
 
@@ -197,12 +197,15 @@ class ResumeIndex:
                 lines.append(json.loads(handle.readline()))
         info = _info_from_json(lines[0]["resume"]["info"])
         rows: list[list[Row]] = []
-        dropped: list[list[tuple[int, Fact]]] = []
+        dropped: list[list[tuple[int, Fact, int]]] = []
         status: list[tuple[str, str] | None] = []
         for line in lines:
             rows.append([tuple(r) for r in line["resume"]["rows"]])  # type: ignore[misc]
-            dropped.append([(turn, Fact(kind, value, tuple(leaves)))
-                            for turn, kind, value, leaves in line["resume"]["dropped"]])
+            # [turn, kind, value, leaves, prompts] (files of earlier versions: one
+            # entry per prompt, without the count)
+            dropped.append([(turn, Fact(kind, value, tuple(leaves)), times[0] if times else 1)
+                            for turn, kind, value, leaves, *times
+                            in line["resume"]["dropped"]])
             status.append(None if line["status"] is None else (line["status"],
                                                                 line["reason"]))
         return TraceOutcome(index, info, rows, dropped, status, None)

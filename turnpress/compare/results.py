@@ -9,12 +9,17 @@ packed in arrays, so memory stays flat however many traces there are.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+import re
+import secrets
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from json.encoder import encode_basestring as _encode_string
+from typing import IO, Any, NamedTuple
 
 from turnpress.compare.intervals import (
     CONFIDENCE,
@@ -27,6 +32,7 @@ from turnpress.compare.intervals import (
 )
 from turnpress.compare.pricing import Price, cost_usd, output_cost_usd
 from turnpress.compare.retention import Fact
+from turnpress.compare.spill import RecordStore
 from turnpress.core.model import Message
 from turnpress.core.trace import Trace
 
@@ -54,6 +60,14 @@ __all__ = [
 CI_FIGURES = ("cost_ratio", "needed_fact_recall", "savings_vs_full_history")
 
 MAX_DROPPED_EXAMPLES = 50
+
+_ROW = "<IIqqqdqq"
+"""A kept per-prompt row: trace index, turn, input, cached and written tokens,
+retention, needed facts, needed facts shown."""
+_CALL = "<IIqq"
+"""A strategy's own model call: trace index, turn, input tokens, output tokens."""
+_BILLED = "<IIqq"
+"""A turn's billed usage: trace index, turn index (from 0), prompt and cached tokens."""
 
 DEFAULT_MIN_RECALL = 0.9
 """The needed-fact recall a strategy needs to be recommended (``--min-recall``)."""
@@ -102,7 +116,8 @@ class TraceInfo:
     """A compared trace: its name, number of turns (= prompts), the ``full-history``
     baseline's tokens and cost on it, its billed usage (``as_run``, None when no turn
     carries usage) and, per turn, the billed prompt and cached tokens (None where a
-    turn has no usage)."""
+    turn has no usage; a trace's outcome carries them, ``ComparisonResult.traces``
+    do not: :meth:`ComparisonResult.billed` has them)."""
 
     name: str
     turns: int
@@ -199,15 +214,17 @@ class StrategyResult:
     summary_input_tokens: int = 0
     summary_output_tokens: int = 0
     summary_cost_usd: float = 0.0
-    _calls: list[tuple[int, int, int, int]] = field(default_factory=list, repr=False)
-    _trace: array = field(default_factory=lambda: array("I"), repr=False)
-    _turn: array = field(default_factory=lambda: array("I"), repr=False)
-    _input: array = field(default_factory=lambda: array("q"), repr=False)
-    _cached: array = field(default_factory=lambda: array("q"), repr=False)
-    _written: array = field(default_factory=lambda: array("q"), repr=False)
-    _retention: array = field(default_factory=lambda: array("d"), repr=False)
-    _needed: array = field(default_factory=lambda: array("I"), repr=False)
-    _needed_shown: array = field(default_factory=lambda: array("I"), repr=False)
+    #: the per-prompt rows, in the order added (:data:`_ROW`), kept on disk past a bound
+    _rows: RecordStore = field(default_factory=lambda: RecordStore(_ROW), repr=False)
+    #: the strategy's own model calls (:data:`_CALL`), likewise
+    _calls: RecordStore = field(default_factory=lambda: RecordStore(_CALL), repr=False)
+    #: per trace index: the strategy's cost (at ``_price``), input tokens, needed facts
+    #: and needed facts shown (what the intervals and the worst run's recall use)
+    _run_cost: array = field(default_factory=lambda: array("d"), repr=False)
+    _run_tokens: array = field(default_factory=lambda: array("d"), repr=False)
+    _run_needed: array = field(default_factory=lambda: array("d"), repr=False)
+    _run_shown: array = field(default_factory=lambda: array("d"), repr=False)
+    _price: Price | None = field(default=None, repr=False)
     _names: list[str] = field(default_factory=list, repr=False)
 
     @property
@@ -239,13 +256,8 @@ class StrategyResult:
     def min_trace_recall(self) -> float:
         """The needed-fact recall of the worst single trace (traces with needed facts
         only; 1.0 when none has any)."""
-        needed: dict[int, int] = {}
-        shown: dict[int, int] = {}
-        for trace, n, k in zip(self._trace, self._needed, self._needed_shown, strict=True):
-            if n:
-                needed[trace] = needed.get(trace, 0) + n
-                shown[trace] = shown.get(trace, 0) + k
-        return min((shown[t] / needed[t] for t in needed), default=1.0)
+        return min((k / n for n, k in zip(self._run_needed, self._run_shown, strict=True)
+                    if n), default=1.0)
 
     @property
     def savings_vs_full_history(self) -> float:
@@ -260,29 +272,22 @@ class StrategyResult:
         return self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
 
     def per_turn(self) -> Iterator[TurnStats]:
-        """The numbers of every prompt, trace by trace, turn by turn."""
-        for i in range(len(self._turn)):
-            yield TurnStats(self._names[self._trace[i]], self._turn[i], self._input[i],
-                            self._cached[i], self._written[i], self._retention[i],
-                            self._needed[i], self._needed_shown[i])
+        """The numbers of every prompt, trace by trace, turn by turn (read back from
+        where they are kept: past a bound, a temporary file)."""
+        names = self._names
+        for trace, turn, tokens, cached, written, score, needed, shown in self._rows:
+            yield TurnStats(names[trace], turn, tokens, cached, written, score, needed, shown)
 
     def rows(self) -> Iterator[tuple[int, int, int, int, int, float]]:
         """Like :meth:`per_turn`, with the trace's index in ``ComparisonResult.traces``:
         ``(trace_index, turn, input_tokens, cached_tokens, written_tokens, retention)``."""
-        for i in range(len(self._turn)):
-            yield (self._trace[i], self._turn[i], self._input[i], self._cached[i],
-                   self._written[i], self._retention[i])
+        for row in self._rows:
+            yield row[:6]
 
     def trace_costs(self, price: Price) -> list[float]:
         """The cost of this strategy's prompts on each trace, by trace index (the traces
         it ran on; see ``ComparisonResult.traces``)."""
-        costs = [0.0] * (max(self._trace) + 1 if len(self._trace) else 0)
-        for i in range(len(self._turn)):
-            costs[self._trace[i]] += cost_usd(price, self._input[i], self._cached[i],
-                                              self._written[i])
-        for trace, _turn, tokens_in, tokens_out in self._calls:
-            costs[trace] += output_cost_usd(price, tokens_in, tokens_out)
-        return costs
+        return self.trace_totals(price, len(self._run_cost))[0]
 
     def calls(self) -> Iterator[tuple[str, int, int, int]]:
         """The strategy's own model calls (summarization calls), one row each:
@@ -293,22 +298,33 @@ class StrategyResult:
     def trace_totals(self, price: Price, traces: int
                      ) -> tuple[list[float], list[float], list[float], list[float]]:
         """Per trace index (``traces`` of them): this strategy's cost, input tokens,
-        needed facts and needed facts shown, summed over the trace's prompts."""
-        cost, tokens = [0.0] * traces, [0.0] * traces
-        needed, shown = [0.0] * traces, [0.0] * traces
-        for i in range(len(self._turn)):
-            t = self._trace[i]
-            cost[t] += cost_usd(price, self._input[i], self._cached[i], self._written[i])
-            tokens[t] += self._input[i]
-            needed[t] += self._needed[i]
-            shown[t] += self._needed_shown[i]
-        for t, _turn, tokens_in, tokens_out in self._calls:
-            cost[t] += output_cost_usd(price, tokens_in, tokens_out)
-        return cost, tokens, needed, shown
+        needed facts and needed facts shown, summed over the trace's prompts (kept per
+        trace as the rows come in; at another ``price`` than the comparison's, the
+        costs are summed again from the rows)."""
+        def padded(values: array) -> list[float]:
+            out = values.tolist()[:traces]
+            return out + [0.0] * (traces - len(out))
+
+        if self._price is None or price == self._price:
+            cost = padded(self._run_cost)
+        else:
+            cost = [0.0] * traces
+            for t, _turn, tokens_in, cached, written, *_ in self._rows:
+                cost[t] += cost_usd(price, tokens_in, cached, written)
+            for t, _turn, tokens_in, tokens_out in self._calls:
+                cost[t] += output_cost_usd(price, tokens_in, tokens_out)
+        return (cost, padded(self._run_tokens), padded(self._run_needed),
+                padded(self._run_shown))
 
     def to_json(self, ci: Mapping[str, Interval] | None = None) -> dict[str, Any]:
         """This strategy's entry of the ``--json`` document (``ci``: the 95% intervals
         of its figures, by :data:`CI_FIGURES` name, shown as ``"ci"``)."""
+        return self._entry(ci, list(self._call_entries()), list(self._turn_entries()))
+
+    def _entry(self, ci: Mapping[str, Interval] | None, calls: Any, turns: Any
+               ) -> dict[str, Any]:
+        """:meth:`to_json` with ``calls`` as ``summary_per_call`` and ``turns`` as
+        ``per_turn``."""
         return {
             "name": self.name,
             "options": _jsonable(self.options),
@@ -333,18 +349,22 @@ class StrategyResult:
             "summary_input_tokens": self.summary_input_tokens,
             "summary_output_tokens": self.summary_output_tokens,
             "summary_cost_usd": round(self.summary_cost_usd, 8),
-            "summary_per_call": [
-                {"trace": trace, "turn": turn, "input_tokens": tokens_in,
-                 "output_tokens": tokens_out}
-                for trace, turn, tokens_in, tokens_out in self.calls()
-            ],
-            "per_turn": [
-                {"trace": t.trace, "turn": t.turn, "input_tokens": t.input_tokens,
-                 "cached_tokens": t.cached_tokens, "retention": round(t.retention, 6),
-                 "needed": t.needed, "needed_shown": t.needed_shown}
-                for t in self.per_turn()
-            ],
+            "summary_per_call": calls,
+            "per_turn": turns,
         }
+
+    def _call_entries(self) -> Iterator[dict[str, Any]]:
+        """The ``summary_per_call`` entries of :meth:`to_json`, one at a time."""
+        for trace, turn, tokens_in, tokens_out in self.calls():
+            yield {"trace": trace, "turn": turn, "input_tokens": tokens_in,
+                   "output_tokens": tokens_out}
+
+    def _turn_entries(self) -> Iterator[dict[str, Any]]:
+        """The ``per_turn`` entries of :meth:`to_json`, one at a time."""
+        for t in self.per_turn():
+            yield {"trace": t.trace, "turn": t.turn, "input_tokens": t.input_tokens,
+                   "cached_tokens": t.cached_tokens, "retention": round(t.retention, 6),
+                   "needed": t.needed, "needed_shown": t.needed_shown}
 
 
 def _jsonable(value: Any) -> Any:
@@ -410,6 +430,15 @@ class ComparisonResult:
     notes: list[tuple[str, str]] = field(default_factory=list)
     #: the runs left out because they cannot be read or have no turn (not ``strict``)
     skipped: list[Skipped] = field(default_factory=list)
+    #: the billed usage of each turn that has it (:data:`_BILLED`; see :meth:`billed`)
+    _billed: RecordStore = field(default_factory=lambda: RecordStore(_BILLED), repr=False)
+
+    def billed(self) -> Iterator[tuple[int, int, int, int]]:
+        """The billed usage of every turn that carries it (``TraceInfo.billed`` of each
+        trace as it came in; the traces of the result keep none, so that memory stays
+        flat in the number of turns): ``(trace_index, turn_index, prompt_tokens,
+        cached_tokens)``, trace by trace, turn by turn (``turn_index`` from 0)."""
+        return iter(self._billed)
 
     def strategy(self, label: str) -> StrategyResult:
         """The result of the strategy shown as ``label`` (its name, plus options if any)."""
@@ -509,7 +538,16 @@ class ComparisonResult:
         return sum(t.turns for t in self.traces)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``--json`` document (a JSON-ready dict)."""
+        """The ``--json`` document (a JSON-ready dict, with every prompt's numbers in it:
+        :meth:`write_json` writes the same document without holding them)."""
+        return self._document()
+
+    def _document(self, lazy: dict[str, Callable[[], Iterator[dict[str, Any]]]]
+                  | None = None, nonce: str = "") -> dict[str, Any]:
+        """:meth:`to_json`; with ``lazy``, each strategy's ``per_turn`` and
+        ``summary_per_call`` lists are left out: a placeholder string
+        (``"\\x00{nonce}:{number}\\x00"``) stands in each place, mapped in ``lazy``
+        to what makes the list's entries."""
         best = self.recommended
         as_run = self.as_run
         ci = self.intervals()
@@ -521,7 +559,9 @@ class ComparisonResult:
             "min_recall": self.min_recall,
             "floor": round(self.floor_usd, 8),
             "traces": [t.to_json() for t in self.traces],
-            "strategies": [s.to_json(ci[s.label]) for s in self.compared],
+            "strategies": [s.to_json(ci[s.label]) if lazy is None
+                           else _placeheld(s, ci[s.label], lazy, nonce)
+                           for s in self.compared],
             "as_run": as_run.to_json() if as_run else None,
             "recommended": None if best is None else {
                 "name": best.name, "options": _jsonable(best.options),
@@ -545,9 +585,93 @@ class ComparisonResult:
             "skipped": [s.to_json() for s in self.skipped],
         }
 
+    def iter_json(self, indent: int = 2) -> Iterator[str]:
+        """The text of :meth:`dumps` in pieces: the document without its per-prompt
+        lists first, then each list streamed into its place from where the rows are
+        kept, a batch of entries at a time (so neither the entries nor the whole text
+        are ever held)."""
+        if isinstance(indent, bool) or not isinstance(indent, int) or indent < 0:
+            raise ValueError(f"indent must be a non-negative integer, got {indent!r}")
+        lazy: dict[str, Callable[[], Iterator[dict[str, Any]]]] = {}
+        nonce = secrets.token_hex(8)
+        text = json.dumps(self._document(lazy, nonce), indent=indent, ensure_ascii=False)
+        makers = list(lazy.values())
+        unit = " " * indent
+        start = 0
+        # a control character is written \u0000 in JSON text; the nonce tells the
+        # placeholders apart from any string of the document that looks the same
+        placeholder = re.compile(re.escape(json.dumps(f"\x00{nonce}:")[:-1]) + r"(\d+)"
+                                 + re.escape(json.dumps("\x00")[1:]))
+        for found in placeholder.finditer(text):
+            line = text[text.rfind("\n", 0, found.start()) + 1:found.start()]
+            base = line[:len(line) - len(line.lstrip(" "))]
+            yield text[start:found.start()]
+            yield from _stream_list(makers[int(found.group(1))](), base, unit)
+            start = found.end()
+        yield text[start:]
+
+    def write_json(self, out: IO[str], indent: int = 2) -> None:
+        """Write :meth:`dumps` to the text stream ``out``, piece by piece
+        (:meth:`iter_json`)."""
+        for piece in self.iter_json(indent):
+            out.write(piece)
+
     def dumps(self, indent: int | None = 2) -> str:
         """:meth:`to_json` as JSON text."""
-        return json.dumps(self.to_json(), indent=indent, ensure_ascii=False)
+        if indent is None:
+            return json.dumps(self.to_json(), indent=indent, ensure_ascii=False)
+        return "".join(self.iter_json(indent))
+
+
+_BATCH = 2048  # per-prompt entries encoded into one piece of the --json text
+
+
+def _placeheld(s: StrategyResult, ci: Mapping[str, Interval],
+               lazy: dict[str, Callable[[], Iterator[dict[str, Any]]]],
+               nonce: str) -> dict[str, Any]:
+    """``s.to_json(ci)`` with placeholders for its per-prompt lists (see
+    :meth:`ComparisonResult._document`)."""
+    tokens = []
+    for make in (s._call_entries, s._turn_entries):
+        tokens.append(f"\x00{nonce}:{len(lazy)}\x00")
+        lazy[tokens[-1]] = make
+    return s._entry(ci, *tokens)
+
+
+def _scalar(value: Any) -> str:
+    """A scalar as ``json.dumps(value, ensure_ascii=False)`` writes it."""
+    kind = type(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
+    if kind is str:
+        return _encode_string(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _stream_list(entries: Iterator[dict[str, Any]], base: str, unit: str) -> Iterator[str]:
+    """A list of flat dicts as ``json.dumps(..., indent=len(unit))`` writes it where its
+    key's line is indented by ``base``: ``[]``, or one entry a block, in batches."""
+    pad, inner = base + unit, base + unit + unit
+    keys: dict[str, str] = {}
+    opened = False
+    batch: list[str] = []
+    for entry in entries:
+        fields = []
+        for key, value in entry.items():
+            written = keys.get(key)
+            if written is None:
+                written = keys[key] = f"{inner}{_encode_string(key)}: "
+            fields.append(written + _scalar(value))
+        batch.append(f"{pad}{{\n" + ",\n".join(fields) + f"\n{pad}}}")
+        if len(batch) >= _BATCH:
+            yield (",\n" if opened else "[\n") + ",\n".join(batch)
+            opened, batch = True, []
+    if batch:
+        yield (",\n" if opened else "[\n") + ",\n".join(batch)
+        opened = True
+    yield f"\n{base}]" if opened else "[]"
 
 
 Row = tuple[int, int, int, int, float, int, int]
@@ -560,12 +684,15 @@ summarization call) to build the prompt of that turn."""
 
 @dataclass
 class TraceOutcome:
-    """One trace's numbers: ``rows[s]`` holds a :data:`Row` per prompt of strategy s."""
+    """One trace's numbers: ``rows[s]`` holds a :data:`Row` per prompt of strategy s;
+    ``dropped[s]`` each fact strategy s dropped, once: ``(turn, fact, prompts)``, the
+    turn whose prompt first lacked it and how many prompts lacked it (a ``(turn,
+    fact)`` pair counts as one prompt)."""
 
     index: int
     info: TraceInfo
     rows: list[list[Row]]
-    dropped: list[list[tuple[int, Fact]]]
+    dropped: list[list[tuple[int, Fact, int]]] | list[list[tuple[int, Fact]]]
     status: list[tuple[str, str] | None]
     prompts: TracePrompts | None = None
     #: ``calls[s]``: the :data:`CallRow` of each model call strategy s made itself
@@ -594,9 +721,16 @@ def billed_usage(trace: Trace, price: Price, baseline_cost: float
 def add_outcome(result: ComparisonResult, outcome: TraceOutcome, names: list[str],
                 keep_prompts: int) -> None:
     """Add one trace's numbers to ``result`` (``names``: the trace names the strategy
-    results share; ``keep_prompts``: how many traces' prompts the result keeps)."""
+    results share; ``keep_prompts``: how many traces' prompts the result keeps).
+    ``outcome.info`` becomes the trace's entry of ``result.traces``, its per-turn
+    ``billed`` usage moved to the result's :meth:`~ComparisonResult.billed` store."""
     trace_index = len(result.traces)
     info = outcome.info
+    if info.billed:  # per turn: kept in the result's store, not on each trace
+        for turn, usage in enumerate(info.billed):
+            if usage is not None:
+                result._billed.append(trace_index, turn, usage[0], usage[1])
+        info = outcome.info = dataclasses.replace(info, billed=())
     result.traces.append(info)
     names.append(info.name)
     result.baseline_tokens += info.baseline_tokens
@@ -616,8 +750,8 @@ def add_outcome(result: ComparisonResult, outcome: TraceOutcome, names: list[str
         sr.baseline_cost_usd += info.baseline_cost_usd
         sr.floor_usd += info.floor_usd
         distinct = set()
-        for turn, fact in dropped:
-            sr.dropped[fact.kind] += 1
+        for turn, fact, *times in dropped:
+            sr.dropped[fact.kind] += times[0] if times else 1
             if fact not in distinct:
                 distinct.add(fact)
                 if len(sr.dropped_examples) < MAX_DROPPED_EXAMPLES:
@@ -627,31 +761,47 @@ def add_outcome(result: ComparisonResult, outcome: TraceOutcome, names: list[str
         result.kept_prompts.append(outcome.prompts)
 
 
+def _run_slot(sr: StrategyResult, trace_index: int, price: Price) -> None:
+    """Make room for ``trace_index`` in ``sr``'s per-trace sums (at ``price``)."""
+    if sr._price is None:
+        sr._price = price
+    for values in (sr._run_cost, sr._run_tokens, sr._run_needed, sr._run_shown):
+        while len(values) <= trace_index:
+            values.append(0.0)
+
+
 def add_rows(sr: StrategyResult, trace_index: int, rows: Sequence[Row], price: Price) -> None:
-    """Add one trace's rows to ``sr``'s totals and per-prompt arrays."""
+    """Add one trace's rows to ``sr``'s totals, its per-trace sums and its kept rows."""
+    _run_slot(sr, trace_index, price)
+    cost, tokens = sr._run_cost[trace_index], sr._run_tokens[trace_index]
+    needs, shows = sr._run_needed[trace_index], sr._run_shown[trace_index]
+    append = sr._rows.append
     for turn, total, cached, written, score, needed, shown in rows:
+        prompt_cost = cost_usd(price, total, cached, written)
         sr.input_tokens += total
         sr.cached_tokens += cached
         sr.written_tokens += written
-        sr.cost_usd += cost_usd(price, total, cached, written)
+        sr.cost_usd += prompt_cost
         sr.prompts += 1
         sr.retention_sum += score
         sr.needed += needed
         sr.needed_shown += shown
-        sr._trace.append(trace_index)
-        sr._turn.append(turn)
-        sr._input.append(total)
-        sr._cached.append(cached)
-        sr._written.append(written)
-        sr._retention.append(score)
-        sr._needed.append(needed)
-        sr._needed_shown.append(shown)
+        cost += prompt_cost
+        tokens += total
+        needs += needed
+        shows += shown
+        append(trace_index, turn, total, cached, written, score, needed, shown)
+    sr._run_cost[trace_index], sr._run_tokens[trace_index] = cost, tokens
+    sr._run_needed[trace_index], sr._run_shown[trace_index] = needs, shows
 
 
 def add_calls(sr: StrategyResult, trace_index: int, calls: Sequence[CallRow],
               price: Price) -> None:
     """Add one trace's model calls of a strategy (summarization calls) to ``sr``: each is
     billed as its own row, input at the input price and output at the output price."""
+    if not calls:
+        return
+    _run_slot(sr, trace_index, price)
     for turn, tokens_in, tokens_out in calls:
         cost = output_cost_usd(price, tokens_in, tokens_out)
         sr.summary_calls += 1
@@ -659,4 +809,5 @@ def add_calls(sr: StrategyResult, trace_index: int, calls: Sequence[CallRow],
         sr.summary_output_tokens += tokens_out
         sr.summary_cost_usd += cost
         sr.cost_usd += cost
-        sr._calls.append((trace_index, turn, tokens_in, tokens_out))
+        sr._run_cost[trace_index] += cost
+        sr._calls.append(trace_index, turn, tokens_in, tokens_out)

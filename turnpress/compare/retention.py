@@ -347,6 +347,9 @@ def _probe(fact: Fact) -> tuple[str, str | None]:
     return needle, (escaped if escaped != needle else None)
 
 
+TEXT_CHARS = 2_000_000  # message texts a FactIndex keeps per generation (see _entry)
+
+
 class FactIndex:
     """Which facts each distinct message text shows, for the prompts of one run.
 
@@ -370,6 +373,10 @@ class FactIndex:
         # text -> (text without the excluded parts, ids found shown, [eager ids searched,
         #          tracked ids searched], {lazy id: shown})
         self._texts: dict[str, tuple[str, set[int], list[int], dict[int, bool]]] = {}
+        # bounded like TokenCounter's texts: this generation and the one before (an
+        # entry dropped and met again is searched again, to the same answers)
+        self._old_texts: dict[str, tuple[str, set[int], list[int], dict[int, bool]]] = {}
+        self._text_chars = 0
 
     def ids(self, facts: Iterable[Fact], *, lazy: bool = False) -> list[int]:
         """The ids of ``facts``, adding the new ones (``lazy``: searched only on demand,
@@ -396,11 +403,17 @@ class FactIndex:
     def _entry(self, body: str) -> tuple[str, set[int], list[int], dict[int, bool]]:
         entry = self._texts.get(body)
         if entry is None:
-            text = body
-            for part in self.exclude:
-                if part in text:
-                    text = text.replace(part, "\x00")
-            entry = self._texts[body] = (text, set(), [0, 0], {})
+            entry = self._old_texts.get(body)
+            if entry is None:
+                text = body
+                for part in self.exclude:
+                    if part in text:
+                        text = text.replace(part, "\x00")
+                entry = (text, set(), [0, 0], {})
+            self._texts[body] = entry
+            self._text_chars += len(body)
+            if self._text_chars > TEXT_CHARS:
+                self._old_texts, self._texts, self._text_chars = self._texts, {}, 0
         return entry
 
     def shown(self, bodies: Iterable[str]) -> set[int]:

@@ -260,21 +260,47 @@ class TokenizedPrompt:
         return sum(s.count for s in self.segments[:index])
 
 
+RUN_CHARS = 2_000_000
+"""Characters of message texts a :class:`TokenCounter` keeps per run (in each of two
+generations) before it forgets the ones least recently met: a text met again after
+that is known by its digest, not encoded again."""
+
+PIECE_CHARS = 2_000_000
+"""Characters of lines (pieces of long texts) it keeps per run, likewise (a line
+forgotten and met again is encoded again)."""
+
+
 class TokenCounter:
     """Counts prompts with one tokenizer, encoding each distinct text once per run.
 
     Call :meth:`start_run` between traces: the run cache is dropped (so memory
     stays flat however many traces stream through) while up to ``shared_chars``
-    characters of recently used texts are kept across runs.
+    characters of recently used texts are kept across runs. Within a run, the
+    texts themselves are kept up to a bound (``run_chars``, ``piece_chars``), so that
+    a huge run does not keep every text its strategies rendered: each cache is two
+    generations, the current one and the one before; a text found in the older
+    moves to the current, and when the current one passes its bound, the older is
+    dropped and the current becomes the older. A message text dropped and met again
+    is found by its 16-byte digest (its counted segment is kept by digest for the
+    run); a line dropped and met again is encoded again, to the same tokens.
     """
 
     def __init__(self, tokenizer: str | Tokenizer = DEFAULT_TOKENIZER, *,
-                 shared_chars: int = 2_000_000, registry: Registry | None = None) -> None:
+                 shared_chars: int = 2_000_000, registry: Registry | None = None,
+                 run_chars: int = RUN_CHARS, piece_chars: int = PIECE_CHARS) -> None:
         self.tokenizer = get_tokenizer(tokenizer, registry)
         self._encode = self.tokenizer.encode
         self._chunked = self.tokenizer.splits_lines
-        self._pieces: dict[str, bytes] = {}  # a line (piece) -> its token ids, per run
+        # a line (piece) -> its token ids, per run: (current, older) generations
+        self._pieces: dict[str, bytes] = {}
+        self._old_pieces: dict[str, bytes] = {}
+        self._piece_chars, self._piece_limit = 0, piece_chars
         self._run: dict[tuple[str, str], Segment] = {}
+        self._old_run: dict[tuple[str, str], Segment] = {}
+        self._run_chars, self._run_limit = 0, run_chars
+        # every text counted in this run, by its digest (a text that left both
+        # generations is not encoded again; the cache models hold the segments anyway)
+        self._by_digest: dict[bytes, Segment] = {}
         self._chains: dict[tuple[bytes, bytes], bytes] = {}  # prefix digest links, per run
         # id(tool_calls list) -> (the list, its text): replayed messages share their lists
         self._bodies: dict[int, tuple[Any, str, Any]] = {}
@@ -286,9 +312,9 @@ class TokenCounter:
 
     def start_run(self) -> None:
         """Forget the texts of the previous run (the cross-run cache stays)."""
-        self._run = {}
+        self._run, self._old_run, self._run_chars, self._by_digest = {}, {}, 0, {}
         self._chains = {}
-        self._pieces = {}
+        self._pieces, self._old_pieces, self._piece_chars = {}, {}, 0
         self._bodies = {}
 
     def body(self, message: Mapping[str, Any]) -> str:
@@ -326,9 +352,10 @@ class TokenCounter:
                 append(body(m))
         return out
 
-    def _make(self, text: str) -> Segment:
+    def _make(self, text: str, digest: bytes | None = None) -> Segment:
         self.encoded += 1
-        digest = _digest(text.encode("utf-8", "surrogatepass"))
+        if digest is None:
+            digest = _digest(text.encode("utf-8", "surrogatepass"))
         if self._encode is not None:
             if self._chunked and len(text) >= _CHUNKED_MIN_CHARS:
                 tokens = self._encode_pieces(text)
@@ -350,7 +377,14 @@ class TokenCounter:
                 part += "\n"
             tokens = pieces.get(part)
             if tokens is None:
-                tokens = pieces[part] = array("I", encode(part)).tobytes()
+                tokens = self._old_pieces.get(part)
+                if tokens is None:
+                    tokens = array("I", encode(part)).tobytes()
+                pieces[part] = tokens
+                self._piece_chars += len(part)
+                if self._piece_chars > self._piece_limit:  # a new generation
+                    self._old_pieces, self._piece_chars = pieces, 0
+                    pieces = self._pieces = {}
             out.append(tokens)
         return b"".join(out)
 
@@ -360,11 +394,17 @@ class TokenCounter:
         seg = self._run.get(key)
         if seg is not None:
             return seg
-        seg = self._shared.get(key)
-        if seg is not None:
-            self._shared.move_to_end(key)
-        else:
-            seg = self._make(message_text(role, content) if role else content)
+        seg = self._old_run.get(key)  # met in the generation before: moves up
+        if seg is None:
+            seg = self._shared.get(key)
+            if seg is not None:
+                self._shared.move_to_end(key)
+        if seg is None:  # dropped from both generations, or new: known by its digest?
+            text = message_text(role, content) if role else content
+            digest = _digest(text.encode("utf-8", "surrogatepass"))
+            seg = self._by_digest.get(digest)
+        if seg is None:
+            seg = self._by_digest[digest] = self._make(text, digest)
             size = len(content)
             if size <= self._shared_limit // 4:
                 self._shared[key] = seg
@@ -373,6 +413,9 @@ class TokenCounter:
                     (_, old), _seg = self._shared.popitem(last=False)
                     self._shared_chars -= len(old)
         self._run[key] = seg
+        self._run_chars += len(content)
+        if self._run_chars > self._run_limit:  # a new generation
+            self._old_run, self._run, self._run_chars = self._run, {}, 0
         return seg
 
     def segment(self, role: str, content: str) -> Segment:
