@@ -495,3 +495,26 @@ def test_shared_sets_encode_decode_and_compare_at_c_speed_per_reference() -> Non
     assert max(per_ref) < 6, per_ref
     # ... and the order sets are written in is the order by digest, as before
     assert encode_value(a) == encoded == encode_value(decoded)
+
+
+@pytest.mark.parametrize("name", ["nested-sets", "shared-40", "mixed"])
+def test_encoded_json_writes_what_json_dumps_writes(tmp_path, name: str) -> None:
+    """issue 23: a graph's lists of refs are written as text in one pass each
+    (``codec.encoded_json``); the bytes are those ``json.dumps`` gives, in a ``.json``
+    file (one line per graph) and in a ``.jsonl`` line alike."""
+    from turnpress.core.codec import encoded_json
+    from turnpress.core.trace_json import trace_to_dict
+
+    value = {"nested-sets": lambda: _nested_sets(60),
+             "shared-40": lambda: run_turn(REPROS["shared-40"]).memory["x"],
+             "mixed": lambda: [frozenset({1, "a", (2,)}), [_nested_sets(3)] * 3, {"k": []}],
+             }[name]()
+    encoded = encode_value(value)
+    assert encoded_json(encoded) == json.dumps(encoded, ensure_ascii=False, allow_nan=False)
+    trace = Trace(mission="m", max_turns=1, turns=(Turn.succeeded(1, "p", None,
+                                                                  memory={"a": value}),))
+    save_trace(trace, tmp_path / "t.jsonl")
+    line = (tmp_path / "t.jsonl").read_text(encoding="utf-8")
+    assert line == json.dumps(trace_to_dict(trace, 2), ensure_ascii=False) + "\n"
+    save_trace(trace, tmp_path / "t.json")
+    assert json.loads((tmp_path / "t.json").read_text(encoding="utf-8")) == json.loads(line)

@@ -8,16 +8,21 @@ where their short renderings tie), and writes each shared object once.
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
+from itertools import compress
+from operator import not_
 from typing import Any
 
 from turnpress.core.clojure import set_sort_key
 from turnpress.core.model import Failure, Fn, Keyword
 from turnpress.core.values import CONTAINER_TYPES, Digester, is_container, is_regex, object_id
 
-__all__ = ["CHUNK_DEPTH", "ValueCodecError", "encode_text", "encode_value"]
+__all__ = ["CHUNK_DEPTH", "RefList", "ValueCodecError", "encode_text", "encode_value",
+           "encoded_json"]
 
 #: Most collections nested inside one node of a ``$graph`` (deeper parts become nodes).
 CHUNK_DEPTH = 32
@@ -27,6 +32,7 @@ _INT_BITS = 13_000
 _SHARED_STR_MIN = 128
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _id = object_id
+_END = object()  # an exhausted iterator's default
 
 
 class ValueCodecError(ValueError):
@@ -39,6 +45,18 @@ class ValueCodecError(ValueError):
         super().__init__(f"{path}: {problem}" if path else problem)
         self.path = path
         self.problem = problem
+
+
+class RefList(list):  # type: ignore[type-arg]
+    """A list of ``{"$ref": i}`` as the encoder writes a collection whose items are all
+    nodes of their own; ``indices`` holds the ``i``, so :func:`encoded_json` writes it in
+    one pass instead of one dict at a time. Otherwise a plain list."""
+
+    __slots__ = ("indices",)
+
+    def __init__(self, refs: Iterable[dict[str, int]], indices: list[int]) -> None:
+        super().__init__(refs)
+        self.indices = indices
 
 
 def _plain_map(m: Mapping[Any, Any]) -> bool:
@@ -66,10 +84,12 @@ class _Encoder(Digester):
         self.index: dict[int, int] = {}  # _id(node root) -> its $graph index
         self.nodes: list[Any] = []
         self.set_order: dict[int, list[Any]] = {}  # _id(set) -> its items as written (plan)
-        # _id(node root) -> its {"$ref": i}: one object per node, shared by its references
-        self.refs: dict[int, dict[str, int]] = {}
+        # _id(container) -> the _ids of its items as written, when all are collections
+        self.kid_ids: dict[int, list[int]] = {}
+        # node i's {"$ref": i}: one object per node, shared by its references
+        self.ref_list: list[dict[str, int]] = []
 
-    def children(self, v: Any) -> Iterable[Any]:
+    def children(self, v: Any) -> list[Any] | Any:
         """The values inside a container that are written in value positions."""
         if isinstance(v, Mapping):
             if _plain_map(v):
@@ -83,6 +103,21 @@ class _Encoder(Digester):
             return self.sorted_set(v)
         return v
 
+    def children_ids(self, v: Any) -> tuple[Any, list[int] | None]:
+        """:meth:`children`, and their _ids when they are all collections (None if not);
+        a set of collections is sorted (and its items' _ids found) by :meth:`digest`."""
+        if isinstance(v, (set, frozenset)):
+            done = self.set_sorted.get(_id(v))
+            if done is None and v and set(map(type, v)) <= CONTAINER_TYPES:
+                self.digest(v)
+                done = self.set_sorted.get(_id(v))
+            if done is not None:
+                return done
+        kids = self.children(v)
+        if set(map(type, kids)) <= CONTAINER_TYPES:
+            return kids, list(map(_id, kids))
+        return kids, None
+
     def sorted_set(self, items: Iterable[Any]) -> list[Any]:
         """Set items in their stored order: scalars as shown (nil/booleans, numbers,
         strings, keywords...), then collections; ties broken by a digest of the value,
@@ -95,7 +130,7 @@ class _Encoder(Digester):
 
         done = self.set_sorted.get(_id(items))
         if done is not None:  # a set of collections digested (so sorted) already
-            return done
+            return done[0]
         items = list(items)
         containers = [x for x in items if is_container(x)]
         if containers and len(containers) == len(items):  # a set of collections
@@ -117,46 +152,71 @@ class _Encoder(Digester):
     def by_digest(self, containers: list[Any]) -> list[Any]:
         """Collections sorted by the digest of their value (each digested once)."""
         memo = self.digests
-        by_id = dict(zip(map(_id, containers), containers, strict=True))
-        for j in by_id.keys() - memo.keys():
-            self.digest(by_id[j])
-        keys = list(map(memo.__getitem__, map(_id, containers)))
+        ids = list(map(_id, containers))
+        for x in compress(containers, map(not_, map(memo.__contains__, ids))):
+            self.digest(x)  # (a collection held twice is digested the first time)
+        keys = list(map(memo.__getitem__, ids))
         return [containers[j] for j in sorted(range(len(keys)), key=keys.__getitem__)]
 
     def plan(self, root: Any) -> tuple[set[int], list[Any]]:
-        """Which objects become nodes of their own, and those objects in post-order."""
-        # first walk: which objects are referenced more than once (each container's
-        # items are looked at once, in bulk: the cost is one set operation per container)
+        """Which objects become nodes of their own, and those objects in post-order.
+
+        Two walks, each looking at a container's items in bulk (C-level passes, no
+        Python step per item when they are all collections), so the cost is linear in
+        the references however much is shared."""
+        # first walk: how often each object is referenced (more than once: shared), and
+        # the items of each container the second walk goes through
+        counts: Counter[int] = Counter({_id(root): 1})
+        walk: dict[int, tuple[list[Any], list[int]]] = {}  # _id -> (items, their _ids)
         met: set[int] = {_id(root)}
-        shared: set[int] = set()
-        children: dict[int, list[Any]] = {}
         stack = [root]
-        while stack:
-            v = stack.pop()
+        digested = self.digested = []
+
+        def add(v: Any, kids: Any, ids: list[int] | None) -> list[Any]:
+            """Note container ``v`` (its items as written, and their _ids if all are
+            collections); return the items that may be shared or walked."""
             i = _id(v)
-            if i in children or not is_container(v):
-                continue
-            kids = list(self.children(v))
-            children[i] = kids
             if isinstance(v, (set, frozenset)):
                 self.set_order[i] = kids  # sorted once, for body() too
-            if set(map(type, kids)) <= CONTAINER_TYPES:
-                share = kids
+            if ids is not None:
+                self.kid_ids[i] = ids
+                share = kids if isinstance(kids, list) else list(kids)
             else:
                 share = [k for k in kids if type(k) in CONTAINER_TYPES or (
                     type(k) not in _PLAIN_SCALARS and _shareable(k))]
-            by_id = dict(zip(map(_id, share), share, strict=True))
-            if len(by_id) < len(share):  # an object held twice by this container
-                once: set[int] = set()
-                for j in map(_id, share):
-                    if j in once:
-                        shared.add(j)
-                    once.add(j)
-            ids = by_id.keys()
-            shared |= ids & met
-            new = ids - met
-            met |= new
-            stack.extend(map(by_id.__getitem__, new))
+                ids = list(map(_id, share))
+            walk[i] = (share, ids)
+            counts.update(ids)
+            return share
+
+        while stack:
+            v = stack.pop()
+            if _id(v) in walk:
+                continue
+            share = add(v, *self.children_ids(v))
+            ids = walk[_id(v)][1]
+            for x in compress(share, map(not_, map(met.__contains__, ids))):
+                j = _id(x)
+                if j not in met:  # (not if this container holds it twice)
+                    met.add(j)
+                    if is_container(x):
+                        stack.append(x)
+            # containers digested meanwhile (to sort a set): their parts were digested
+            # too, so are all here; noted without looking for their items again
+            while digested:
+                d, kids, ids = digested.pop()
+                j = _id(d)
+                if j in walk:
+                    continue
+                met.add(j)
+                if ids is None or isinstance(d, Mapping):
+                    add(d, *self.children_ids(d))
+                elif isinstance(d, (set, frozenset)):
+                    add(d, *self.set_sorted[j])
+                else:  # a list or tuple of collections
+                    add(d, kids, ids)
+        self.digested = None
+        shared = {j for j, n in counts.items() if n > 1}
         # second walk: a node starts at the root, at every shared object and every
         # CHUNK_DEPTH collections down; record the node roots in post-order
         roots: set[int] = {_id(root)} | shared
@@ -164,7 +224,7 @@ class _Encoder(Digester):
         seen: set[int] = set()
 
         def enter(v: Any, depth: int) -> list[Any] | None:
-            """Visit ``v``: its frame [v, depth, items to visit, next position], or None."""
+            """Visit ``v``: its frame [v, depth, the items still to visit], or None."""
             i = _id(v)
             if not is_container(v):
                 if i in shared and i not in seen:
@@ -179,29 +239,23 @@ class _Encoder(Digester):
                 roots.add(i)
                 depth = 0
             seen.add(i)
-            items = children[i]
-            if not set(map(type, items)) <= CONTAINER_TYPES:
-                items = [k for k in items if type(k) not in _PLAIN_SCALARS]
-            return [v, depth, items, 0]
+            items, ids = walk[i]
+            # an item seen by the time its turn comes is skipped (checked lazily)
+            return [v, depth, compress(items, map(not_, map(seen.__contains__, ids)))]
 
-        # depth first, items in order, each object visited once: an item seen by the
-        # time its turn comes is skipped (no frame is pushed for it)
+        # depth first, items in order, each object visited once
         frames = [enter(root, 0)]
         while frames:
             frame = frames[-1]
-            items, pos = frame[2], frame[3]
-            end = len(items)
-            while pos < end and _id(items[pos]) in seen:
-                pos += 1
-            if pos == end:
+            child = next(frame[2], _END)
+            if child is _END:
                 frames.pop()
                 if _id(frame[0]) in roots:
                     order.append(frame[0])
                 continue
-            frame[3] = pos + 1
-            child = enter(items[pos], frame[1] + 1)
-            if child is not None:
-                frames.append(child)
+            entered = enter(child, frame[1] + 1)
+            if entered is not None:
+                frames.append(entered)
         return roots, order
 
     def encode(self, root: Any) -> Any:
@@ -213,7 +267,7 @@ class _Encoder(Digester):
             return self.body(root, roots, 0)
         for v in order:
             self.index[_id(v)] = len(self.nodes)
-            self.refs[_id(v)] = {"$ref": len(self.nodes)}
+            self.ref_list.append({"$ref": len(self.nodes)})
             self.nodes.append(self.body(v, roots, 0) if is_container(v)
                               else self.scalar(v, ""))
         return {"$graph": self.nodes}
@@ -234,17 +288,21 @@ class _Encoder(Digester):
         if isinstance(v, (set, frozenset)):
             order = self.set_order.get(_id(v))
             return {"$set": self.items(order if order is not None else self.sorted_set(v),
-                                       roots, d)}
-        return self.items(v, roots, d)
+                                       roots, d, self.kid_ids.get(_id(v)))}
+        return self.items(v, roots, d, self.kid_ids.get(_id(v)))
 
-    def items(self, xs: Iterable[Any], roots: set[int], depth: int) -> list[Any]:
-        """The encoded items of a list or set (a fast path for refs and small ints)."""
+    def items(self, xs: Iterable[Any], roots: set[int], depth: int,
+              ids: list[int] | None = None) -> list[Any]:
+        """The encoded items of a list or set (a fast path for refs and small ints);
+        ``ids``: their _ids, when the plan found them."""
         index = self.index
         if not isinstance(xs, (list, tuple)):
             xs = list(xs)
-        ids = list(map(_id, xs))
+        if ids is None:
+            ids = list(map(_id, xs))
         if roots.issuperset(ids):  # every item a node of its own (shared): refs only
-            return list(map(self.refs.__getitem__, ids))
+            indices = list(map(index.__getitem__, ids))
+            return RefList(map(self.ref_list.__getitem__, indices), indices)
         out = []
         for x in xs:
             j = _id(x)
@@ -308,6 +366,35 @@ def encode_text(text: str) -> Any:
     if _SURROGATE.search(text) is None:
         return text
     return {"$str": _split_surrogates(text)}
+
+
+#: ``json.dumps(x, ensure_ascii=False, allow_nan=False)`` for encoded values (never
+#: circular: the encoder writes trees of nodes, so the check is left out).
+_to_json = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False).encode
+
+
+def _refs_json(indices: list[int]) -> str:
+    """The JSON text of ``[{"$ref": i}, ...]`` for these ``i``, in one pass."""
+    if not indices:
+        return "[]"
+    return '[{"$ref": ' + '}, {"$ref": '.join(map(str, indices)) + "}]"
+
+
+def _node_json(node: Any) -> str:
+    if type(node) is RefList:
+        return _refs_json(node.indices)
+    if type(node) is dict and len(node) == 1 and type(node.get("$set")) is RefList:
+        return '{"$set": ' + _refs_json(node["$set"].indices) + "}"
+    return _to_json(node)
+
+
+def encoded_json(encoded: Any) -> str:
+    """The text ``json.dumps(encoded, ensure_ascii=False, allow_nan=False)`` gives for
+    a value :func:`encode_value` made, written faster: each node of a ``$graph`` that
+    only holds refs (:class:`RefList`) in one pass."""
+    if type(encoded) is dict and len(encoded) == 1 and type(encoded.get("$graph")) is list:
+        return '{"$graph": [' + ", ".join(map(_node_json, encoded["$graph"])) + "]}"
+    return _to_json(encoded)
 
 
 def encode_value(value: Any, where: str = "") -> Any:

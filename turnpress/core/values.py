@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Mapping
+from itertools import compress
+from operator import not_
 from typing import Any
 
 from turnpress.core.model import Failure, Fn, HashableMap, Keyword
@@ -41,6 +43,7 @@ CONTAINER_TYPES = frozenset({list, tuple, dict, set, frozenset, HashableMap})
 #: Types whose values are never containers (checked by ``type`` before ``isinstance``).
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None), Keyword})
 _id = object_id
+_END = object()  # an exhausted iterator's default
 
 
 class RegexValue:
@@ -167,57 +170,77 @@ class Digester:
     def __init__(self, budget: int | None = None) -> None:
         self.digests: dict[int, bytes] = {}  # _id(container) -> digest of its value
         self.budget = budget  # items digest() may still visit (None: no bound)
-        self.set_sorted: dict[int, list[Any]] = {}  # _id(set of collections) -> by digest
+        # _id(set of collections) -> its items sorted by digest, and their _ids
+        self.set_sorted: dict[int, tuple[list[Any], list[int]]] = {}
+        # when a list: each container digested, with its items and their _ids (None
+        # unless all are collections), appended as it is digested (for the codec)
+        self.digested: list[tuple[Any, Any, list[int] | None]] | None = None
 
     def digest(self, value: Any) -> bytes:
         """A digest that equal values share (maps and sets whatever their order),
-        computed once per distinct object, without recursion."""
+        computed once per distinct object, without recursion.
+
+        Depth first; each container's items are looked at in bulk (C-level passes
+        over them, no Python step per item when they are all collections), and an
+        item is entered only if it has no digest yet when its turn comes, so the cost
+        is linear in the number of references, however much structure is shared."""
         if not is_container(value):
             return _scalar_digest(value)
         memo = self.digests
-        stack: list[tuple[Any, bool]] = [(value, False)]
-        while stack:
-            v, done = stack.pop()
-            i = _id(v)
-            if i in memo:
-                continue
-            if isinstance(v, Mapping):
-                kids: Any = [x for kv in v.items() for x in kv]
-            elif isinstance(v, (set, frozenset)):
-                kids = list(v)
-            else:
-                kids = v
-            only_containers = set(map(type, kids)) <= CONTAINER_TYPES
-            if not done:
-                stack.append((v, True))
-                if only_containers:  # the new ones, found in bulk
-                    by_id = dict(zip(map(_id, kids), kids, strict=True))
-                    stack.extend([(by_id[j], False) for j in by_id.keys() - memo.keys()])
-                else:
-                    stack.extend([(x, False) for x in kids
-                                  if is_container(x) and _id(x) not in memo])
-                continue
-            if self.budget is not None:
-                self.budget -= len(kids)
-                if self.budget < 0:
-                    raise DigestBudgetExceeded
-            if only_containers:
-                parts = list(map(memo.__getitem__, map(_id, kids)))
-            else:
-                parts = [memo[_id(x)] if is_container(x) else _scalar_digest(x)
-                         for x in kids]
-            if isinstance(v, Mapping):
-                pairs = sorted(parts[j] + parts[j + 1] for j in range(0, len(parts), 2))
-                raw = b"m" + b"".join(pairs)
-            elif isinstance(v, (set, frozenset)):
-                order = sorted(range(len(parts)), key=parts.__getitem__)
-                raw = b"S" + b"".join(map(parts.__getitem__, order))
-                if only_containers:  # sorted by digest: the order the codec writes
-                    self.set_sorted[i] = list(map(kids.__getitem__, order))
-            else:
-                raw = b"l" + b"".join(parts)
-            memo[i] = hashlib.blake2b(raw, digest_size=16).digest()
+        found = memo.get(_id(value))
+        if found is not None:
+            return found
+        frames = [self._open(value)]
+        while frames:
+            frame = frames[-1]
+            child = next(frame[3], _END)
+            if child is _END:
+                frames.pop()
+                self._close(frame[0], frame[1], frame[2])
+            else:  # a collection without a digest yet
+                frames.append(self._open(child))
         return memo[_id(value)]
+
+    def _open(self, v: Any) -> list[Any]:
+        """``v``'s frame: [v, its items, their _ids (None unless all are collections),
+        an iterator over the items still to digest, checked as each turn comes]."""
+        memo = self.digests
+        if isinstance(v, Mapping):
+            kids: Any = [x for kv in v.items() for x in kv]
+        elif isinstance(v, (set, frozenset)):
+            kids = list(v)
+        else:
+            kids = v
+        if set(map(type, kids)) <= CONTAINER_TYPES:
+            ids = list(map(_id, kids))
+            return [v, kids, ids, compress(kids, map(not_, map(memo.__contains__, ids)))]
+        return [v, kids, None, (x for x in kids if is_container(x) and _id(x) not in memo)]
+
+    def _close(self, v: Any, kids: Any, ids: list[int] | None) -> None:
+        """Digest ``v`` from its items' digests (all known by now)."""
+        memo = self.digests
+        if self.budget is not None:
+            self.budget -= len(kids)
+            if self.budget < 0:
+                raise DigestBudgetExceeded
+        if ids is not None:
+            parts = list(map(memo.__getitem__, ids))
+        else:
+            parts = [memo[_id(x)] if is_container(x) else _scalar_digest(x) for x in kids]
+        if isinstance(v, Mapping):
+            pairs = sorted(parts[j] + parts[j + 1] for j in range(0, len(parts), 2))
+            raw = b"m" + b"".join(pairs)
+        elif isinstance(v, (set, frozenset)):
+            order = sorted(range(len(parts)), key=parts.__getitem__)
+            raw = b"S" + b"".join(map(parts.__getitem__, order))
+            if ids is not None:  # sorted by digest: the order the codec writes
+                self.set_sorted[_id(v)] = (list(map(kids.__getitem__, order)),
+                                           list(map(ids.__getitem__, order)))
+        else:
+            raw = b"l" + b"".join(parts)
+        memo[_id(v)] = hashlib.blake2b(raw, digest_size=16).digest()
+        if self.digested is not None:
+            self.digested.append((v, kids, ids))
 
 
 def value_digester(budget: int | None = None) -> Callable[[Any], bytes]:
