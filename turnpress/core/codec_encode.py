@@ -13,8 +13,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from itertools import compress
-from operator import not_
+from itertools import filterfalse
 from typing import Any
 
 from turnpress.core.clojure import set_sort_key
@@ -83,8 +82,9 @@ class _Encoder(Digester):
         self.where = where
         self.index: dict[int, int] = {}  # _id(node root) -> its $graph index
         self.nodes: list[Any] = []
-        self.set_order: dict[int, list[Any]] = {}  # _id(set) -> its items as written (plan)
-        # _id(container) -> the _ids of its items as written, when all are collections
+        # _id(set) -> its items as written, for a set not sorted by digest() (plan)
+        self.set_order: dict[int, list[Any]] = {}
+        # _id(list or set) -> the _ids of its items as written, when all are collections
         self.kid_ids: dict[int, list[int]] = {}
         # node i's {"$ref": i}: one object per node, shared by its references
         self.ref_list: list[dict[str, int]] = []
@@ -103,21 +103,6 @@ class _Encoder(Digester):
             return self.sorted_set(v)
         return v
 
-    def children_ids(self, v: Any) -> tuple[Any, list[int] | None]:
-        """:meth:`children`, and their _ids when they are all collections (None if not);
-        a set of collections is sorted (and its items' _ids found) by :meth:`digest`."""
-        if isinstance(v, (set, frozenset)):
-            done = self.set_sorted.get(_id(v))
-            if done is None and v and set(map(type, v)) <= CONTAINER_TYPES:
-                self.digest(v)
-                done = self.set_sorted.get(_id(v))
-            if done is not None:
-                return done
-        kids = self.children(v)
-        if set(map(type, kids)) <= CONTAINER_TYPES:
-            return kids, list(map(_id, kids))
-        return kids, None
-
     def sorted_set(self, items: Iterable[Any]) -> list[Any]:
         """Set items in their stored order: scalars as shown (nil/booleans, numbers,
         strings, keywords...), then collections; ties broken by a digest of the value,
@@ -130,7 +115,7 @@ class _Encoder(Digester):
 
         done = self.set_sorted.get(_id(items))
         if done is not None:  # a set of collections digested (so sorted) already
-            return done[0]
+            return list(map(self.objects.__getitem__, done))
         items = list(items)
         containers = [x for x in items if is_container(x)]
         if containers and len(containers) == len(items):  # a set of collections
@@ -153,85 +138,97 @@ class _Encoder(Digester):
         """Collections sorted by the digest of their value (each digested once)."""
         memo = self.digests
         ids = list(map(_id, containers))
-        for x in compress(containers, map(not_, map(memo.__contains__, ids))):
-            self.digest(x)  # (a collection held twice is digested the first time)
+        for j in filterfalse(memo.__contains__, ids):
+            if j not in memo:  # (a collection held twice is digested the first time)
+                self.digest(containers[ids.index(j)])
         keys = list(map(memo.__getitem__, ids))
         return [containers[j] for j in sorted(range(len(keys)), key=keys.__getitem__)]
 
-    def plan(self, root: Any) -> tuple[set[int], list[Any]]:
-        """Which objects become nodes of their own, and those objects in post-order.
+    def plan(self, root: Any) -> tuple[set[int], list[int]]:
+        """Which objects become nodes of their own, and those objects' _ids in
+        post-order (the objects are in ``self.objects``).
 
-        Two walks, each looking at a container's items in bulk (C-level passes, no
-        Python step per item when they are all collections), so the cost is linear in
-        the references however much is shared."""
+        Two walks over _ids, each looking at a container's items in bulk (C-level
+        passes, no Python step per item when they are all collections), so the cost
+        is linear in the references however much is shared."""
+        objects = self.objects
+        rid = _id(root)
+        objects[rid] = root
         # first walk: how often each object is referenced (more than once: shared), and
-        # the items of each container the second walk goes through
-        counts: Counter[int] = Counter({_id(root): 1})
-        walk: dict[int, tuple[list[Any], list[int]]] = {}  # _id -> (items, their _ids)
-        met: set[int] = {_id(root)}
+        # the _ids of each container's items that the second walk goes through
+        counts: Counter[int] = Counter({rid: 1})
+        walk: dict[int, list[int]] = {}  # _id(container) -> _ids of its items to walk
+        met: set[int] = {rid}
         stack = [root]
         digested = self.digested = []
 
-        def add(v: Any, kids: Any, ids: list[int] | None) -> list[Any]:
-            """Note container ``v`` (its items as written, and their _ids if all are
-            collections); return the items that may be shared or walked."""
+        def add(v: Any, found: tuple[Any, list[int] | None] | None = None) -> list[int]:
+            """Note container ``v`` (``found``: its items and their _ids from digest());
+            return the _ids of its items that may be shared or walked."""
             i = _id(v)
             if isinstance(v, (set, frozenset)):
-                self.set_order[i] = kids  # sorted once, for body() too
-            if ids is not None:
-                self.kid_ids[i] = ids
-                share = kids if isinstance(kids, list) else list(kids)
+                if i not in self.set_sorted and v and set(map(type, v)) <= CONTAINER_TYPES:
+                    self.digest(v)  # sorts it, and digests (so notes) all it holds
+                ids = self.set_sorted.get(i)
+            elif found is not None and found[1] is not None and not isinstance(v, Mapping):
+                ids = found[1]  # a list or tuple of collections, seen by digest()
             else:
-                share = [k for k in kids if type(k) in CONTAINER_TYPES or (
-                    type(k) not in _PLAIN_SCALARS and _shareable(k))]
-                ids = list(map(_id, share))
-            walk[i] = (share, ids)
+                ids = None
+            if ids is None:
+                kids = self.children(v)
+                if isinstance(v, (set, frozenset)):
+                    self.set_order[i] = kids  # sorted once, for body() too
+                if set(map(type, kids)) <= CONTAINER_TYPES:
+                    ids = list(map(_id, kids))
+                    share = kids
+                else:
+                    share = [k for k in kids if type(k) in CONTAINER_TYPES or (
+                        type(k) not in _PLAIN_SCALARS and _shareable(k))]
+                    walk[i] = share_ids = list(map(_id, share))
+                    objects.update(zip(share_ids, share, strict=True))
+                    counts.update(share_ids)
+                    return share_ids
+                objects.update(zip(ids, share, strict=True))
+            self.kid_ids[i] = walk[i] = ids
             counts.update(ids)
-            return share
+            return ids
 
         while stack:
             v = stack.pop()
             if _id(v) in walk:
                 continue
-            share = add(v, *self.children_ids(v))
-            ids = walk[_id(v)][1]
-            for x in compress(share, map(not_, map(met.__contains__, ids))):
-                j = _id(x)
-                if j not in met:  # (not if this container holds it twice)
-                    met.add(j)
-                    if is_container(x):
-                        stack.append(x)
+            ids = add(v)
             # containers digested meanwhile (to sort a set): their parts were digested
             # too, so are all here; noted without looking for their items again
             while digested:
-                d, kids, ids = digested.pop()
-                j = _id(d)
-                if j in walk:
-                    continue
-                met.add(j)
-                if ids is None or isinstance(d, Mapping):
-                    add(d, *self.children_ids(d))
-                elif isinstance(d, (set, frozenset)):
-                    add(d, *self.set_sorted[j])
-                else:  # a list or tuple of collections
-                    add(d, kids, ids)
+                d, kids, d_ids = digested.pop()
+                if _id(d) not in walk:
+                    met.add(_id(d))
+                    add(d, (kids, d_ids))
+            for j in filterfalse(met.__contains__, ids):
+                if j not in met:  # (not if this container holds it twice)
+                    met.add(j)
+                    x = objects[j]
+                    if is_container(x):
+                        stack.append(x)
         self.digested = None
         shared = {j for j, n in counts.items() if n > 1}
         # second walk: a node starts at the root, at every shared object and every
         # CHUNK_DEPTH collections down; record the node roots in post-order
-        roots: set[int] = {_id(root)} | shared
-        order: list[Any] = []
+        roots: set[int] = {rid} | shared
+        order: list[int] = []
         seen: set[int] = set()
 
-        def enter(v: Any, depth: int) -> list[Any] | None:
-            """Visit ``v``: its frame [v, depth, the items still to visit], or None."""
-            i = _id(v)
-            if not is_container(v):
+        def enter(i: int, depth: int) -> list[Any] | None:
+            """Visit object ``i``: its frame [i, depth, the items still to visit], or
+            None."""
+            items = walk.get(i)
+            if items is None:  # not a collection: a string long enough to share
                 if i in shared and i not in seen:
                     seen.add(i)
-                    order.append(v)
+                    order.append(i)
                 return None
-            if i in roots and v is not root:
+            if i in roots and i != rid:
                 if i in seen:
                     return None
                 depth = 0
@@ -239,18 +236,17 @@ class _Encoder(Digester):
                 roots.add(i)
                 depth = 0
             seen.add(i)
-            items, ids = walk[i]
             # an item seen by the time its turn comes is skipped (checked lazily)
-            return [v, depth, compress(items, map(not_, map(seen.__contains__, ids)))]
+            return [i, depth, filterfalse(seen.__contains__, items)]
 
         # depth first, items in order, each object visited once
-        frames = [enter(root, 0)]
+        frames = [enter(rid, 0)]
         while frames:
             frame = frames[-1]
             child = next(frame[2], _END)
             if child is _END:
                 frames.pop()
-                if _id(frame[0]) in roots:
+                if frame[0] in roots:
                     order.append(frame[0])
                 continue
             entered = enter(child, frame[1] + 1)
@@ -265,8 +261,9 @@ class _Encoder(Digester):
         if len(roots) == 1 and len(order) == 1:
             # no sharing, no deep nesting: the plain form
             return self.body(root, roots, 0)
-        for v in order:
-            self.index[_id(v)] = len(self.nodes)
+        for i in order:
+            v = self.objects[i]
+            self.index[i] = len(self.nodes)
             self.ref_list.append({"$ref": len(self.nodes)})
             self.nodes.append(self.body(v, roots, 0) if is_container(v)
                               else self.scalar(v, ""))
@@ -285,24 +282,28 @@ class _Encoder(Digester):
                 return {k: self.body(x, roots, d, False) for k, x in v.items()}
             return {"$map": [[self.body(k, roots, d, False), self.body(x, roots, d, False)]
                              for k, x in v.items()]}
+        ids = self.kid_ids.get(_id(v))
         if isinstance(v, (set, frozenset)):
-            order = self.set_order.get(_id(v))
-            return {"$set": self.items(order if order is not None else self.sorted_set(v),
-                                       roots, d, self.kid_ids.get(_id(v)))}
-        return self.items(v, roots, d, self.kid_ids.get(_id(v)))
+            order = None if ids is not None else self.set_order.get(_id(v))
+            if ids is None and order is None:
+                order = self.sorted_set(v)
+            return {"$set": self.items(order, roots, d, ids)}
+        return self.items(v, roots, d, ids)
 
-    def items(self, xs: Iterable[Any], roots: set[int], depth: int,
+    def items(self, xs: Iterable[Any] | None, roots: set[int], depth: int,
               ids: list[int] | None = None) -> list[Any]:
         """The encoded items of a list or set (a fast path for refs and small ints);
-        ``ids``: their _ids, when the plan found them."""
+        ``ids``: their _ids when the plan found them (then ``xs`` may be None)."""
         index = self.index
-        if not isinstance(xs, (list, tuple)):
-            xs = list(xs)
         if ids is None:
+            xs = xs if isinstance(xs, (list, tuple)) else list(xs or ())
             ids = list(map(_id, xs))
-        if roots.issuperset(ids):  # every item a node of its own (shared): refs only
-            indices = list(map(index.__getitem__, ids))
+        # every item a node of its own (shared): refs only (post-order: all numbered)
+        indices = list(map(index.get, ids))
+        if None not in indices:
             return RefList(map(self.ref_list.__getitem__, indices), indices)
+        if xs is None:
+            xs = list(map(self.objects.__getitem__, ids))
         out = []
         for x in xs:
             j = _id(x)

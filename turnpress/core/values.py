@@ -12,8 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Mapping
-from itertools import compress
-from operator import not_
+from itertools import filterfalse
 from typing import Any
 
 from turnpress.core.model import Failure, Fn, HashableMap, Keyword
@@ -170,20 +169,26 @@ class Digester:
     def __init__(self, budget: int | None = None) -> None:
         self.digests: dict[int, bytes] = {}  # _id(container) -> digest of its value
         self.budget = budget  # items digest() may still visit (None: no bound)
-        # _id(set of collections) -> its items sorted by digest, and their _ids
-        self.set_sorted: dict[int, tuple[list[Any], list[int]]] = {}
+        self.objects: dict[int, Any] = {}  # _id(container) -> it (alive while its _id is used)
+        # _id(set of collections) -> its items' _ids sorted by digest (the codec's order)
+        self.set_sorted: dict[int, list[int]] = {}
         # when a list: each container digested, with its items and their _ids (None
         # unless all are collections), appended as it is digested (for the codec)
         self.digested: list[tuple[Any, Any, list[int] | None]] | None = None
+        # _id(container) -> a float ordered as the first 52 bits of its digest (a
+        # faster sort key than the bytes), or the digest itself once two digests share
+        # their first 52 bits (:meth:`_note`)
+        self.keys: dict[int, Any] = {}
+        self._first_bits: dict[float, bytes] | None = {}  # key -> its digest (None: exact)
 
     def digest(self, value: Any) -> bytes:
         """A digest that equal values share (maps and sets whatever their order),
         computed once per distinct object, without recursion.
 
         Depth first; each container's items are looked at in bulk (C-level passes
-        over them, no Python step per item when they are all collections), and an
-        item is entered only if it has no digest yet when its turn comes, so the cost
-        is linear in the number of references, however much structure is shared."""
+        over their _ids, no Python step per item when they are all collections), and
+        an item is entered only if it has no digest yet when its turn comes, so the
+        cost is linear in the references, however much structure is shared."""
         if not is_container(value):
             return _scalar_digest(value)
         memo = self.digests
@@ -197,24 +202,25 @@ class Digester:
             if child is _END:
                 frames.pop()
                 self._close(frame[0], frame[1], frame[2])
-            else:  # a collection without a digest yet
-                frames.append(self._open(child))
+                continue
+            if frame[2] is not None:  # an _id: find its object (the first time, in bulk)
+                if frame[4] is None:
+                    frame[4] = dict(zip(frame[2], frame[1], strict=True))
+                child = frame[4][child]
+            frames.append(self._open(child))
         return memo[_id(value)]
 
     def _open(self, v: Any) -> list[Any]:
         """``v``'s frame: [v, its items, their _ids (None unless all are collections),
-        an iterator over the items still to digest, checked as each turn comes]."""
+        an iterator over the items (or _ids) still to digest, checked as each turn
+        comes, and a map from _id to item made when first needed]."""
         memo = self.digests
-        if isinstance(v, Mapping):
-            kids: Any = [x for kv in v.items() for x in kv]
-        elif isinstance(v, (set, frozenset)):
-            kids = list(v)
-        else:
-            kids = v
+        kids: Any = [x for kv in v.items() for x in kv] if isinstance(v, Mapping) else v
         if set(map(type, kids)) <= CONTAINER_TYPES:
             ids = list(map(_id, kids))
-            return [v, kids, ids, compress(kids, map(not_, map(memo.__contains__, ids)))]
-        return [v, kids, None, (x for x in kids if is_container(x) and _id(x) not in memo)]
+            return [v, kids, ids, filterfalse(memo.__contains__, ids), None]
+        return [v, kids, None, (x for x in kids if is_container(x) and _id(x) not in memo),
+                None]
 
     def _close(self, v: Any, kids: Any, ids: list[int] | None) -> None:
         """Digest ``v`` from its items' digests (all known by now)."""
@@ -223,24 +229,48 @@ class Digester:
             self.budget -= len(kids)
             if self.budget < 0:
                 raise DigestBudgetExceeded
-        if ids is not None:
-            parts = list(map(memo.__getitem__, ids))
+        i = _id(v)
+        if ids is not None and isinstance(v, (set, frozenset)):
+            # sorted by digest (each item's sort key orders as its digest): the order
+            # the codec writes; stable, so equal items keep their iteration order
+            order = sorted(ids, key=self.keys.__getitem__)
+            raw = b"S" + b"".join(map(memo.__getitem__, order))
+            self.set_sorted[i] = order
+        elif ids is not None and not isinstance(v, Mapping):
+            raw = b"l" + b"".join(map(memo.__getitem__, ids))
         else:
-            parts = [memo[_id(x)] if is_container(x) else _scalar_digest(x) for x in kids]
-        if isinstance(v, Mapping):
-            pairs = sorted(parts[j] + parts[j + 1] for j in range(0, len(parts), 2))
-            raw = b"m" + b"".join(pairs)
-        elif isinstance(v, (set, frozenset)):
-            order = sorted(range(len(parts)), key=parts.__getitem__)
-            raw = b"S" + b"".join(map(parts.__getitem__, order))
-            if ids is not None:  # sorted by digest: the order the codec writes
-                self.set_sorted[_id(v)] = (list(map(kids.__getitem__, order)),
-                                           list(map(ids.__getitem__, order)))
-        else:
-            raw = b"l" + b"".join(parts)
-        memo[_id(v)] = hashlib.blake2b(raw, digest_size=16).digest()
+            if ids is not None:
+                parts = list(map(memo.__getitem__, ids))
+            else:
+                parts = [memo[_id(x)] if is_container(x) else _scalar_digest(x)
+                         for x in kids]
+            if isinstance(v, Mapping):
+                raw = b"m" + b"".join(sorted(parts[j] + parts[j + 1]
+                                             for j in range(0, len(parts), 2)))
+            elif isinstance(v, (set, frozenset)):
+                raw = b"S" + b"".join(sorted(parts))
+            else:
+                raw = b"l" + b"".join(parts)
+        digest = memo[i] = hashlib.blake2b(raw, digest_size=16).digest()
+        self.objects[i] = v
+        self._note(i, digest)
         if self.digested is not None:
             self.digested.append((v, kids, ids))
+
+    def _note(self, i: int, digest: bytes) -> None:
+        """Record the sort key of container ``i``."""
+        first = self._first_bits
+        if first is None:
+            self.keys[i] = digest
+            return
+        key = float(int.from_bytes(digest[:7], "big") >> 4)  # exact: under 2^53
+        if first.setdefault(key, digest) != digest:
+            # two digests alike in their first 52 bits: sort by whole digests from now
+            # on (every order made so far held no such pair)
+            self._first_bits = None
+            self.keys = dict(self.digests)
+            return
+        self.keys[i] = key
 
 
 def value_digester(budget: int | None = None) -> Callable[[Any], bytes]:
