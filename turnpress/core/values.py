@@ -158,6 +158,11 @@ def _scalar_digest(v: Any) -> bytes:
     return hashlib.blake2b(raw, digest_size=16).digest()
 
 
+def _first_bits(digest: bytes) -> float:
+    """A float ordered as the first 52 bits of ``digest`` are (exact: under 2^53)."""
+    return float(int.from_bytes(digest[:7], "big") >> 4)
+
+
 class DigestBudgetExceeded(Exception):
     """A :func:`value_digester` function ran out of its item budget."""
 
@@ -179,7 +184,7 @@ class Digester:
         # faster sort key than the bytes), or the digest itself once two digests share
         # their first 52 bits (:meth:`_note`)
         self.keys: dict[int, Any] = {}
-        self._first_bits: dict[float, bytes] | None = {}  # key -> its digest (None: exact)
+        self._by_key: dict[float, bytes] | None = {}  # key -> its digest (None: exact)
 
     def digest(self, value: Any) -> bytes:
         """A digest that equal values share (maps and sets whatever their order),
@@ -259,15 +264,15 @@ class Digester:
 
     def _note(self, i: int, digest: bytes) -> None:
         """Record the sort key of container ``i``."""
-        first = self._first_bits
-        if first is None:
+        by_key = self._by_key
+        if by_key is None:
             self.keys[i] = digest
             return
-        key = float(int.from_bytes(digest[:7], "big") >> 4)  # exact: under 2^53
-        if first.setdefault(key, digest) != digest:
+        key = _first_bits(digest)
+        if by_key.setdefault(key, digest) != digest:
             # two digests alike in their first 52 bits: sort by whole digests from now
             # on (every order made so far held no such pair)
-            self._first_bits = None
+            self._by_key = None
             self.keys = dict(self.digests)
             return
         self.keys[i] = key
