@@ -4,6 +4,13 @@ describes the format (tags, ``$graph`` and ``$ref``) and re-exports everything h
 The encoder finds shared objects and nesting cuts in one walk each, looking at each
 container's items in bulk, writes sets in the order the printer sorts them (by digest
 where their short renderings tie), and writes each shared object once.
+
+Its cost is linear in the value's references with no Python step per reference when
+a container holds only collections (issue 23: 1,500 nested sets, 1.1 million
+references): the walks work on lists of item ``_id``s with C-level passes (``map``,
+``filterfalse``, ``Counter``, ``sorted`` by a float key), the digest walk's findings
+are reused by the plan, and :func:`encoded_json` writes a list of refs as text in
+one ``str.join``.
 """
 
 from __future__ import annotations

@@ -374,9 +374,10 @@ _VALUE_DEPTH = 8
 def _inline_graphs(obj: Any) -> tuple[Any, dict[str, Any], str]:
     """``obj`` with every ``{"$graph": ...}`` value (in the first :data:`_VALUE_DEPTH`
     levels, where values are) replaced by a placeholder string, the placeholders'
-    values, and their nonce. An indented file writes each graph on one line, with the
-    C JSON encoder: indented, a graph of a million refs is millions of lines written
-    by the pure-Python encoder. Containers are copied where changed, never mutated."""
+    values, and their nonce. A file writes each graph on one line, with
+    :func:`codec.encoded_json` (the C JSON encoder, and lists of refs in one pass):
+    indented, a graph of a million refs is millions of lines written by the
+    pure-Python encoder. Containers are copied where changed, never mutated."""
     nonce = secrets.token_hex(8)
     found: dict[str, Any] = {}
 
