@@ -306,8 +306,11 @@ class _Encoder(Digester):
             xs = xs if isinstance(xs, (list, tuple)) else list(xs or ())
             ids = list(map(_id, xs))
         # every item a node of its own (shared): refs only (post-order: all numbered)
-        indices = list(map(index.get, ids))
-        if None not in indices:
+        try:
+            indices = list(map(index.__getitem__, ids))
+        except KeyError:  # an item written here, in this node
+            pass
+        else:
             return RefList(map(self.ref_list.__getitem__, indices), indices)
         if xs is None:
             xs = list(map(self.objects.__getitem__, ids))
@@ -385,7 +388,7 @@ def _refs_json(indices: list[int]) -> str:
     """The JSON text of ``[{"$ref": i}, ...]`` for these ``i``, in one pass."""
     if not indices:
         return "[]"
-    return '[{"$ref": ' + '}, {"$ref": '.join(map(str, indices)) + "}]"
+    return '[{"$ref": ' + '}, {"$ref": '.join(map(repr, indices)) + "}]"  # ints: repr is str
 
 
 def _node_json(node: Any) -> str:

@@ -208,17 +208,19 @@ class Digester:
                 frames.pop()
                 self._close(frame[0], frame[1], frame[2])
                 continue
-            if frame[2] is not None:  # an _id: find its object (the first time, in bulk)
+            if frame[2] is not None:  # an _id: its object, at its place (found in C)
                 if frame[4] is None:
-                    frame[4] = dict(zip(frame[2], frame[1], strict=True))
-                child = frame[4][child]
+                    frame[4] = [frame[1] if isinstance(frame[1], list) else list(frame[1]), 0]
+                kids, at = frame[4]
+                at = frame[4][1] = frame[2].index(child, at)  # the _ids come in order
+                child = kids[at]
             frames.append(self._open(child))
         return memo[_id(value)]
 
     def _open(self, v: Any) -> list[Any]:
         """``v``'s frame: [v, its items, their _ids (None unless all are collections),
         an iterator over the items (or _ids) still to digest, checked as each turn
-        comes, and a map from _id to item made when first needed]."""
+        comes, and [the items as a list, where the last one entered is] once needed]."""
         memo = self.digests
         kids: Any = [x for kv in v.items() for x in kv] if isinstance(v, Mapping) else v
         if set(map(type, kids)) <= CONTAINER_TYPES:
