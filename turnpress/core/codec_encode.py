@@ -384,18 +384,17 @@ def encode_text(text: str) -> Any:
 _to_json = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False).encode
 
 
-def _refs_json(indices: list[int]) -> str:
-    """The JSON text of ``[{"$ref": i}, ...]`` for these ``i``, in one pass."""
-    if not indices:
-        return "[]"
-    return '[{"$ref": ' + '}, {"$ref": '.join(map(repr, indices)) + "}]"  # ints: repr is str
+def _refs_json(indices: list[int], refs: list[str]) -> str:
+    """The JSON text of ``[{"$ref": i}, ...]`` for these ``i``, in one pass
+    (``refs[i]`` is the text of ``{"$ref": i}``)."""
+    return "[" + ", ".join(map(refs.__getitem__, indices)) + "]"
 
 
-def _node_json(node: Any) -> str:
+def _node_json(node: Any, refs: list[str]) -> str:
     if type(node) is RefList:
-        return _refs_json(node.indices)
+        return _refs_json(node.indices, refs)
     if type(node) is dict and len(node) == 1 and type(node.get("$set")) is RefList:
-        return '{"$set": ' + _refs_json(node["$set"].indices) + "}"
+        return '{"$set": ' + _refs_json(node["$set"].indices, refs) + "}"
     return _to_json(node)
 
 
@@ -404,7 +403,9 @@ def encoded_json(encoded: Any) -> str:
     a value :func:`encode_value` made, written faster: each node of a ``$graph`` that
     only holds refs (:class:`RefList`) in one pass."""
     if type(encoded) is dict and len(encoded) == 1 and type(encoded.get("$graph")) is list:
-        return '{"$graph": [' + ", ".join(map(_node_json, encoded["$graph"])) + "]}"
+        nodes = encoded["$graph"]
+        refs = [f'{{"$ref": {i}}}' for i in range(len(nodes))]  # refs point back only
+        return '{"$graph": [' + ", ".join([_node_json(n, refs) for n in nodes]) + "]}"
     return _to_json(encoded)
 
 
