@@ -136,7 +136,9 @@ def test_watchdog_and_escape_sentinel(fuzz, tmp_path) -> None:
     with pytest.raises(fuzz.Hung), fuzz.watchdog(0.2):
         while True:
             time.sleep(0.01)
-    assert time.perf_counter() - start < 5
+    # it fires (a wall-clock alarm, 0.2 s): the bound only says "it stopped", with room
+    # for a loaded machine that runs this process late
+    assert time.perf_counter() - start < 60
     sentinel = fuzz.Sentinel.get()
     with sentinel.watch() as events:
         (tmp_path / "x.txt").write_text("escaped")

@@ -493,5 +493,54 @@ def test_shared_sets_encode_decode_and_compare_at_c_speed_per_reference() -> Non
     assert size == 400 and refs - 10 < written <= refs  # each reference written once
     per_ref = [round(n / refs, 1) for n in (encode_lines, decode_lines, same_lines)]
     assert max(per_ref) < 6, per_ref
+    # the encoder runs Python per container, none per reference (it ran 3.0 before
+    # the bulk passes over item _ids), and the graph's text is written in bulk too
+    from turnpress.core.codec import encoded_json
+
+    assert per_ref[0] < 1, per_ref
+    assert _python_lines(encoded_json, encoded)[1] < refs / 10
     # ... and the order sets are written in is the order by digest, as before
     assert encode_value(a) == encoded == encode_value(decoded)
+
+
+@pytest.mark.parametrize("name", ["nested-sets", "shared-40", "mixed"])
+def test_encoded_json_writes_what_json_dumps_writes(tmp_path, name: str) -> None:
+    """issue 23: a graph's lists of refs are written as text in one pass each
+    (``codec.encoded_json``); the bytes are those ``json.dumps`` gives, in a ``.json``
+    file (one line per graph) and in a ``.jsonl`` line alike."""
+    from turnpress.core.codec import encoded_json
+    from turnpress.core.trace_json import trace_to_dict
+
+    value = {"nested-sets": lambda: _nested_sets(60),
+             "shared-40": lambda: run_turn(REPROS["shared-40"]).memory["x"],
+             "mixed": lambda: [frozenset({1, "a", (2,)}), [_nested_sets(3)] * 3, {"k": []}],
+             }[name]()
+    encoded = encode_value(value)
+    assert encoded_json(encoded) == json.dumps(encoded, ensure_ascii=False, allow_nan=False)
+    trace = Trace(mission="m", max_turns=1, turns=(Turn.succeeded(1, "p", None,
+                                                                  memory={"a": value}),))
+    save_trace(trace, tmp_path / "t.jsonl")
+    line = (tmp_path / "t.jsonl").read_text(encoding="utf-8")
+    assert line == json.dumps(trace_to_dict(trace, 2), ensure_ascii=False) + "\n"
+    save_trace(trace, tmp_path / "t.json")
+    assert json.loads((tmp_path / "t.json").read_text(encoding="utf-8")) == json.loads(line)
+
+
+def test_sets_are_written_by_whole_digests_when_sort_keys_tie(monkeypatch) -> None:
+    """issue 23: the items of a set are sorted by a float made of the first 52 bits of
+    their digest (a float compare is cheaper than a bytes compare). Two digests alike
+    in those bits switch the digester to whole digests, so the written order is still
+    the order of the digests. Here the float is made of 4 bits only (every few sets
+    tie): the value is written as with the real key, and as sorted by whole digests."""
+    import turnpress.core.values as values
+
+    a = [_nested_sets(40), frozenset({(1,), (2,), frozenset({3}), frozenset()})]
+    expected = json.dumps(encode_value(a))
+    monkeypatch.setattr(values, "_first_bits", lambda digest: float(digest[0] >> 4))
+    assert json.dumps(encode_value(a)) == expected
+    digester = values.Digester()
+    digester.digest(a[0])
+    assert digester.keys == digester.digests  # switched to whole digests
+    for i, order in digester.set_sorted.items():
+        items = list(map(values.object_id, digester.objects[i]))
+        assert order == sorted(items, key=digester.digests.__getitem__)

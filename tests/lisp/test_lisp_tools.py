@@ -98,21 +98,38 @@ def test_bad_tools_argument_raises_for_the_caller():
         run_program("1", data=[1])  # type: ignore[arg-type]
 
 
-def test_tool_time_does_not_count_against_the_timeout():
+def test_tool_time_does_not_count_against_the_timeout(monkeypatch):
     """The timeout guards the program's own evaluation; a slow tool (I/O, a child agent
-    waiting on its LLM) is not cut short, while a busy program still is."""
+    waiting on its LLM) is not cut short, while a busy program still is.
+
+    The tool takes 10 s by the sandbox's clock (a clock that jumps inside the tool
+    call, instead of a real sleep): three calls are 30 s against a 2 s limit, so the
+    check does not depend on how fast a loaded machine runs the program itself."""
     import time
 
+    import turnpress.lisp.context as context
     from turnpress.lisp import Limits
 
+    class Clock:
+        """The sandbox's view of ``time``: real monotonic time plus the tools' time."""
+
+        def __init__(self) -> None:
+            self.tools_s = 0.0
+
+        def monotonic(self) -> float:
+            return time.monotonic() + self.tools_s
+
+    clock = Clock()
+    monkeypatch.setattr(context, "time", clock)
+
     def slow():
-        time.sleep(0.15)
+        clock.tools_s += 10.0
         return 1
 
     result = run_program("(+ (tool/slow) (tool/slow) (tool/slow))",
-                         tools={"slow": Tool("slow", fn=slow)}, limits=Limits(timeout_s=0.1))
+                         tools={"slow": Tool("slow", fn=slow)}, limits=Limits(timeout_s=2.0))
     assert result.success and result.value == 3 and len(result.tool_calls) == 3
     busy = run_program("(tool/slow) (loop [i 0] (recur (inc i)))",
                        tools={"slow": Tool("slow", fn=slow)},
-                       limits=Limits(timeout_s=0.1, max_steps=10**9))
+                       limits=Limits(timeout_s=0.1, max_steps=10**12))
     assert busy.failure.reason == "timeout" and len(busy.tool_calls) == 1

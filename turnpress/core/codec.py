@@ -26,6 +26,7 @@ from turnpress.core.codec_encode import (
     ValueCodecError,
     encode_text,
     encode_value,
+    encoded_json,
 )
 from turnpress.core.model import Failure, Fn, HashableMap, Keyword
 from turnpress.core.values import (
@@ -48,6 +49,7 @@ __all__ = [
     "decode_value",
     "encode_text",
     "encode_value",
+    "encoded_json",
     "is_regex",
     "same_value",
     "value_digester",

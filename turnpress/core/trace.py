@@ -374,9 +374,10 @@ _VALUE_DEPTH = 8
 def _inline_graphs(obj: Any) -> tuple[Any, dict[str, Any], str]:
     """``obj`` with every ``{"$graph": ...}`` value (in the first :data:`_VALUE_DEPTH`
     levels, where values are) replaced by a placeholder string, the placeholders'
-    values, and their nonce. An indented file writes each graph on one line, with the
-    C JSON encoder: indented, a graph of a million refs is millions of lines written
-    by the pure-Python encoder. Containers are copied where changed, never mutated."""
+    values, and their nonce. A file writes each graph on one line, with
+    :func:`codec.encoded_json` (the C JSON encoder, and lists of refs in one pass):
+    indented, a graph of a million refs is millions of lines written by the
+    pure-Python encoder. Containers are copied where changed, never mutated."""
     nonce = secrets.token_hex(8)
     found: dict[str, Any] = {}
 
@@ -399,18 +400,16 @@ def _inline_graphs(obj: Any) -> tuple[Any, dict[str, Any], str]:
 def _dumps(trace: Trace, version: int, indent: int | None) -> str:
     try:
         obj = trace_to_dict(trace, version)
-        graphs: dict[str, Any] = {}
-        if indent is not None:
-            obj, graphs, nonce = _inline_graphs(obj)
+        obj, graphs, nonce = _inline_graphs(obj)  # each written by codec.encoded_json
         text = json.dumps(obj, indent=indent, ensure_ascii=False, allow_nan=False)
         if graphs:
-            text = re.sub(f'"(@@turnpress-graph-{nonce}-[0-9]+@@)"', lambda m: json.dumps(
-                graphs[m.group(1)], ensure_ascii=False, allow_nan=False), text)
+            text = re.sub(f'"(@@turnpress-graph-{nonce}-[0-9]+@@)"', lambda m: codec.encoded_json(
+                graphs[m.group(1)]), text)
     except ValueError as exc:  # NaN in verbatim transcript messages
         raise TraceError(f"trace {trace.name or '(unnamed)'}: cannot be written as JSON: "
                          f"{exc}") from None
     # a lone surrogate outside values (a printed line...) cannot be UTF-8: escape it
-    if _SURROGATE.search(text) is not None:
+    if not text.isascii() and _SURROGATE.search(text) is not None:
         text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Mapping
+from itertools import filterfalse
 from typing import Any
 
 from turnpress.core.model import Failure, Fn, HashableMap, Keyword
@@ -41,6 +42,7 @@ CONTAINER_TYPES = frozenset({list, tuple, dict, set, frozenset, HashableMap})
 #: Types whose values are never containers (checked by ``type`` before ``isinstance``).
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None), Keyword})
 _id = object_id
+_END = object()  # an exhausted iterator's default
 
 
 class RegexValue:
@@ -156,6 +158,11 @@ def _scalar_digest(v: Any) -> bytes:
     return hashlib.blake2b(raw, digest_size=16).digest()
 
 
+def _first_bits(digest: bytes) -> float:
+    """A float ordered as the first 52 bits of ``digest`` are (exact: under 2^53)."""
+    return float(int.from_bytes(digest[:7], "big") >> 4)
+
+
 class DigestBudgetExceeded(Exception):
     """A :func:`value_digester` function ran out of its item budget."""
 
@@ -167,57 +174,110 @@ class Digester:
     def __init__(self, budget: int | None = None) -> None:
         self.digests: dict[int, bytes] = {}  # _id(container) -> digest of its value
         self.budget = budget  # items digest() may still visit (None: no bound)
-        self.set_sorted: dict[int, list[Any]] = {}  # _id(set of collections) -> by digest
+        self.objects: dict[int, Any] = {}  # _id(container) -> it (alive while its _id is used)
+        # _id(set of collections) -> its items' _ids sorted by digest (the codec's order)
+        self.set_sorted: dict[int, list[int]] = {}
+        # when a list: each container digested, with its items and their _ids (None
+        # unless all are collections), appended as it is digested (for the codec)
+        self.digested: list[tuple[Any, Any, list[int] | None]] | None = None
+        # _id(container) -> a float ordered as the first 52 bits of its digest (a
+        # faster sort key than the bytes), or the digest itself once two digests share
+        # their first 52 bits (:meth:`_note`)
+        self.keys: dict[int, Any] = {}
+        self._by_key: dict[float, bytes] | None = {}  # key -> its digest (None: exact)
 
     def digest(self, value: Any) -> bytes:
         """A digest that equal values share (maps and sets whatever their order),
-        computed once per distinct object, without recursion."""
+        computed once per distinct object, without recursion.
+
+        Depth first; each container's items are looked at in bulk (C-level passes
+        over their _ids, no Python step per item when they are all collections), and
+        an item is entered only if it has no digest yet when its turn comes, so the
+        cost is linear in the references, however much structure is shared."""
         if not is_container(value):
             return _scalar_digest(value)
         memo = self.digests
-        stack: list[tuple[Any, bool]] = [(value, False)]
-        while stack:
-            v, done = stack.pop()
-            i = _id(v)
-            if i in memo:
+        found = memo.get(_id(value))
+        if found is not None:
+            return found
+        frames = [self._open(value)]
+        while frames:
+            frame = frames[-1]
+            child = next(frame[3], _END)
+            if child is _END:
+                frames.pop()
+                self._close(frame[0], frame[1], frame[2])
                 continue
-            if isinstance(v, Mapping):
-                kids: Any = [x for kv in v.items() for x in kv]
-            elif isinstance(v, (set, frozenset)):
-                kids = list(v)
-            else:
-                kids = v
-            only_containers = set(map(type, kids)) <= CONTAINER_TYPES
-            if not done:
-                stack.append((v, True))
-                if only_containers:  # the new ones, found in bulk
-                    by_id = dict(zip(map(_id, kids), kids, strict=True))
-                    stack.extend([(by_id[j], False) for j in by_id.keys() - memo.keys()])
-                else:
-                    stack.extend([(x, False) for x in kids
-                                  if is_container(x) and _id(x) not in memo])
-                continue
-            if self.budget is not None:
-                self.budget -= len(kids)
-                if self.budget < 0:
-                    raise DigestBudgetExceeded
-            if only_containers:
-                parts = list(map(memo.__getitem__, map(_id, kids)))
+            if frame[2] is not None:  # an _id: its object, at its place (found in C)
+                if frame[4] is None:
+                    frame[4] = [frame[1] if isinstance(frame[1], list) else list(frame[1]), 0]
+                kids, at = frame[4]
+                at = frame[4][1] = frame[2].index(child, at)  # the _ids come in order
+                child = kids[at]
+            frames.append(self._open(child))
+        return memo[_id(value)]
+
+    def _open(self, v: Any) -> list[Any]:
+        """``v``'s frame: [v, its items, their _ids (None unless all are collections),
+        an iterator over the items (or _ids) still to digest, checked as each turn
+        comes, and [the items as a list, where the last one entered is] once needed]."""
+        memo = self.digests
+        kids: Any = [x for kv in v.items() for x in kv] if isinstance(v, Mapping) else v
+        if set(map(type, kids)) <= CONTAINER_TYPES:
+            ids = list(map(_id, kids))
+            return [v, kids, ids, filterfalse(memo.__contains__, ids), None]
+        return [v, kids, None, (x for x in kids if is_container(x) and _id(x) not in memo),
+                None]
+
+    def _close(self, v: Any, kids: Any, ids: list[int] | None) -> None:
+        """Digest ``v`` from its items' digests (all known by now)."""
+        memo = self.digests
+        if self.budget is not None:
+            self.budget -= len(kids)
+            if self.budget < 0:
+                raise DigestBudgetExceeded
+        i = _id(v)
+        if ids is not None and isinstance(v, (set, frozenset)):
+            # sorted by digest (each item's sort key orders as its digest): the order
+            # the codec writes; stable, so equal items keep their iteration order
+            order = sorted(ids, key=self.keys.__getitem__)
+            raw = b"S" + b"".join(map(memo.__getitem__, order))
+            self.set_sorted[i] = order
+        elif ids is not None and not isinstance(v, Mapping):
+            raw = b"l" + b"".join(map(memo.__getitem__, ids))
+        else:
+            if ids is not None:
+                parts = list(map(memo.__getitem__, ids))
             else:
                 parts = [memo[_id(x)] if is_container(x) else _scalar_digest(x)
                          for x in kids]
             if isinstance(v, Mapping):
-                pairs = sorted(parts[j] + parts[j + 1] for j in range(0, len(parts), 2))
-                raw = b"m" + b"".join(pairs)
+                raw = b"m" + b"".join(sorted(parts[j] + parts[j + 1]
+                                             for j in range(0, len(parts), 2)))
             elif isinstance(v, (set, frozenset)):
-                order = sorted(range(len(parts)), key=parts.__getitem__)
-                raw = b"S" + b"".join(map(parts.__getitem__, order))
-                if only_containers:  # sorted by digest: the order the codec writes
-                    self.set_sorted[i] = list(map(kids.__getitem__, order))
+                raw = b"S" + b"".join(sorted(parts))
             else:
                 raw = b"l" + b"".join(parts)
-            memo[i] = hashlib.blake2b(raw, digest_size=16).digest()
-        return memo[_id(value)]
+        digest = memo[i] = hashlib.blake2b(raw, digest_size=16).digest()
+        self.objects[i] = v
+        self._note(i, digest)
+        if self.digested is not None:
+            self.digested.append((v, kids, ids))
+
+    def _note(self, i: int, digest: bytes) -> None:
+        """Record the sort key of container ``i``."""
+        by_key = self._by_key
+        if by_key is None:
+            self.keys[i] = digest
+            return
+        key = _first_bits(digest)
+        if by_key.setdefault(key, digest) != digest:
+            # two digests alike in their first 52 bits: sort by whole digests from now
+            # on (every order made so far held no such pair)
+            self._by_key = None
+            self.keys = dict(self.digests)
+            return
+        self.keys[i] = key
 
 
 def value_digester(budget: int | None = None) -> Callable[[Any], bytes]:
