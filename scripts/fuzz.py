@@ -747,7 +747,7 @@ def must_reject(doc: Any, text: str, bad_bytes: list[bytes], placed: list[tuple[
     if "version" in doc:
         v = doc["version"]
         if isinstance(v, (bool, float)) or v not in (1, 2):
-            reasons.append(f"version {json.dumps(v)}")
+            reasons.append(f"version {_dumps(v, ensure_ascii=True)}")
     reasons += [f"unknown field {k!r}" for k in UNKNOWN_FIELDS if k in doc]
     data = doc.get("data")
     for key, tag in placed:

@@ -236,3 +236,13 @@ def test_start_runs_later_cases_and_a_fuzzer_bug_is_counted(fuzz, tmp_path,
     assert report.counts["fuzzer error"] == 4 == report.cases
     assert [case for case, _, _ in report.bad_cases] == [100, 101, 102, 103]
     assert "making case 100" in report.bad_cases[0][1].detail
+
+
+def test_a_version_nested_too_deep_for_json_dumps_is_named_not_a_fuzzer_error(fuzz):
+    """Traces case 5764 of seed 2304 counted as a "fuzzer error": an edit nested the
+    version 600 deep inside an already deep document, and naming why it must be refused
+    ran ``json.dumps`` out of recursion. The reason is written the way the file is."""
+    depth = sys.getrecursionlimit() + 200
+    doc = {"version": fuzz._nest(1, depth), "turns": []}
+    (reason,) = fuzz.must_reject(doc, "{}", [], [], native=True)
+    assert reason == "version " + "[" * depth + "1" + "]" * depth
