@@ -194,3 +194,47 @@ def test_openai_shared_prefix_is_the_longest_over_all_earlier_prompts(prompts):
         assert model.shared_prefix(prompt) == expected
         model.account(prompt)
         seen.append(prompt)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), max_size=12), min_size=1, max_size=12),
+       st.lists(st.integers(0, 3), max_size=12))
+def test_openai_token_tree_finds_the_longest_shared_prefix(sequences, query):
+    """Issue 20 item 6: the radix tree that replaced the sorted token lists answers
+    exactly the longest common prefix (in whole tokens) with any inserted sequence."""
+    from array import array
+
+    from turnpress.compare.cache import _trie_insert, _trie_match
+    from turnpress.core.tokens import common_prefix_length
+
+    def pack(ids):
+        return array("I", ids).tobytes()
+
+    root: dict = {}
+    for seq in sequences:
+        _trie_insert(root, pack(seq))
+    for probe in [query, *sequences]:
+        expected = max(common_prefix_length(pack(probe), pack(s)) // 4 for s in sequences)
+        assert _trie_match(root, pack(probe)) == 4 * expected
+
+
+def test_openai_cache_keeps_what_a_rewritten_message_changes(counter):
+    """Issue 20 item 6: a message rewritten every turn with the same start (as
+    single-user-coalesced does) is kept once plus what each version adds, not one
+    whole copy per turn; the cached prefix is still the longest one."""
+    model = OpenAICache()
+    base = words(3000)
+    seen = []
+    for turn in range(30):
+        prompt = counter.tokenize(msgs("system", base + words(40, f"t{turn}x")))
+        shared = model.shared_prefix(prompt)
+        assert shared == max((prompt.common_prefix(q) for q in seen), default=0)
+        assert (shared > 3000) == (turn > 0)
+        model.account(prompt)
+        seen.append(prompt)
+
+    def stored(node):
+        return sum(len(label) + stored(child) for label, child in node.values())
+
+    kept = sum(stored(t) for t in model.tries.values()) // 4
+    assert kept < 3000 + 30 * 200  # one copy per turn: over 30 * 3000
