@@ -19,8 +19,9 @@ Anthropic only). The rest is ordinary input.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from turnpress.core.tokens import Segment, TokenizedPrompt, common_prefix_length
 
@@ -80,13 +81,11 @@ class OpenAICache(CacheModel):
         self.step = step
         self.min_cached = min_cached
         # every whole-message prefix seen so far (its chain digest, b"" for the empty
-        # prefix) -> the distinct messages that followed it, by digest: the counted
-        # text of a count-only one, None for one with tokens (they are in ``tries``)
-        self.after: dict[bytes, dict[bytes, Segment | None]] = {}
-        # the same prefix -> the token sequences of the messages that followed it, as a
-        # radix tree (see _trie_insert): a message rewritten every turn with the same
-        # start keeps only what differs, not one whole copy per turn
-        self.tries: dict[bytes, _Node] = {}
+        # prefix) -> the distinct messages that followed it, by digest
+        self.after: dict[bytes, dict[bytes, Segment]] = {}
+        # the same prefix -> the token sequences (packed) of the messages that followed
+        # it, sorted; None once one of them has no tokens (a count-only tokenizer)
+        self.sorted: dict[bytes, list[bytes] | None] = {}
 
     def shared_prefix(self, prompt: TokenizedPrompt) -> int:
         """The longest token prefix ``prompt`` shares with an earlier prompt of the run.
@@ -117,13 +116,18 @@ class OpenAICache(CacheModel):
             key = prompt.chain[lo - 1] if lo else b""
             segment = prompt.segments[lo]
             best = 0
-            trie = self.tries.get(key)
-            if trie is not None and segment.tokens is not None:
-                best = _trie_match(trie, segment.tokens) // 4
-            # the count-only messages (their texts), newest first: the last one usually
-            # shares the most, and an older one is measured only if it beats that
+            ordered = self.sorted.get(key)
+            if ordered is not None and segment.tokens is not None:
+                # the sequence sharing the longest prefix with this one is next to it in
+                # sorted order: for a <= b <= c, prefix(a, c) = min(prefix(a, b), prefix(b, c))
+                at = bisect.bisect_left(ordered, segment.tokens)
+                for other in ordered[max(at - 1, 0):at + 1]:
+                    best = max(best, common_prefix_length(segment.tokens, other) // 4)
+                return shared + best, lo
+            # newest first: the last message after this prefix usually shares the most,
+            # and an older one is measured only if it beats that (one comparison)
             for other in reversed(list(self.after.get(key, {}).values())):
-                if other is None or (best and not _longer(segment, other, best)):
+                if best and not _longer(segment, other, best):
                     continue
                 best = max(best, prompt.segment_prefix(segment, other))
             shared += best
@@ -132,17 +136,19 @@ class OpenAICache(CacheModel):
     def _remember(self, prompt: TokenizedPrompt, start: int = 0) -> None:
         """Record the prompt's prefixes; the first ``start`` messages are a prefix seen
         before (so they and every shorter prefix are recorded already)."""
-        after, chain, tries = self.after, prompt.chain, self.tries
+        after, chain, ordered = self.after, prompt.chain, self.sorted
         key = chain[start - 1] if start else b""
         for i in range(start, len(chain)):
             segment = prompt.segments[i]
             followers = after.setdefault(key, {})
             if segment.digest not in followers:
-                if segment.tokens is None:
-                    followers[segment.digest] = segment
-                else:
-                    followers[segment.digest] = None
-                    _trie_insert(tries.setdefault(key, {}), segment.tokens)
+                followers[segment.digest] = segment
+                tokens = ordered.setdefault(key, [])
+                if tokens is not None:
+                    if segment.tokens is None:
+                        ordered[key] = None
+                    else:
+                        bisect.insort(tokens, segment.tokens)
             key = chain[i]
         after.setdefault(key, {})
 
@@ -154,46 +160,6 @@ class OpenAICache(CacheModel):
             return CacheUsage()
         cached = shared // self.step * self.step
         return CacheUsage(cached if cached >= self.min_cached else 0)
-
-
-# a radix tree of packed token sequences (4 bytes a token): a node maps the first token
-# of each edge to [the edge's tokens, the node it leads to]
-_Node = dict[bytes, list[Any]]
-
-
-def _trie_match(node: _Node, tokens: bytes) -> int:
-    """The bytes (whole tokens) of the longest prefix ``tokens`` shares with a sequence
-    inserted into the tree at ``node``."""
-    at = 0
-    while at < len(tokens):
-        edge = node.get(tokens[at:at + 4])
-        if edge is None:
-            return at
-        label, node = edge
-        same = common_prefix_length(label, tokens[at:at + len(label)]) // 4 * 4
-        at += same
-        if same < len(label):
-            return at
-    return at
-
-
-def _trie_insert(node: _Node, tokens: bytes) -> None:
-    """Add the packed token sequence ``tokens`` to the tree at ``node``; only the part
-    no sequence there starts with is stored (a prefix of one adds nothing)."""
-    at = 0
-    while at < len(tokens):
-        first = tokens[at:at + 4]
-        edge = node.get(first)
-        if edge is None:
-            node[first] = [tokens[at:], {}]
-            return
-        label, child = edge
-        same = common_prefix_length(label, tokens[at:at + len(label)]) // 4 * 4
-        if same < len(label):  # split the edge where the sequences part
-            edge[0], edge[1] = label[:same], {label[same:same + 4]: [label[same:], child]}
-            child = edge[1]
-        at += same
-        node = child
 
 
 def _longer(a: Segment, b: Segment, tokens: int) -> bool:
