@@ -345,3 +345,28 @@ def test_fact_index_keeps_a_bounded_number_of_texts(monkeypatch):
         kept = sum(map(len, [*index._texts, *index._old_texts]))
         assert (kept <= 2 * (200 + 100)) == (limit == 200)
     assert answers[0] == answers[1]
+
+
+def test_fact_index_keeps_a_bounded_number_of_lazy_answers(monkeypatch):
+    """Issue 20 item 6: the (text, needed fact) answers of :meth:`FactIndex.shows` are
+    not all kept (a long run asks new facts of the same texts every turn: turns x
+    texts); past LAZY_RESULTS they are dropped, and asked again give the same answers."""
+    import turnpress.compare.retention as retention
+
+    texts = [f"shared head name_{k % 13} " + " ".join(f"name_{(k * 5 + j) % 60}"
+                                                     for j in range(k % 7))
+             for k in range(120)]
+    answers = []
+    for limit in (10**9, 50):
+        monkeypatch.setattr(retention, "LAZY_RESULTS", limit)
+        index = FactIndex()
+        got, most = [], 0
+        for turn in range(2 * len(texts)):  # the second half asks every fact again
+            need = index.ids([Fact("needed", f"name_{(turn * 3 + j) % 70}")
+                              for j in range(4)], lazy=True)
+            got.append(index.shows(texts[:turn % len(texts) + 1], need))
+            most = max(most, index._lazy_results,
+                       sum(len(e[3]) for e in index._texts.values()))
+        answers.append(got)
+        assert (most <= 50 + 4 * len(texts)) == (limit == 50)
+    assert answers[0] == answers[1]

@@ -348,6 +348,7 @@ def _probe(fact: Fact) -> tuple[str, str | None]:
 
 
 TEXT_CHARS = 2_000_000  # message texts a FactIndex keeps per generation (see _entry)
+LAZY_RESULTS = 100_000  # (text, lazy fact) answers a FactIndex keeps (see shows)
 
 
 class FactIndex:
@@ -377,6 +378,7 @@ class FactIndex:
         # entry dropped and met again is searched again, to the same answers)
         self._old_texts: dict[str, tuple[str, set[int], list[int], dict[int, bool]]] = {}
         self._text_chars = 0
+        self._lazy_results = 0  # answers in the entries' {lazy id: shown} dicts
 
     def ids(self, facts: Iterable[Fact], *, lazy: bool = False) -> list[int]:
         """The ids of ``facts``, adding the new ones (``lazy``: searched only on demand,
@@ -493,10 +495,22 @@ class FactIndex:
                 if hit is None:
                     hit = lazy[i] = ((needle in text or (other is not None and other in text))
                                      and fact_present(fact, text))
+                    self._lazy_results += 1
                 if hit:
                     out.add(i)
                     break
+        if self._lazy_results > LAZY_RESULTS:
+            self._forget_lazy()
         return out
+
+    def _forget_lazy(self) -> None:
+        """Drop every remembered (text, lazy fact) answer: a long run asks each turn
+        about new facts in texts that stay, so they would grow as turns x texts (one
+        asked again is searched again, to the same answer)."""
+        for generation in (self._texts, self._old_texts):
+            for entry in generation.values():
+                entry[3].clear()
+        self._lazy_results = 0
 
 
 _PATH = re.compile(r"(?:[\w.\-]*/)+[\w.\-]+|\b[\w\-]+\.(?:py|pyi|js|ts|json|txt|md|rst|cfg|"
