@@ -119,12 +119,16 @@ class Outcome:
 
 @dataclass
 class Report:
-    """Counts by outcome of one kind, plus the first ``keep`` bad cases of each outcome."""
+    """Counts by outcome of one kind, the first ``keep`` bad cases of each outcome (with
+    their detail and input), and the number of every other bad case, so that each one has
+    a replay command."""
 
     kind: str
     seed: int
     counts: Counter = field(default_factory=Counter)
     bad_cases: list[tuple[int, Outcome, Path | None]] = field(default_factory=list)
+    #: (case, outcome) of the bad cases past ``keep``: named, not printed in full
+    more_bad: list[tuple[int, str]] = field(default_factory=list)
     keep: int = 3
     out: Path | None = None
     seconds: float = 0.0
@@ -136,6 +140,7 @@ class Report:
         if result.outcome not in BAD:
             return
         if sum(1 for _, o, _ in self.bad_cases if o.outcome == result.outcome) >= self.keep:
+            self.more_bad.append((case, result.outcome))
             return
         path = None
         if self.out is not None:
@@ -165,6 +170,10 @@ class Report:
                          f"--seed {self.seed} --case {case}")
             if path is not None:
                 lines.append(f"    input: {path}")
+        for case, outcome in self.more_bad:
+            lines.append(f"  BAD {self.kind} case {case} ({outcome}, past --keep {self.keep}): "
+                         f"replay: python scripts/fuzz.py --kinds {self.kind} "
+                         f"--seed {self.seed} --case {case}")
         return "\n".join(lines)
 
 
@@ -1046,7 +1055,8 @@ def run(kinds: list[str], n: int, seed: int = 1, *, timeout_s: float | None = No
     reports.
 
     ``max_seconds`` stops a kind early; ``out`` is where bad cases' inputs go; ``every``
-    prints the counts every that many cases. Ctrl-C or SIGTERM stops the run (the
+    prints the counts every that many cases, and each bad case's replay command as it is
+    found. Ctrl-C or SIGTERM stops the run (the
     counts so far are kept and printed)."""
     reports = []
     stopped = False
@@ -1066,6 +1076,10 @@ def run(kinds: list[str], n: int, seed: int = 1, *, timeout_s: float | None = No
                     except Exception as exc:  # a bug of this script, not of turnpress
                         result = Outcome("fuzzer error", _tb(exc, f"making case {case}"))
                     report.add(case, result)
+                    if every and result.outcome in BAD:  # named at once: a long run may be cut
+                        print(f"[bad] {kind} case {case} ({result.outcome}): replay: python "
+                              f"scripts/fuzz.py --kinds {kind} --seed {seed} --case {case}",
+                              flush=True)
                     if every and report.cases % every == 0:
                         report.seconds = time.perf_counter() - began
                         print(f"[progress] {report.format().splitlines()[0]}", flush=True)

@@ -246,3 +246,21 @@ def test_a_version_nested_too_deep_for_json_dumps_is_named_not_a_fuzzer_error(fu
     doc = {"version": fuzz._nest(1, depth), "turns": []}
     (reason,) = fuzz.must_reject(doc, "{}", [], [], native=True)
     assert reason == "version " + "[" * depth + "1" + "]" * depth
+
+
+def test_every_bad_case_past_keep_is_named_with_its_replay(fuzz, tmp_path, monkeypatch,
+                                                            capsys) -> None:
+    # issue 23: "report every bad case with its replay command" -- --keep only limits
+    # which cases are printed in full and written to disk
+    monkeypatch.setattr(_Reader, "known", lambda self, *args, **kwargs: None)
+    (report,) = fuzz.run(["traces"], 200, seed=3, out=tmp_path / "f", keep=1, every=1000)
+    bad = report.counts["malformed accepted"]
+    assert bad > 1, counts(report)
+    assert len(report.bad_cases) == 1 and len(report.more_bad) == bad - 1
+    text = report.format()
+    found = capsys.readouterr().out
+    for case in [report.bad_cases[0][0]] + [c for c, _ in report.more_bad]:
+        replay = f"replay: python scripts/fuzz.py --kinds traces --seed 3 --case {case}"
+        assert replay in text
+        assert f"[bad] traces case {case} (malformed accepted): {replay}" in found
+    assert len(list((tmp_path / "f").iterdir())) == 1
