@@ -187,6 +187,38 @@ def test_prompt_is_append_only_between_rebuilds() -> None:
                 map(len, (m["content"] for m in before))) + len(after[-1]["content"])
 
 
+def test_a_rebuild_reads_the_older_turns_the_view_before_it_wrote() -> None:
+    """The older turns' key lines come right after the stable head and later rebuilds
+    only append to them, so a rebuild starts with what the view before it marked as
+    its older turns, and marks that end too: under Anthropic's cache it reads that
+    part and writes only the rest (under OpenAI's the shared prefix is read anyway)."""
+    from turnpress.core.pricing import get_cache_rules, get_price
+
+    turns = _long_run(80)
+    strategy = PriceScheduled()
+
+    def ctx(k: int) -> RenderContext:
+        return RenderContext(mission="m", system_prompt="sys", tools={}, data={},
+                             turns_left=100 - k, cache=get_cache_rules("openai"),
+                             price=get_price("openai-gpt-4.1", "openai"))
+
+    rebuilds = [k for k in range(1, 81) if strategy.checkpoints(turns[:k], ctx(k))[0] == k]
+    assert len(rebuilds) >= 3
+    shared = 0
+    for before, after in zip(rebuilds, rebuilds[1:], strict=False):
+        view = strategy.to_messages(turns[:after], turns[after - 1].memory, ctx(after))[1]
+        assert view["content"].startswith("m\n\n;; Earlier output by turn (key lines):")
+        old = strategy.to_messages(turns[:before], turns[before - 1].memory, ctx(before))[1]
+        # the end of the older turns of the view before (its longest offset mark)
+        offset = max(o for i, o in strategy.cache_breakpoints(
+            turns[:before], turns[before - 1].memory, ctx(before)) if i == 1 and o)
+        points = strategy.cache_breakpoints(turns[:after], turns[after - 1].memory, ctx(after))
+        assert old["content"][:offset] == view["content"][:offset]
+        assert (1, offset) in points
+        shared = max(shared, offset)
+    assert shared > 1000, "later rebuilds re-read the older turns of the view before"
+
+
 def test_older_turns_are_compact_and_the_latest_turn_is_whole() -> None:
     """Compress the code, keep the learnings: the latest turn's delta shows its output
     cut to ``output_lines`` lines at each end; once a later turn follows it, the turn

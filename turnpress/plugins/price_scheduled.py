@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from copy import copy
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
@@ -50,6 +51,7 @@ from turnpress.core.compression import (
     RenderContext,
     defined_names,
     error_message,
+    has_printed,
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
@@ -57,7 +59,12 @@ from turnpress.plugins._imported_messages import (
     assistant_messages,
     content_text,
     feedback_text,
+    first_tool_turn,
+    mission_text,
+    preamble_head,
+    tool_calls,
     words_at,
+    words_section,
 )
 from turnpress.plugins.checkpoint_coalesced import (
     CheckpointCoalesced,
@@ -238,10 +245,47 @@ def names_in_use(turns: Sequence[Turn], ctx: RenderContext) -> list[str]:
 
 
 class _PricedView(_CheckpointView):
-    """``checkpoint-coalesced``'s view plus the names in use (:func:`names_in_use`) that
-    the rest of it does not show, up to ``names`` of them."""
+    """``checkpoint-coalesced``'s view, laid out so that a rebuild shares the longest
+    prefix with the view before it, plus the names in use (:func:`names_in_use`) that
+    the rest of it does not show, up to ``names`` of them.
+
+    Right after the stable head come the older turns' key lines (:meth:`earlier`), a
+    section later rebuilds only append to (a turn's entry, its key lines given the
+    names seen before it, never changes once it is old); then the sections that change
+    from one rebuild to the next (``user/``, the tool calls, the recent turns' output,
+    the names in use, most recently used first, and the turns left). So a rebuild
+    re-reads the stable head and the older turns from the cache and writes only what
+    changed (``PriceScheduled.cache_breakpoints`` marks both ends)."""
 
     names: int = 150
+
+    def old_turns(self, count: int, ctx: RenderContext) -> int:
+        """How many leading turns of a view of ``count`` turns are old (shown as key lines
+        only, in :meth:`earlier`): on a transcript, all but the last ``println_limit``;
+        otherwise those up to the checkpoint before (``recent_from``)."""
+        if ctx.is_transcript:
+            return max(0, count - self.println_limit)
+        return min(self.recent_from, max(0, count - 1))
+
+    def earlier(self, turns: Sequence[Turn], ctx: RenderContext, old: int) -> str | None:
+        """The key lines of the first ``old`` turns' output, turn by turn (a turn without
+        any is left out), or None when there are none."""
+        seen = self._names_before(turns)
+        first = first_tool_turn(turns) if ctx.is_transcript else 0
+        outputs = []
+        for k, t in enumerate(turns[:old]):
+            if ctx.is_transcript:
+                text = self._turn_text(t, ctx, "outputs" if k + 1 >= first else "feedback",
+                                       0, seen[k])
+            elif t.success and t.prints:
+                text = self._turn_text(t, ctx, "prints", 0, seen[k])
+            else:
+                continue
+            if text:
+                outputs.append({"number": t.number, "text": text})
+        if not outputs:
+            return None
+        return ctx.template("price_scheduled/earlier_outputs.j2", outputs=outputs)
 
     def names_section(self, turns: Sequence[Turn], ctx: RenderContext, shown: str) -> str | None:
         """The ``;; Names in use`` section, or None when there is nothing to add."""
@@ -257,20 +301,79 @@ class _PricedView(_CheckpointView):
             return None
         return ctx.template("price_scheduled/names.j2", names=listed)
 
+    def _recent_outputs(self, turns: Sequence[Turn], ctx: RenderContext,
+                        old: int) -> str | None:
+        """The Output section of the turns after the first ``old``: the last one as a
+        delta shows it, the others their first and last ``turn_lines`` lines plus key
+        lines (a transcript's recent turns: their feedback cut to head plus tail)."""
+        seen = self._names_before(turns)
+        first = first_tool_turn(turns) if ctx.is_transcript else 0
+        outputs = []
+        for k in range(old, len(turns)):
+            t = turns[k]
+            if ctx.is_transcript:
+                text = self._turn_text(t, ctx, "outputs" if k + 1 >= first else "feedback",
+                                       None, seen[k])
+            elif t.success and t.prints:
+                lines = None if k == len(turns) - 1 else self.turn_lines
+                text = self._turn_text(t, ctx, "prints", lines, seen[k])
+            else:
+                continue
+            if text:
+                outputs.append({"number": t.number, "text": text})
+        if not outputs:
+            return None
+        return ctx.template("checkpoint_coalesced/turn_outputs.j2", outputs=outputs)
+
     def transcript_content(self, turns: Sequence[Turn], ctx: RenderContext) -> str:
-        """``checkpoint-coalesced``'s transcript view, then the names in use."""
-        text = super().transcript_content(turns, ctx)
+        """Mission, the older turns' key lines, the tool calls made, the last
+        ``println_limit`` turns' feedback cut to head plus tail, the user's own words,
+        then the names in use."""
+        if not self.turn_lines:
+            text = super().transcript_content(turns, ctx)
+        else:
+            old = self.old_turns(len(turns), ctx)
+            parts = [mission_text(ctx).rstrip("\n"), self.earlier(turns, ctx, old),
+                     tool_calls(turns, ctx, self.tool_call_limit),
+                     self._recent_outputs(turns, ctx, old), words_section(turns, ctx)]
+            text = "\n\n".join(p for p in parts if p)
         extra = self.names_section(turns, ctx, text)
         return f"{text}\n\n{extra}" if extra else text
 
     def output_section(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
-        """The Output section turn by turn, then the names in use."""
-        section = super().output_section(turns, ctx)
-        shown = "\n".join([section or "", ctx.tool_calls(turns, self.tool_call_limit) or ""])
+        """The recent turns' Output section (all turns' with ``turn_lines=0``), then the
+        names in use."""
+        if not self.turn_lines:
+            section = super().output_section(turns, ctx)
+            earlier = None
+        else:
+            old = self.old_turns(len(turns), ctx)
+            section = self._recent_outputs(turns, ctx, old)
+            earlier = self.earlier(turns, ctx, old)
+        shown = "\n".join([earlier or "", section or "",
+                           ctx.tool_calls(turns, self.tool_call_limit) or ""])
         extra = self.names_section(turns, ctx, shown)
         if extra is None:
             return section
         return f"{section}\n\n{extra}" if section else extra
+
+    def user_content(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                     ctx: RenderContext, *, turns_left: int,
+                     failed_attempt: str | None) -> str:
+        """The USER message: the stable head, the older turns' key lines, then the
+        sections that change (``price_scheduled/user.j2``)."""
+        earlier = (self.earlier(turns, ctx, self.old_turns(len(turns), ctx))
+                   if self.turn_lines else None)
+        return ctx.template(
+            "price_scheduled/user.j2",
+            stable=self.stable_head(ctx), earlier=earlier,
+            namespaces=ctx.namespaces(memory, show_samples=not has_printed(turns),
+                                      minimal=self.minimal, stable=False),
+            tool_calls=ctx.tool_calls(turns, self.tool_call_limit),
+            output=self.output_section(turns, ctx),
+            failed_attempt=failed_attempt,
+            turns_left=ctx.turns_left_line(turns_left),
+        )
 
 
 # -- the strategy ----------------------------------------------------------------------------
@@ -433,23 +536,61 @@ class PriceScheduled(CheckpointCoalesced):
             messages.extend(later[-1].delta)  # type: ignore[arg-type]
         return messages
 
+    def _old_head(self, turns: Sequence[Turn], nodes: list[_Prefix], c: int,
+                  ctx: RenderContext) -> str | None:
+        """The head of the view rebuilt at the ``c``-th turn that later rebuilds repeat:
+        the stable head, then its older turns' key lines (None without any); made once
+        per run and rebuild."""
+        if not c:
+            return None
+        key = ("old-head", self._key(ctx, turns), id(nodes[c]), tuple(map(id, ctx.preamble)),
+               ctx.mission, ctx.system_prompt)
+        return ctx.per_turn(turns[c - 1], key,
+                            lambda: (nodes[c], self._make_old_head(turns, nodes, c, ctx)))[1]
+
+    def _make_old_head(self, turns: Sequence[Turn], nodes: list[_Prefix], c: int,
+                       ctx: RenderContext) -> str | None:
+        view = copy(self._coalesced)
+        view.recent_from = nodes[c].previous
+        old = view.old_turns(c, ctx)
+        view.seen = [node.seen for node in nodes[:old + 1]]
+        earlier = view.earlier(turns[:old], ctx, old)
+        if earlier is None:
+            return None
+        lead = (mission_text(ctx).rstrip("\n") if ctx.is_transcript
+                else view.stable_head(ctx))
+        return f"{lead}\n\n{earlier}" if lead else earlier
+
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
-        """The end of the stable head, the end of the view (unless the next prompt
+        """The end of the stable head, the end of the older turns' key lines (the part of
+        the view the next rebuild repeats), the end of the view (unless the next prompt
         rebuilds it), and the end of the compact deltas: the next prompt repeats them
         and appends its own. The latest turn's delta is not marked: the next prompt
         shows that turn compact, so writing it to the cache would be paid for nothing.
-        Before a rebuild only the stable head is repeated: then the end of the prompt is
-        marked, as in ``checkpoint-coalesced``, to read what the previous prompt cached."""
+        Before a rebuild only the stable head and the older turns are repeated: then the
+        end of the prompt is marked, as in ``checkpoint-coalesced``, to read what the
+        previous prompt cached. A rebuild also marks where the older turns of the view
+        before it ended: it reads up to there from the cache and writes only the rest."""
         points = super().cache_breakpoints(turns, memory, ctx)
         nodes = self._prefixes(turns, ctx)
-        later = nodes[nodes[-1].c + 1:]
-        if (not later or later[-1].compact is later[-1].delta  # type: ignore[attr-defined]
-                or self._due_after(nodes[-1], len(turns) + 1)):
-            return points
-        end = points[-1][0] - len(later[-1].delta)  # type: ignore[arg-type]
-        return sorted({p for p in points[:-1] if p[0] <= end} | {(end, None)},
-                      key=lambda p: (p[0], p[1] is None, p[1] or 0))
+        last = nodes[-1]
+        later = nodes[last.c + 1:]
+        if not (not later or later[-1].compact is later[-1].delta  # type: ignore[attr-defined]
+                or self._due_after(last, len(turns) + 1)):
+            end = points[-1][0] - len(later[-1].delta)  # type: ignore[arg-type]
+            points = [p for p in points[:-1] if p[0] <= end] + [(end, None)]
+        at = len(preamble_head(ctx)) if ctx.is_transcript else 1
+        messages = self._view(turns, nodes, ctx)
+        view = messages[at]["content"] if at < len(messages) else None
+        heads = [self._old_head(turns, nodes, last.c, ctx)]
+        if not later:  # a rebuild: the view before it repeats its older turns
+            heads.append(self._old_head(turns, nodes, last.previous, ctx))
+        for head in heads:
+            if head and isinstance(view, str) and len(head) < len(view) \
+                    and view.startswith(head):
+                points.append((at, len(head)))
+        return sorted(set(points), key=lambda p: (p[0], p[1] is None, p[1] or 0))
 
 
 @hookimpl
