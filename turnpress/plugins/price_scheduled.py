@@ -63,15 +63,19 @@ from turnpress.plugins._imported_messages import (
     mission_text,
     preamble_head,
     tool_calls,
+    transcript_head_breakpoints,
     words_at,
     words_section,
 )
 from turnpress.plugins.checkpoint_coalesced import (
+    DELTA_LINE_CHARS,
     CheckpointCoalesced,
     _CheckpointView,
     _Prefix,
     _size,
     key_lines,
+    key_rows,
+    rows_text,
     turn_names,
 )
 from turnpress.plugins.single_user_coalesced import ERROR_MODES
@@ -376,6 +380,16 @@ class _PricedView(_CheckpointView):
         )
 
 
+def rest_of_row(row: str, shown: str | None) -> str:
+    """``row`` as the rest of a turn's output shows it, when ``shown`` (the same row as
+    the compact delta cut it, ending in ``...``) came first: ``...`` and the rest of the
+    row from the start of the word the cut split, so no word is shown cut."""
+    if shown is None or not shown.endswith("...") or not row.startswith(shown[:-3]):
+        return row
+    start = row.rfind(" ", 0, len(shown) - 3) + 1
+    return "..." + row[start:] if start else row
+
+
 # -- the strategy ----------------------------------------------------------------------------
 
 
@@ -386,15 +400,17 @@ class _Priced(_Prefix):
     (``calls``); and the last turn's compact delta (``compact``; ``appended`` counts
     compact deltas, the ones later prompts re-read)."""
 
-    __slots__ = ("calls", "compact", "growth", "head", "paid", "rule", "view", "widest")
+    __slots__ = ("calls", "compact", "growth", "head", "paid", "rest", "rule", "view", "widest")
 
     def __init__(self, before: _Prefix | None, seen: frozenset[str], c: int, previous: int,
                  appended: int, delta: list[Message] | None, *, rule: RebuildRule,
                  view: float, growth: float, paid: float, widest: int, head: int,
-                 calls: int, compact: list[Message] | None = None) -> None:
+                 calls: int, compact: list[Message] | None = None,
+                 rest: list[Message] | None = None) -> None:
         super().__init__(before, seen, c, previous, appended, delta)
         self.calls = calls  # the tool calls these turns made
         self.compact = compact  # the turn's delta once a later turn follows it
+        self.rest = rest  # while it is the latest: what its delta shows beyond its compact
         self.rule = rule
         self.view, self.growth, self.paid, self.widest, self.head = (
             view, growth, paid, widest, head)
@@ -489,12 +505,16 @@ class PriceScheduled(CheckpointCoalesced):
                            growth=0.0, paid=0.0, widest=widest, head=head, calls=calls)
         delta = self.delta(ctx, turns, pos, {pos - 1: before.seen})
         compact = self.compact_delta(ctx, turns, pos, before.seen, delta)
+        rest = None if compact is delta else self.rest(ctx, turns, pos, before.seen)
+        if rest is not None and _size(rest) >= _size(delta):
+            rest = None  # never larger: the delta, and its compact delta next time
         size = _size(delta)
         appended = before.appended + _size(compact)
         growth += k
         return _Priced(before, seen, before.c, before.previous, appended, delta, rule=rule,
                        view=view, growth=growth, paid=paid + rule.rent(appended, growth),
-                       widest=max(widest, size), head=head, calls=calls, compact=compact)
+                       widest=max(widest, size), head=head, calls=calls, compact=compact,
+                       rest=rest)
 
     def compact_delta(self, ctx: RenderContext, turns: Sequence[Turn], pos: int,
                       seen: frozenset[str], delta: list[Message]) -> list[Message]:
@@ -523,17 +543,65 @@ class PriceScheduled(CheckpointCoalesced):
         compact = [ctx.message("assistant", called), ctx.message("user", result)]
         return compact if _size(compact) < _size(delta) else delta
 
+    def _rows(self, text: str, lines: int, line_chars: int, seen: frozenset[str],
+              ctx: RenderContext) -> dict[int, str]:
+        """The rows of ``text`` that :func:`key_lines` with these settings shows, by index
+        (every row, uncut, when it keeps ``text`` whole)."""
+        cut = key_lines(text, ctx, lines=lines, keys=self.key_lines, line_chars=line_chars,
+                        seen=seen)
+        if cut == text:
+            return dict(enumerate(text.split("\n")))
+        return key_rows(text, lines=lines, keys=self.key_lines, line_chars=line_chars,
+                        seen=seen)
+
+    def rest(self, ctx: RenderContext, turns: Sequence[Turn], pos: int,
+             seen: frozenset[str]) -> list[Message]:
+        """What the ``pos``-th turn's delta shows beyond its compact delta, sent once
+        after the compact delta while it is the latest turn: its tool calls in full when
+        the compact delta cut an argument short, the output lines the delta shows and the
+        compact delta does not (as the delta cuts them), and the turns-left line. So the
+        compact delta that later prompts re-read is sent, and written to the cache, once,
+        and nothing is sent twice in one prompt (but a line the compact delta cut
+        shorter)."""
+        turn = turns[pos - 1]
+        cut = [{"name": c.name, "args": ctx.call_args(c.args)} for c in turn.tool_calls
+               if any(ctx.to_clojure(a, 3, COMPACT_ARG_CHARS) != ctx.call_args([a])
+                      for a in c.args)]
+        output = None
+        if turn.success and turn.prints:
+            text = "\n".join(turn.prints)
+            whole = self._rows(text, self.output_lines, DELTA_LINE_CHARS, seen, ctx)
+            compact = self._rows(text, self.turn_lines, self.line_chars, seen, ctx)
+            more = {i: rest_of_row(r, compact.get(i)) for i, r in whole.items()
+                    if compact.get(i) != r}
+            if more:
+                output = rows_text(text.count("\n") + 1, more, ctx)
+        called = ctx.template("price_scheduled/rest_call.j2", number=turn.number,
+                              tool_calls=ctx.template("history/tool_calls.j2", calls=cut)
+                              if cut else None)
+        result = ctx.template("price_scheduled/rest_result.j2", output=output,
+                              turns_left=ctx.turns_left_line(ctx.turns_left_after(turns, pos)))
+        return [ctx.message("assistant", called), ctx.message("user", result)]
+
+    def _latest(self, node: _Prefix) -> list[Message]:
+        """The latest turn's messages: its compact delta and the rest (its delta when
+        the compact delta is the delta)."""
+        rest = getattr(node, "rest", None)
+        if rest is None:
+            return node.delta  # type: ignore[return-value]
+        return [*node.compact, *rest]  # type: ignore[attr-defined]
+
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """The view as of the last rebuild, the compact deltas of the turns since, and
-        the latest turn's delta."""
+        the latest turn: its compact delta then the rest of what its delta shows."""
         nodes = self._prefixes(turns, ctx)
         messages = list(self._view(turns, nodes, ctx))
         later = nodes[nodes[-1].c + 1:]
         for node in later[:-1]:
             messages.extend(node.compact)  # type: ignore[attr-defined]
         if later:
-            messages.extend(later[-1].delta)  # type: ignore[arg-type]
+            messages.extend(self._latest(later[-1]))
         return messages
 
     def _old_head(self, turns: Sequence[Turn], nodes: list[_Prefix], c: int,
@@ -565,23 +633,34 @@ class PriceScheduled(CheckpointCoalesced):
                           ctx: RenderContext) -> list[Breakpoint]:
         """The end of the stable head, the end of the older turns' key lines (the part of
         the view the next rebuild repeats), the end of the view (unless the next prompt
-        rebuilds it), and the end of the compact deltas: the next prompt repeats them
-        and appends its own. The latest turn's delta is not marked: the next prompt
-        shows that turn compact, so writing it to the cache would be paid for nothing.
-        Before a rebuild only the stable head and the older turns are repeated: then the
-        end of the prompt is marked, as in ``checkpoint-coalesced``, to read what the
-        previous prompt cached. A rebuild also marks where the older turns of the view
-        before it ended: it reads up to there from the cache and writes only the rest."""
-        points = super().cache_breakpoints(turns, memory, ctx)
+        rebuilds it), and the end of the compact deltas, the latest turn's included: the
+        next prompt repeats them and appends its own. The rest of the latest turn's delta
+        after its compact delta is not marked: it is sent once, never re-read, so writing
+        it to the cache would be paid for nothing. Before a rebuild only the stable head
+        and the older turns are repeated: then the end of the prompt is marked, as in
+        ``checkpoint-coalesced``, to read what the previous prompt cached. A rebuild also
+        marks where the older turns of the view before it ended: it reads up to there
+        from the cache and writes only the rest."""
         nodes = self._prefixes(turns, ctx)
         last = nodes[-1]
         later = nodes[last.c + 1:]
-        if not (not later or later[-1].compact is later[-1].delta  # type: ignore[attr-defined]
-                or self._due_after(last, len(turns) + 1)):
-            end = points[-1][0] - len(later[-1].delta)  # type: ignore[arg-type]
-            points = [p for p in points[:-1] if p[0] <= end] + [(end, None)]
-        at = len(preamble_head(ctx)) if ctx.is_transcript else 1
         messages = self._view(turns, nodes, ctx)
+        if ctx.is_transcript:
+            points: list[Breakpoint] = transcript_head_breakpoints(ctx)
+        else:
+            points = [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
+        reread = len(messages) + sum(len(n.compact) for n in later[:-1])  # type: ignore[attr-defined]
+        end = reread + (len(self._latest(later[-1])) if later else 0) - 1
+        if later and getattr(later[-1], "rest", None) is not None:
+            reread += len(later[-1].compact)  # type: ignore[attr-defined]
+        elif not later or later[-1].compact is later[-1].delta:  # type: ignore[attr-defined]
+            reread = end + 1  # the view alone, or a delta that stays (a transcript turn's)
+        # else: the latest delta, shown compact by the next prompt, is not re-read
+        if self._due_after(last, len(turns) + 1):  # the next prompt rebuilds
+            points.append((end, None))
+        else:
+            points += [(len(messages) - 1, None), (reread - 1, None)]
+        at = len(preamble_head(ctx)) if ctx.is_transcript else 1
         view = messages[at]["content"] if at < len(messages) else None
         heads = [self._old_head(turns, nodes, last.c, ctx)]
         if not later:  # a rebuild: the view before it repeats its older turns
@@ -599,5 +678,5 @@ def register_strategies(register: Callable[[type], None]) -> None:
     register(PriceScheduled)
 
 
-__all__ = ["PriceScheduled", "Rates", "RebuildRule", "names_in_use", "rates", "refs",
+__all__ = ["PriceScheduled", "Rates", "RebuildRule", "names_in_use", "rates", "refs", "rest_of_row",
            "schedule", "shows_name"]
