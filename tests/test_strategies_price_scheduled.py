@@ -232,7 +232,7 @@ def test_older_turns_are_compact_and_the_latest_turn_is_whole() -> None:
     first_turn = _ok(1, [f"row {j}" for j in range(40)], [ToolCall("fetch", (f"key-{long}", 7))])
     quiet = Turn.succeeded(2, "(+ 1 2)", 3, memory=first_turn.memory,  # defines nothing
                            raw_response="```clojure\n(+ 1 2)\n```")
-    turns = [first_turn, quiet, _ok(3, [f"line {j}" for j in range(40)])]
+    turns = [first_turn, quiet, _ok(3, [f"line {j}: " + "y" * 40 for j in range(40)])]
     ctx = RenderContext(mission="m", system_prompt="sys", tools={}, data={}, turns_left=9,
                         cache=get_cache_rules("anthropic"),
                         price=get_price("anthropic-sonnet-4", "anthropic"))
@@ -247,12 +247,13 @@ def test_older_turns_are_compact_and_the_latest_turn_is_whole() -> None:
     assert "Turns left" not in first["content"]
     assert second["content"] == ";; Nothing defined or printed"
     # the latest turn: its compact delta, then the rest of its delta, sent once
-    assert "line 0\n" in latest["content"] and "line 39" in latest["content"]
-    assert "line 11" not in latest["content"] and "Turns left" not in latest["content"]
+    assert "line 0:" in latest["content"] and "line 39:" in latest["content"]
+    assert "line 11:" not in latest["content"] and "Turns left" not in latest["content"]
     assert rest_call["content"] == ";; Turn 3, the rest of what it showed"
-    assert "line 11" in rest["content"] and "line 28" in rest["content"]
-    assert "line 0\n" not in rest["content"] and "line 39" not in rest["content"]
-    assert "line 12\n" not in rest["content"]  # output_lines at each end, as the delta
+    assert "line 11:" in rest["content"] and "line 28:" in rest["content"]
+    assert "line 0:" not in rest["content"] and "line 39:" not in rest["content"]
+    assert "[... 1 line shown above ...]" in rest["content"]
+    assert "line 12:" not in rest["content"]  # output_lines at each end, as the delta
     assert rest["content"].endswith("Turns left: 9")
     points = strategy.cache_breakpoints(turns, turns[-1].memory, ctx)
     # the end of the compact deltas, the latest turn's included: the rest is never written

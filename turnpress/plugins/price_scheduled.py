@@ -75,7 +75,6 @@ from turnpress.plugins.checkpoint_coalesced import (
     _size,
     key_lines,
     key_rows,
-    rows_text,
     turn_names,
 )
 from turnpress.plugins.single_user_coalesced import ERROR_MODES
@@ -390,6 +389,32 @@ def rest_of_row(row: str, shown: str | None) -> str:
     return "..." + row[start:] if start else row
 
 
+def _rest_text(count: int, shown: Mapping[int, str], above: Mapping[int, str],
+               ctx: RenderContext) -> str:
+    """The ``shown`` rows of an output of ``count`` lines, in order; each run of lines
+    left out is one line: ``[... N lines shown above ...]`` for lines in ``above`` (the
+    compact delta's), ``[... N lines elided ...]`` for the others."""
+    out: list[str] = []
+    gap: list[int] = []
+
+    def close() -> None:
+        if gap:
+            kind = "price_scheduled/above.j2" if gap[0] in above else "history/elided.j2"
+            out.append(ctx.template(kind, count=len(gap), unit="line"))
+            gap.clear()
+
+    for i in range(count):
+        if i in shown:
+            close()
+            out.append(shown[i])
+        else:
+            if gap and (gap[0] in above) != (i in above):
+                close()
+            gap.append(i)
+    close()
+    return "\n".join(out)
+
+
 # -- the strategy ----------------------------------------------------------------------------
 
 
@@ -555,14 +580,14 @@ class PriceScheduled(CheckpointCoalesced):
                         seen=seen)
 
     def rest(self, ctx: RenderContext, turns: Sequence[Turn], pos: int,
-             seen: frozenset[str]) -> list[Message]:
+             seen: frozenset[str]) -> list[Message] | None:
         """What the ``pos``-th turn's delta shows beyond its compact delta, sent once
         after the compact delta while it is the latest turn: its tool calls in full when
         the compact delta cut an argument short, the output lines the delta shows and the
-        compact delta does not (as the delta cuts them), and the turns-left line. So the
-        compact delta that later prompts re-read is sent, and written to the cache, once,
-        and nothing is sent twice in one prompt (but a line the compact delta cut
-        shorter)."""
+        compact delta does not (as the delta cuts them), and the turns-left line; None
+        when the compact delta shows all of that but the turns-left line. So the compact
+        delta that later prompts re-read is sent, and written to the cache, once, and
+        nothing is sent twice in one prompt (but the word a cut row was cut in)."""
         turn = turns[pos - 1]
         cut = [{"name": c.name, "args": ctx.call_args(c.args)} for c in turn.tool_calls
                if any(ctx.to_clojure(a, 3, COMPACT_ARG_CHARS) != ctx.call_args([a])
@@ -575,7 +600,9 @@ class PriceScheduled(CheckpointCoalesced):
             more = {i: rest_of_row(r, compact.get(i)) for i, r in whole.items()
                     if compact.get(i) != r}
             if more:
-                output = rows_text(text.count("\n") + 1, more, ctx)
+                output = _rest_text(text.count("\n") + 1, more, compact, ctx)
+        if output is None and not cut:
+            return None  # the compact delta shows it all: the delta stays whole
         called = ctx.template("price_scheduled/rest_call.j2", number=turn.number,
                               tool_calls=ctx.template("history/tool_calls.j2", calls=cut)
                               if cut else None)
