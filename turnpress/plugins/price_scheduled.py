@@ -26,15 +26,20 @@ later referred to, files being edited), most recently used first
 (:func:`names_in_use`). Never larger: the view only lists a name the rest of it does
 not show, and a delta that would not be shorter than its turn keeps the turn.
 
-Compress the code, keep the learnings: the latest turn is shown as its delta (tool
-calls, names defined, output cut to ``output_lines`` lines at each end, error), at the
-end of the prompt, past the last cache breakpoint. Once a later turn follows it, a
-PTC-Lisp turn is appended as its compact delta instead, which is what later prompts
-re-read: each tool call with its arguments cut short, the names it defined, its
-output cut as in the rebuilt view (first and last ``turn_lines`` lines plus key
-lines), its error. The rent counts the compact deltas, and what a rebuilt view would
-grow by counts a turn's tool calls only while the view's tool-call section (the newest
-``tool_call_limit``) has room.
+Compress the code, keep the learnings: a PTC-Lisp turn is appended as its compact
+delta, which is what later prompts re-read: each tool call with its arguments cut
+short, the names it defined, its output cut as in the rebuilt view (first and last
+``turn_lines`` lines plus key lines), its error. The latest turn shows what its delta
+shows (tool calls, names defined, output cut to ``output_lines`` lines at each end,
+error), each part once: its compact delta, then the rest (:meth:`PriceScheduled.rest`),
+past the last cache breakpoint, which the next prompt drops. The rent counts the
+compact deltas, and what a rebuilt view would grow by counts a turn's tool calls only
+while the view's tool-call section (the newest ``tool_call_limit``) has room.
+
+Each rebuild shares the longest prefix it can with the view before it: the view puts
+the stable head first, then the older turns' key lines (a section later rebuilds only
+append to), then what changes; the breakpoints mark both ends, so a rebuild re-reads
+the part the view before it wrote and writes only the rest (DESIGN §11).
 """
 
 from __future__ import annotations
