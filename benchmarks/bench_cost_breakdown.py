@@ -16,6 +16,15 @@ nothing re-read, the system prompt read from the cache) and its own parts:
   the latest turn, sent once (uncached, or written to the cache);
 - ``floor new``: the floor's price of the new messages, sent once.
 
+Then the *head floor*, per run and for all runs: each call re-reads from the cache the
+system prompt and the run's stable head, which every prompt of the default carries
+before anything the agent learned (the mission, the ``tool/`` and ``data/`` listings;
+measured from the prompts as the longest prefix every one of the default's prompts of
+the run shares), and sends every new message once. ``head`` is the stable head's
+tokens; ``room`` is what a target leaves above the head floor for everything the agent
+learned (the view, the deltas, rebuilding): target minus head floor, as a share of
+``full-history``'s cost.
+
 The per-call columns give tokens: ``mem/call`` (re-read beyond the system prompt),
 ``tail/call`` (uncached or written on a prompt that did not rebuild) and ``new/call``
 (what ``full-history`` adds per call: the floor's new messages).
@@ -37,6 +46,7 @@ from bench_cost import DEFAULT, SETTINGS, bundled, corpus
 from turnpress import get_strategy, load_trace
 from turnpress.compare import compare_traces
 from turnpress.core.compression import RenderContext
+from turnpress.core.model import Message
 from turnpress.core.pricing import Price, get_cache_rules, get_price
 from turnpress.core.tokens import count_prompt_tokens
 
@@ -62,6 +72,66 @@ def rebuilt_at(path: Path, cache: str, price: Price) -> tuple[int, set[int]]:
             out.add(n)
         last = c
     return system, out
+
+
+def common_head(prompts: list[list[Message]]) -> list[Message]:
+    """The longest prefix every prompt of ``prompts`` shares: whole messages, then the
+    common leading text of the first message that differs (as one message of its role)."""
+    first = prompts[0]
+    for k, message in enumerate(first):
+        texts = [p[k]["content"] if k < len(p) and p[k]["role"] == message["role"] else None
+                 for p in prompts]
+        if any(not isinstance(t, str) for t in texts):
+            return first[:k]
+        if all(t == message["content"] for t in texts):
+            continue
+        shared = texts[0]
+        for t in texts[1:]:
+            end = next((i for i, (a, b) in enumerate(zip(shared, t, strict=False))
+                        if a != b), min(len(shared), len(t)))
+            shared = shared[:end]
+        return [*first[:k], {"role": message["role"], "content": shared}] if shared else first[:k]
+    return list(first)
+
+
+def head_tokens(path: Path) -> tuple[int, int]:
+    """The tokens of the run's stable head (beyond the leading system messages) in the
+    default's prompts, and the number of prompts."""
+    trace = load_trace(path)
+    prompts = [trace.prompt(n, DEFAULT) for n in range(1, len(trace.turns) + 1)]
+    shared = common_head(prompts)
+    system = [m for m in shared if m["role"] == "system"]
+    lead = len(system) if shared[:len(system)] == system else 0
+    return count_prompt_tokens(shared) - count_prompt_tokens(shared[:lead]), len(prompts)
+
+
+def head_floors(title: str, paths: list[Path], jobs: int = 1) -> None:
+    """Print the head floor of every run under each cache model, and the room a target
+    leaves above it."""
+    heads = [head_tokens(p)[0] for p in paths]
+    for cache, price_name, limit in SETTINGS:
+        price = get_price(price_name, cache)
+        result = compare_traces(paths, ["full-history"], cache=cache, price=price_name,
+                                jobs=jobs)
+        head_price = price.input if cache == "none" else price.cached
+        print(f"{title}: head floor, cache {cache}, price {price}; target {limit}x")
+        print(f"  {'run':28} {'turns':>5} {'head':>5} {'floor':>6} {'head floor':>10} "
+              f"{'room':>6}")
+        base = floor = lifted = 0.0
+        for info, head in zip(result.traces, heads, strict=True):
+            # the floor reads the system prompt from the cache on every call and sends
+            # the rest once; the head floor reads the stable head from the cache too,
+            # so the first call no longer sends it as new
+            extra = (info.turns * head * head_price - head * price.input) / 1e6
+            base += info.baseline_cost_usd
+            floor += info.floor_usd
+            lifted += info.floor_usd + extra
+            ratio = (info.floor_usd + extra) / info.baseline_cost_usd
+            print(f"  {info.name[:28]:28} {info.turns:5} {head:5} "
+                  f"{info.floor_usd / info.baseline_cost_usd:6.3f} {ratio:10.3f} "
+                  f"{limit - ratio:6.3f}")
+        print(f"  {'all runs':28} {'':5} {'':5} {floor / base:6.3f} {lifted / base:10.3f} "
+              f"{limit - lifted / base:6.3f}\n")
 
 
 def breakdown(title: str, paths: list[Path], jobs: int = 1) -> None:
@@ -126,8 +196,9 @@ def main() -> None:
         title, paths = found
     else:
         title, paths = bundled()
-    breakdown(title, paths, int(sys.argv[sys.argv.index("--jobs") + 1])
-              if "--jobs" in sys.argv else 1)
+    jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 1
+    breakdown(title, paths, jobs)
+    head_floors(title, paths, jobs)
 
 
 if __name__ == "__main__":

@@ -248,7 +248,8 @@ def test_a_tool_calling_agent_gets_the_view_of_its_tool_calls():
     assert agent.run("Read the files.") == "done"
     assert [type(s) for s in agent.memory.steps] == [TaskStep, TurnpressView, ActionStep]
     last = text(model.requests[-1])
-    assert ';   read_file_of_the_example({:path "src/part_04.py"})' in last  # old calls
+    # old calls (the newest of them in its compact delta: called NAME(ARGS))
+    assert 'read_file_of_the_example({:path "src/part_04.py"})' in last
     assert "LIMIT_5_59 = 559" in last  # the newest step's observation, as written
     assert last.count("Calling tools:") == 1  # the newest step's only
     after_error = text(model.requests[4])  # the failed step, old now, as a delta

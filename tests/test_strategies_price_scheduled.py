@@ -5,6 +5,7 @@ part has cost as much as writing it anew (ski rental on the price, DESIGN §11, 
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from turnpress.plugins.price_scheduled import (
     RebuildRule,
     names_in_use,
     refs,
+    rest_of_row,
     schedule,
     shows_name,
 )
@@ -159,10 +161,10 @@ def _long_run(n: int) -> list[Turn]:
 
 
 def test_prompt_is_append_only_between_rebuilds() -> None:
-    """Between two rebuilds each prompt starts with the one before it, but for the
-    latest turn's delta, which the next prompt shows compact (smaller, no code, no
-    turns-left line) before the new latest delta; a rebuild makes the prompt smaller
-    than appending would."""
+    """Between two rebuilds each prompt starts with the one before it, but for the rest
+    of the latest turn's delta: the latest turn is its compact delta (what later prompts
+    re-read) then a pair with the rest of what its delta shows and the turns left; a
+    rebuild makes the prompt smaller than appending would."""
     turns = _long_run(60)
     strategy = PriceScheduled()
     marks = [strategy.checkpoints(turns[:k], _ctx(100 - k))[0] for k in range(61)]
@@ -172,19 +174,49 @@ def test_prompt_is_append_only_between_rebuilds() -> None:
         before = strategy.to_messages(turns[:k], turns[k - 1].memory, _ctx(100 - k))
         after = strategy.to_messages(turns[:k + 1], turns[k].memory, _ctx(99 - k))
         if marks[k + 1] == marks[k]:
-            latest = 2 if marks[k] < k else 0  # the latest turn's delta pair
-            assert is_prefix(before[:len(before) - latest], after)
-            assert len(after) == len(before) + 2
-            if latest:
-                compact = after[len(before) - 2:len(before)]
-                assert compact[0]["content"].startswith(f";; Turn {k} ran (code omitted)")
-                assert "Turns left" not in compact[1]["content"]
-                assert sum(len(m["content"]) for m in compact) < sum(
-                    len(m["content"]) for m in before[-2:])
+            rest = 2 if marks[k] < k else 0  # the rest of the latest turn's delta
+            assert is_prefix(before[:len(before) - rest], after)
+            assert len(after) == len(before) + 4 - rest
+            compact, rest_of = after[-4:-2], after[-2:]
+            assert compact[0]["content"].startswith(f";; Turn {k + 1} ran (code omitted)")
+            assert "Turns left" not in compact[1]["content"]
+            assert rest_of[0]["content"].startswith(f";; Turn {k + 1}, the rest")
             assert after[-1]["content"].endswith(f"Turns left: {99 - k}")
         else:
             assert sum(map(len, (m["content"] for m in after))) < sum(
                 map(len, (m["content"] for m in before))) + len(after[-1]["content"])
+
+
+def test_a_rebuild_reads_the_older_turns_the_view_before_it_wrote() -> None:
+    """The older turns' key lines come right after the stable head and later rebuilds
+    only append to them, so a rebuild starts with what the view before it marked as
+    its older turns, and marks that end too: under Anthropic's cache it reads that
+    part and writes only the rest (under OpenAI's the shared prefix is read anyway)."""
+    from turnpress.core.pricing import get_cache_rules, get_price
+
+    turns = _long_run(80)
+    strategy = PriceScheduled()
+
+    def ctx(k: int) -> RenderContext:
+        return RenderContext(mission="m", system_prompt="sys", tools={}, data={},
+                             turns_left=100 - k, cache=get_cache_rules("openai"),
+                             price=get_price("openai-gpt-4.1", "openai"))
+
+    rebuilds = [k for k in range(1, 81) if strategy.checkpoints(turns[:k], ctx(k))[0] == k]
+    assert len(rebuilds) >= 3
+    shared = 0
+    for before, after in itertools.pairwise(rebuilds):
+        view = strategy.to_messages(turns[:after], turns[after - 1].memory, ctx(after))[1]
+        assert view["content"].startswith("m\n\n;; Earlier output by turn (key lines):")
+        old = strategy.to_messages(turns[:before], turns[before - 1].memory, ctx(before))[1]
+        # the end of the older turns of the view before (its longest offset mark)
+        offset = max(o for i, o in strategy.cache_breakpoints(
+            turns[:before], turns[before - 1].memory, ctx(before)) if i == 1 and o)
+        points = strategy.cache_breakpoints(turns[:after], turns[after - 1].memory, ctx(after))
+        assert old["content"][:offset] == view["content"][:offset]
+        assert (1, offset) in points
+        shared = max(shared, offset)
+    assert shared > 1000, "later rebuilds re-read the older turns of the view before"
 
 
 def test_older_turns_are_compact_and_the_latest_turn_is_whole() -> None:
@@ -200,24 +232,51 @@ def test_older_turns_are_compact_and_the_latest_turn_is_whole() -> None:
     first_turn = _ok(1, [f"row {j}" for j in range(40)], [ToolCall("fetch", (f"key-{long}", 7))])
     quiet = Turn.succeeded(2, "(+ 1 2)", 3, memory=first_turn.memory,  # defines nothing
                            raw_response="```clojure\n(+ 1 2)\n```")
-    turns = [first_turn, quiet, _ok(3, [f"line {j}" for j in range(40)])]
+    turns = [first_turn, quiet, _ok(3, [f"line {j}: " + "y" * 40 for j in range(40)])]
     ctx = RenderContext(mission="m", system_prompt="sys", tools={}, data={}, turns_left=9,
                         cache=get_cache_rules("anthropic"),
                         price=get_price("anthropic-sonnet-4", "anthropic"))
     strategy = PriceScheduled()
     messages = strategy.to_messages(turns, turns[-1].memory, ctx)
-    assert strategy.checkpoints(turns, ctx)[0] == 0  # no rebuild yet: view, 3 deltas
-    first_call, first, _, second, _, latest = messages[2:]
+    assert strategy.checkpoints(turns, ctx)[0] == 0  # no rebuild yet: view, 3 compact deltas
+    first_call, first, _, second, _, latest, rest_call, rest = messages[2:]
     assert first_call["content"].startswith(";; Turn 1 ran (code omitted); called fetch(")
     assert long not in first_call["content"]  # the argument is cut short
     assert "row 0" in first["content"] and "row 39" in first["content"]
     assert "row 1\n" not in first["content"]  # one line at each end, not output_lines
     assert "Turns left" not in first["content"]
     assert second["content"] == ";; Nothing defined or printed"
-    assert "line 11" in latest["content"] and "line 28" in latest["content"]
-    assert latest["content"].endswith("Turns left: 9")
+    # the latest turn: its compact delta, then the rest of its delta, sent once
+    assert "line 0:" in latest["content"] and "line 39:" in latest["content"]
+    assert "line 11:" not in latest["content"] and "Turns left" not in latest["content"]
+    assert rest_call["content"] == ";; Turn 3, the rest of what it showed"
+    assert "line 11:" in rest["content"] and "line 28:" in rest["content"]
+    assert "line 0:" not in rest["content"] and "line 39:" not in rest["content"]
+    assert "[... 1 line shown above ...]" in rest["content"]
+    assert "line 12:" not in rest["content"]  # output_lines at each end, as the delta
+    assert rest["content"].endswith("Turns left: 9")
     points = strategy.cache_breakpoints(turns, turns[-1].memory, ctx)
-    assert max(i for i, _ in points) == len(messages) - 3  # the end of the compact deltas
+    # the end of the compact deltas, the latest turn's included: the rest is never written
+    assert max(i for i, _ in points) == len(messages) - 3
+
+
+def test_the_rest_of_a_row_the_compact_delta_cut_starts_at_the_cut_word() -> None:
+    """A long row that the compact delta cut is continued in the rest, from the start of
+    the word the cut split (no word is shown cut, nothing before it twice)."""
+    row = "2025-03-11T14:04:21Z POST /api/checkout 502 req=0028e7fd upstream=payments-gw"
+    shown = row[:40] + "..."
+    rest = rest_of_row(row, shown)
+    assert rest.startswith("...") and row.endswith(rest[3:])
+    assert len(rest) < len(row) and row[row.rfind(" ", 0, 40) + 1:] == rest[3:]
+    assert rest_of_row(row, None) == row  # not shown compact: the whole row
+    assert rest_of_row(row, "something else...") == row
+    # a long line at the end of an output: the latest turn shows it once, whole
+    long = "key_" + "x" * 150 + " tail_name"
+    turns = [_ok(1, [f"line {j}" for j in range(30)] + [long])]
+    messages = PriceScheduled().to_messages(turns, turns[-1].memory, _ctx())
+    compact, rest_text = messages[-3]["content"], messages[-1]["content"]
+    assert "tail_name" not in compact and "tail_name" in rest_text
+    assert rest_text.count("key_") + compact.count("key_") == 2  # cut once, continued once
 
 
 def test_the_view_lists_the_names_the_run_went_on_to_use() -> None:
@@ -320,7 +379,8 @@ def _rebuild_turn(trace, strategy: str, start: int = 10) -> int:
 
 def test_snapshot_at_a_rebuild_and_two_turns_after(snapshot) -> None:
     """The default price (openai-gpt-4.1) on the bundled incident-triage run: the prompt
-    a rebuild made, and the prompt two turns later (the view, then two deltas)."""
+    a rebuild made, and the prompt two turns later (the view, two compact deltas, then
+    the rest of the latest turn's delta)."""
     from turnpress import load_trace
     from turnpress.core.providers import format_text
     from turnpress.examples import example_trace_paths
@@ -329,6 +389,6 @@ def test_snapshot_at_a_rebuild_and_two_turns_after(snapshot) -> None:
     trace = load_trace(path)
     n = _rebuild_turn(trace, "price-scheduled")
     at, later = trace.prompt(n, "price-scheduled"), trace.prompt(n + 2, "price-scheduled")
-    assert len(later) == 6 and later[:2] == at[:2]
+    assert len(later) == 8 and later[:2] == at[:2]
     assert format_text(at) == snapshot(name="at-rebuild")
     assert format_text(later) == snapshot(name="two-turns-after")

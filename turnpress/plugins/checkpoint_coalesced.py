@@ -86,14 +86,10 @@ def _names_end(row: str, names: frozenset[str]) -> int:
     return max((m.end() for m in _NAME.finditer(blanked) if m.group(0) in names), default=0)
 
 
-def key_lines(text: str, ctx: RenderContext, *, lines: int, keys: int, line_chars: int,
-              seen: frozenset[str] | set[str] = frozenset()) -> str:
-    """``text``'s first and last ``lines`` lines plus, between them, up to ``keys`` key
-    lines: each the first line to show a name (a field, a config key...) not in ``seen``
-    nor in a line kept before it. Every line is cut to ``line_chars`` characters (a key
-    line only after its new names, and at most to three times that); each run of lines
-    left out is one ``[... N lines elided ...]`` line. ``lines=0`` with no key line gives
-    ``""``. Never larger: returns ``text`` when the cut would not be shorter."""
+def key_rows(text: str, *, lines: int, keys: int, line_chars: int,
+             seen: frozenset[str] | set[str] = frozenset()) -> dict[int, str]:
+    """The rows of ``text`` that :func:`key_lines` shows, by line index, each as cut
+    (before the "never larger" check: see :func:`key_lines`)."""
     rows = text.split("\n")
     ends = set(range(min(lines, len(rows)))) | set(range(max(0, len(rows) - lines), len(rows)))
     shown = {i: _cut(rows[i], line_chars) for i in ends}
@@ -110,11 +106,15 @@ def key_lines(text: str, ctx: RenderContext, *, lines: int, keys: int, line_char
             shown[i] = _cut(row, limit)
             known |= line_names(shown[i])
             found += 1
-    if not shown:
-        return ""
+    return shown
+
+
+def rows_text(count: int, shown: Mapping[int, str], ctx: RenderContext) -> str:
+    """The ``shown`` rows (by index) of a text of ``count`` lines, in order, each run of
+    lines left out as one ``[... N lines elided ...]`` line."""
     out: list[str] = []
     gap = 0
-    for i in range(len(rows)):
+    for i in range(count):
         if i not in shown:
             gap += 1
             continue
@@ -124,7 +124,21 @@ def key_lines(text: str, ctx: RenderContext, *, lines: int, keys: int, line_char
         out.append(shown[i])
     if gap:
         out.append(ctx.template("history/elided.j2", count=gap, unit="line"))
-    cut = "\n".join(out)
+    return "\n".join(out)
+
+
+def key_lines(text: str, ctx: RenderContext, *, lines: int, keys: int, line_chars: int,
+              seen: frozenset[str] | set[str] = frozenset()) -> str:
+    """``text``'s first and last ``lines`` lines plus, between them, up to ``keys`` key
+    lines: each the first line to show a name (a field, a config key...) not in ``seen``
+    nor in a line kept before it. Every line is cut to ``line_chars`` characters (a key
+    line only after its new names, and at most to three times that); each run of lines
+    left out is one ``[... N lines elided ...]`` line. ``lines=0`` with no key line gives
+    ``""``. Never larger: returns ``text`` when the cut would not be shorter."""
+    shown = key_rows(text, lines=lines, keys=keys, line_chars=line_chars, seen=seen)
+    if not shown:
+        return ""
+    cut = rows_text(text.count("\n") + 1, shown, ctx)
     return cut if len(cut) < len(text) else text
 
 

@@ -26,21 +26,27 @@ later referred to, files being edited), most recently used first
 (:func:`names_in_use`). Never larger: the view only lists a name the rest of it does
 not show, and a delta that would not be shorter than its turn keeps the turn.
 
-Compress the code, keep the learnings: the latest turn is shown as its delta (tool
-calls, names defined, output cut to ``output_lines`` lines at each end, error), at the
-end of the prompt, past the last cache breakpoint. Once a later turn follows it, a
-PTC-Lisp turn is appended as its compact delta instead, which is what later prompts
-re-read: each tool call with its arguments cut short, the names it defined, its
-output cut as in the rebuilt view (first and last ``turn_lines`` lines plus key
-lines), its error. The rent counts the compact deltas, and what a rebuilt view would
-grow by counts a turn's tool calls only while the view's tool-call section (the newest
-``tool_call_limit``) has room.
+Compress the code, keep the learnings: a PTC-Lisp turn is appended as its compact
+delta, which is what later prompts re-read: each tool call with its arguments cut
+short, the names it defined, its output cut as in the rebuilt view (first and last
+``turn_lines`` lines plus key lines), its error. The latest turn shows what its delta
+shows (tool calls, names defined, output cut to ``output_lines`` lines at each end,
+error), each part once: its compact delta, then the rest (:meth:`PriceScheduled.rest`),
+past the last cache breakpoint, which the next prompt drops. The rent counts the
+compact deltas, and what a rebuilt view would grow by counts a turn's tool calls only
+while the view's tool-call section (the newest ``tool_call_limit``) has room.
+
+Each rebuild shares the longest prefix it can with the view before it: the view puts
+the stable head first, then the older turns' key lines (a section later rebuilds only
+append to), then what changes; the breakpoints mark both ends, so a rebuild re-reads
+the part the view before it wrote and writes only the rest (DESIGN §11).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from copy import copy
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
@@ -50,6 +56,7 @@ from turnpress.core.compression import (
     RenderContext,
     defined_names,
     error_message,
+    has_printed,
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
@@ -57,14 +64,22 @@ from turnpress.plugins._imported_messages import (
     assistant_messages,
     content_text,
     feedback_text,
+    first_tool_turn,
+    mission_text,
+    preamble_head,
+    tool_calls,
+    transcript_head_breakpoints,
     words_at,
+    words_section,
 )
 from turnpress.plugins.checkpoint_coalesced import (
+    DELTA_LINE_CHARS,
     CheckpointCoalesced,
     _CheckpointView,
     _Prefix,
     _size,
     key_lines,
+    key_rows,
     turn_names,
 )
 from turnpress.plugins.single_user_coalesced import ERROR_MODES
@@ -238,10 +253,47 @@ def names_in_use(turns: Sequence[Turn], ctx: RenderContext) -> list[str]:
 
 
 class _PricedView(_CheckpointView):
-    """``checkpoint-coalesced``'s view plus the names in use (:func:`names_in_use`) that
-    the rest of it does not show, up to ``names`` of them."""
+    """``checkpoint-coalesced``'s view, laid out so that a rebuild shares the longest
+    prefix with the view before it, plus the names in use (:func:`names_in_use`) that
+    the rest of it does not show, up to ``names`` of them.
+
+    Right after the stable head come the older turns' key lines (:meth:`earlier`), a
+    section later rebuilds only append to (a turn's entry, its key lines given the
+    names seen before it, never changes once it is old); then the sections that change
+    from one rebuild to the next (``user/``, the tool calls, the recent turns' output,
+    the names in use, most recently used first, and the turns left). So a rebuild
+    re-reads the stable head and the older turns from the cache and writes only what
+    changed (``PriceScheduled.cache_breakpoints`` marks both ends)."""
 
     names: int = 150
+
+    def old_turns(self, count: int, ctx: RenderContext) -> int:
+        """How many leading turns of a view of ``count`` turns are old (shown as key lines
+        only, in :meth:`earlier`): on a transcript, all but the last ``println_limit``;
+        otherwise those up to the checkpoint before (``recent_from``)."""
+        if ctx.is_transcript:
+            return max(0, count - self.println_limit)
+        return min(self.recent_from, max(0, count - 1))
+
+    def earlier(self, turns: Sequence[Turn], ctx: RenderContext, old: int) -> str | None:
+        """The key lines of the first ``old`` turns' output, turn by turn (a turn without
+        any is left out), or None when there are none."""
+        seen = self._names_before(turns)
+        first = first_tool_turn(turns) if ctx.is_transcript else 0
+        outputs = []
+        for k, t in enumerate(turns[:old]):
+            if ctx.is_transcript:
+                text = self._turn_text(t, ctx, "outputs" if k + 1 >= first else "feedback",
+                                       0, seen[k])
+            elif t.success and t.prints:
+                text = self._turn_text(t, ctx, "prints", 0, seen[k])
+            else:
+                continue
+            if text:
+                outputs.append({"number": t.number, "text": text})
+        if not outputs:
+            return None
+        return ctx.template("price_scheduled/earlier_outputs.j2", outputs=outputs)
 
     def names_section(self, turns: Sequence[Turn], ctx: RenderContext, shown: str) -> str | None:
         """The ``;; Names in use`` section, or None when there is nothing to add."""
@@ -257,20 +309,115 @@ class _PricedView(_CheckpointView):
             return None
         return ctx.template("price_scheduled/names.j2", names=listed)
 
+    def _recent_outputs(self, turns: Sequence[Turn], ctx: RenderContext,
+                        old: int) -> str | None:
+        """The Output section of the turns after the first ``old``: the last one as a
+        delta shows it, the others their first and last ``turn_lines`` lines plus key
+        lines (a transcript's recent turns: their feedback cut to head plus tail)."""
+        seen = self._names_before(turns)
+        first = first_tool_turn(turns) if ctx.is_transcript else 0
+        outputs = []
+        for k in range(old, len(turns)):
+            t = turns[k]
+            if ctx.is_transcript:
+                text = self._turn_text(t, ctx, "outputs" if k + 1 >= first else "feedback",
+                                       None, seen[k])
+            elif t.success and t.prints:
+                lines = None if k == len(turns) - 1 else self.turn_lines
+                text = self._turn_text(t, ctx, "prints", lines, seen[k])
+            else:
+                continue
+            if text:
+                outputs.append({"number": t.number, "text": text})
+        if not outputs:
+            return None
+        return ctx.template("checkpoint_coalesced/turn_outputs.j2", outputs=outputs)
+
     def transcript_content(self, turns: Sequence[Turn], ctx: RenderContext) -> str:
-        """``checkpoint-coalesced``'s transcript view, then the names in use."""
-        text = super().transcript_content(turns, ctx)
+        """Mission, the older turns' key lines, the tool calls made, the last
+        ``println_limit`` turns' feedback cut to head plus tail, the user's own words,
+        then the names in use."""
+        if not self.turn_lines:
+            text = super().transcript_content(turns, ctx)
+        else:
+            old = self.old_turns(len(turns), ctx)
+            parts = [mission_text(ctx).rstrip("\n"), self.earlier(turns, ctx, old),
+                     tool_calls(turns, ctx, self.tool_call_limit),
+                     self._recent_outputs(turns, ctx, old), words_section(turns, ctx)]
+            text = "\n\n".join(p for p in parts if p)
         extra = self.names_section(turns, ctx, text)
         return f"{text}\n\n{extra}" if extra else text
 
     def output_section(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
-        """The Output section turn by turn, then the names in use."""
-        section = super().output_section(turns, ctx)
-        shown = "\n".join([section or "", ctx.tool_calls(turns, self.tool_call_limit) or ""])
+        """The recent turns' Output section (all turns' with ``turn_lines=0``), then the
+        names in use."""
+        if not self.turn_lines:
+            section = super().output_section(turns, ctx)
+            earlier = None
+        else:
+            old = self.old_turns(len(turns), ctx)
+            section = self._recent_outputs(turns, ctx, old)
+            earlier = self.earlier(turns, ctx, old)
+        shown = "\n".join([earlier or "", section or "",
+                           ctx.tool_calls(turns, self.tool_call_limit) or ""])
         extra = self.names_section(turns, ctx, shown)
         if extra is None:
             return section
         return f"{section}\n\n{extra}" if section else extra
+
+    def user_content(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                     ctx: RenderContext, *, turns_left: int,
+                     failed_attempt: str | None) -> str:
+        """The USER message: the stable head, the older turns' key lines, then the
+        sections that change (``price_scheduled/user.j2``)."""
+        earlier = (self.earlier(turns, ctx, self.old_turns(len(turns), ctx))
+                   if self.turn_lines else None)
+        return ctx.template(
+            "price_scheduled/user.j2",
+            stable=self.stable_head(ctx), earlier=earlier,
+            namespaces=ctx.namespaces(memory, show_samples=not has_printed(turns),
+                                      minimal=self.minimal, stable=False),
+            tool_calls=ctx.tool_calls(turns, self.tool_call_limit),
+            output=self.output_section(turns, ctx),
+            failed_attempt=failed_attempt,
+            turns_left=ctx.turns_left_line(turns_left),
+        )
+
+
+def rest_of_row(row: str, shown: str | None) -> str:
+    """``row`` as the rest of a turn's output shows it, when ``shown`` (the same row as
+    the compact delta cut it, ending in ``...``) came first: ``...`` and the rest of the
+    row from the start of the word the cut split, so no word is shown cut."""
+    if shown is None or not shown.endswith("...") or not row.startswith(shown[:-3]):
+        return row
+    start = row.rfind(" ", 0, len(shown) - 3) + 1
+    return "..." + row[start:] if start else row
+
+
+def _rest_text(count: int, shown: Mapping[int, str], above: Mapping[int, str],
+               ctx: RenderContext) -> str:
+    """The ``shown`` rows of an output of ``count`` lines, in order; each run of lines
+    left out is one line: ``[... N lines shown above ...]`` for lines in ``above`` (the
+    compact delta's), ``[... N lines elided ...]`` for the others."""
+    out: list[str] = []
+    gap: list[int] = []
+
+    def close() -> None:
+        if gap:
+            kind = "price_scheduled/above.j2" if gap[0] in above else "history/elided.j2"
+            out.append(ctx.template(kind, count=len(gap), unit="line"))
+            gap.clear()
+
+    for i in range(count):
+        if i in shown:
+            close()
+            out.append(shown[i])
+        else:
+            if gap and (gap[0] in above) != (i in above):
+                close()
+            gap.append(i)
+    close()
+    return "\n".join(out)
 
 
 # -- the strategy ----------------------------------------------------------------------------
@@ -283,15 +430,17 @@ class _Priced(_Prefix):
     (``calls``); and the last turn's compact delta (``compact``; ``appended`` counts
     compact deltas, the ones later prompts re-read)."""
 
-    __slots__ = ("calls", "compact", "growth", "head", "paid", "rule", "view", "widest")
+    __slots__ = ("calls", "compact", "growth", "head", "paid", "rest", "rule", "view", "widest")
 
     def __init__(self, before: _Prefix | None, seen: frozenset[str], c: int, previous: int,
                  appended: int, delta: list[Message] | None, *, rule: RebuildRule,
                  view: float, growth: float, paid: float, widest: int, head: int,
-                 calls: int, compact: list[Message] | None = None) -> None:
+                 calls: int, compact: list[Message] | None = None,
+                 rest: list[Message] | None = None) -> None:
         super().__init__(before, seen, c, previous, appended, delta)
         self.calls = calls  # the tool calls these turns made
         self.compact = compact  # the turn's delta once a later turn follows it
+        self.rest = rest  # while it is the latest: what its delta shows beyond its compact
         self.rule = rule
         self.view, self.growth, self.paid, self.widest, self.head = (
             view, growth, paid, widest, head)
@@ -386,12 +535,16 @@ class PriceScheduled(CheckpointCoalesced):
                            growth=0.0, paid=0.0, widest=widest, head=head, calls=calls)
         delta = self.delta(ctx, turns, pos, {pos - 1: before.seen})
         compact = self.compact_delta(ctx, turns, pos, before.seen, delta)
+        rest = None if compact is delta else self.rest(ctx, turns, pos, before.seen)
+        if rest is not None and _size(rest) >= _size(delta):
+            rest = None  # never larger: the delta, and its compact delta next time
         size = _size(delta)
         appended = before.appended + _size(compact)
         growth += k
         return _Priced(before, seen, before.c, before.previous, appended, delta, rule=rule,
                        view=view, growth=growth, paid=paid + rule.rent(appended, growth),
-                       widest=max(widest, size), head=head, calls=calls, compact=compact)
+                       widest=max(widest, size), head=head, calls=calls, compact=compact,
+                       rest=rest)
 
     def compact_delta(self, ctx: RenderContext, turns: Sequence[Turn], pos: int,
                       seen: frozenset[str], delta: list[Message]) -> list[Message]:
@@ -420,36 +573,135 @@ class PriceScheduled(CheckpointCoalesced):
         compact = [ctx.message("assistant", called), ctx.message("user", result)]
         return compact if _size(compact) < _size(delta) else delta
 
+    def _rows(self, text: str, lines: int, line_chars: int, seen: frozenset[str],
+              ctx: RenderContext) -> dict[int, str]:
+        """The rows of ``text`` that :func:`key_lines` with these settings shows, by index
+        (every row, uncut, when it keeps ``text`` whole)."""
+        cut = key_lines(text, ctx, lines=lines, keys=self.key_lines, line_chars=line_chars,
+                        seen=seen)
+        if cut == text:
+            return dict(enumerate(text.split("\n")))
+        return key_rows(text, lines=lines, keys=self.key_lines, line_chars=line_chars,
+                        seen=seen)
+
+    def rest(self, ctx: RenderContext, turns: Sequence[Turn], pos: int,
+             seen: frozenset[str]) -> list[Message] | None:
+        """What the ``pos``-th turn's delta shows beyond its compact delta, sent once
+        after the compact delta while it is the latest turn: its tool calls in full when
+        the compact delta cut an argument short, the output lines the delta shows and the
+        compact delta does not (as the delta cuts them), and the turns-left line; None
+        when the compact delta shows all of that but the turns-left line. So the compact
+        delta that later prompts re-read is sent, and written to the cache, once, and
+        nothing is sent twice in one prompt (but the word a cut row was cut in)."""
+        turn = turns[pos - 1]
+        cut = [{"name": c.name, "args": ctx.call_args(c.args)} for c in turn.tool_calls
+               if any(ctx.to_clojure(a, 3, COMPACT_ARG_CHARS) != ctx.call_args([a])
+                      for a in c.args)]
+        output = None
+        if turn.success and turn.prints:
+            text = "\n".join(turn.prints)
+            whole = self._rows(text, self.output_lines, DELTA_LINE_CHARS, seen, ctx)
+            compact = self._rows(text, self.turn_lines, self.line_chars, seen, ctx)
+            more = {i: rest_of_row(r, compact.get(i)) for i, r in whole.items()
+                    if compact.get(i) != r}
+            if more:
+                output = _rest_text(text.count("\n") + 1, more, compact, ctx)
+        if output is None and not cut:
+            return None  # the compact delta shows it all: the delta stays whole
+        called = ctx.template("price_scheduled/rest_call.j2", number=turn.number,
+                              tool_calls=ctx.template("history/tool_calls.j2", calls=cut)
+                              if cut else None)
+        result = ctx.template("price_scheduled/rest_result.j2", output=output,
+                              turns_left=ctx.turns_left_line(ctx.turns_left_after(turns, pos)))
+        return [ctx.message("assistant", called), ctx.message("user", result)]
+
+    def _latest(self, node: _Prefix) -> list[Message]:
+        """The latest turn's messages: its compact delta and the rest (its delta when
+        the compact delta is the delta)."""
+        rest = getattr(node, "rest", None)
+        if rest is None:
+            return node.delta  # type: ignore[return-value]
+        return [*node.compact, *rest]  # type: ignore[attr-defined]
+
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """The view as of the last rebuild, the compact deltas of the turns since, and
-        the latest turn's delta."""
+        the latest turn: its compact delta then the rest of what its delta shows."""
         nodes = self._prefixes(turns, ctx)
         messages = list(self._view(turns, nodes, ctx))
         later = nodes[nodes[-1].c + 1:]
         for node in later[:-1]:
             messages.extend(node.compact)  # type: ignore[attr-defined]
         if later:
-            messages.extend(later[-1].delta)  # type: ignore[arg-type]
+            messages.extend(self._latest(later[-1]))
         return messages
+
+    def _old_head(self, turns: Sequence[Turn], nodes: list[_Prefix], c: int,
+                  ctx: RenderContext) -> str | None:
+        """The head of the view rebuilt at the ``c``-th turn that later rebuilds repeat:
+        the stable head, then its older turns' key lines (None without any); made once
+        per run and rebuild."""
+        if not c:
+            return None
+        key = ("old-head", self._key(ctx, turns), id(nodes[c]), tuple(map(id, ctx.preamble)),
+               ctx.mission, ctx.system_prompt)
+        return ctx.per_turn(turns[c - 1], key,
+                            lambda: (nodes[c], self._make_old_head(turns, nodes, c, ctx)))[1]
+
+    def _make_old_head(self, turns: Sequence[Turn], nodes: list[_Prefix], c: int,
+                       ctx: RenderContext) -> str | None:
+        view = copy(self._coalesced)
+        view.recent_from = nodes[c].previous
+        old = view.old_turns(c, ctx)
+        view.seen = [node.seen for node in nodes[:old + 1]]
+        earlier = view.earlier(turns[:old], ctx, old)
+        if earlier is None:
+            return None
+        lead = (mission_text(ctx).rstrip("\n") if ctx.is_transcript
+                else view.stable_head(ctx))
+        return f"{lead}\n\n{earlier}" if lead else earlier
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
-        """The end of the stable head, the end of the view (unless the next prompt
-        rebuilds it), and the end of the compact deltas: the next prompt repeats them
-        and appends its own. The latest turn's delta is not marked: the next prompt
-        shows that turn compact, so writing it to the cache would be paid for nothing.
-        Before a rebuild only the stable head is repeated: then the end of the prompt is
-        marked, as in ``checkpoint-coalesced``, to read what the previous prompt cached."""
-        points = super().cache_breakpoints(turns, memory, ctx)
+        """The end of the stable head, the end of the older turns' key lines (the part of
+        the view the next rebuild repeats), the end of the view (unless the next prompt
+        rebuilds it), and the end of the compact deltas, the latest turn's included: the
+        next prompt repeats them and appends its own. The rest of the latest turn's delta
+        after its compact delta is not marked: it is sent once, never re-read, so writing
+        it to the cache would be paid for nothing. Before a rebuild only the stable head
+        and the older turns are repeated: then the end of the prompt is marked, as in
+        ``checkpoint-coalesced``, to read what the previous prompt cached. A rebuild also
+        marks where the older turns of the view before it ended: it reads up to there
+        from the cache and writes only the rest."""
         nodes = self._prefixes(turns, ctx)
-        later = nodes[nodes[-1].c + 1:]
-        if (not later or later[-1].compact is later[-1].delta  # type: ignore[attr-defined]
-                or self._due_after(nodes[-1], len(turns) + 1)):
-            return points
-        end = points[-1][0] - len(later[-1].delta)  # type: ignore[arg-type]
-        return sorted({p for p in points[:-1] if p[0] <= end} | {(end, None)},
-                      key=lambda p: (p[0], p[1] is None, p[1] or 0))
+        last = nodes[-1]
+        later = nodes[last.c + 1:]
+        messages = self._view(turns, nodes, ctx)
+        if ctx.is_transcript:
+            points: list[Breakpoint] = transcript_head_breakpoints(ctx)
+        else:
+            points = [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
+        reread = len(messages) + sum(len(n.compact) for n in later[:-1])  # type: ignore[attr-defined]
+        end = reread + (len(self._latest(later[-1])) if later else 0) - 1
+        if later and getattr(later[-1], "rest", None) is not None:
+            reread += len(later[-1].compact)  # type: ignore[attr-defined]
+        elif not later or later[-1].compact is later[-1].delta:  # type: ignore[attr-defined]
+            reread = end + 1  # the view alone, or a delta that stays (a transcript turn's)
+        # else: the latest delta, shown compact by the next prompt, is not re-read
+        if self._due_after(last, len(turns) + 1):  # the next prompt rebuilds
+            points.append((end, None))
+        else:
+            points += [(len(messages) - 1, None), (reread - 1, None)]
+        at = len(preamble_head(ctx)) if ctx.is_transcript else 1
+        view = messages[at]["content"] if at < len(messages) else None
+        heads = [self._old_head(turns, nodes, last.c, ctx)]
+        if not later:  # a rebuild: the view before it repeats its older turns
+            heads.append(self._old_head(turns, nodes, last.previous, ctx))
+        for head in heads:
+            if head and isinstance(view, str) and len(head) < len(view) \
+                    and view.startswith(head):
+                points.append((at, len(head)))
+        return sorted(set(points), key=lambda p: (p[0], p[1] is None, p[1] or 0))
 
 
 @hookimpl
@@ -458,5 +710,5 @@ def register_strategies(register: Callable[[type], None]) -> None:
     register(PriceScheduled)
 
 
-__all__ = ["PriceScheduled", "Rates", "RebuildRule", "names_in_use", "rates", "refs",
+__all__ = ["PriceScheduled", "Rates", "RebuildRule", "names_in_use", "rates", "refs", "rest_of_row",
            "schedule", "shows_name"]
