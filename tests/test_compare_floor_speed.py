@@ -111,3 +111,34 @@ def test_needed_facts_find_the_part_of_the_first_occurrence():
                            for k in (("assistant", n), ("feedback", n)))]
         for ident in [*words, "app.py\x00", "\x00parse", "404\x00x", "abcabc", "nowhere"]:
             assert facts._find(ident) == _brute_first(parts, kinds, ident), (ident, parts)
+
+
+def test_paths_are_found_as_by_the_pattern_tried_at_every_position():
+    """The path pattern is tried only where a run of path characters starts: the same
+    identifiers as the pattern tried everywhere (which retries every position of a
+    long word), on texts made to tell them apart."""
+    import re
+
+    from turnpress.compare import retention
+
+    everywhere = re.compile(r"(?:[\w.\-]*/)+[\w.\-]+|" + retention._PATH.pattern.split("|", 1)[1])
+    assert everywhere.pattern != retention._PATH.pattern
+    rng = random.Random(3)
+    pieces = ["a", "/", ".py", "-", "_", " ", ".", "x.json", "\u00e9", "//", "1", "src",
+              "\n", "'", "setup.cfg.bak", "./", "-/"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 20)))
+        assert retention._PATH.findall(text) == everywhere.findall(text), text
+        assert retention.identifiers(text) == list(dict.fromkeys(
+            f for f in _identifiers_with(everywhere, text) if len(f) >= 3))
+
+
+def _identifiers_with(path, text):
+    from turnpress.compare import retention
+
+    found = [p.strip(".") for p in path.findall(text)]
+    found.extend([w for w in retention._NAME.findall(text) if len(w) >= 4 and not (
+        w.isalpha() and (w.islower() or w.isupper())) and retention._is_name(w)])
+    found.extend(retention._NUMBER.findall(text))
+    found.extend([(a or b).strip() for a, b in retention._QUOTED.findall(text)])
+    return found

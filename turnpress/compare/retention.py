@@ -522,8 +522,10 @@ class FactIndex:
         self._lazy_results = 0
 
 
-_PATH = re.compile(r"(?:[\w.\-]*/)+[\w.\-]+|\b[\w\-]+\.(?:py|pyi|js|ts|json|txt|md|rst|cfg|"
-                   r"toml|ya?ml|ini|c|h|cpp|rs|go|java|rb|sh|csv|log|html|css|xml|sql)\b")
+# a path is tried only where a run of path characters starts: from inside one it would
+# fail as it failed at the run's start (same matches, without the quadratic retries)
+_PATH = re.compile(r"(?<![\w.\-])(?:[\w.\-]*/)+[\w.\-]+"
+                   r"|\b[\w\-]+\.(?:py|pyi|js|ts|json|txt|md|rst|cfg|toml|ya?ml|ini|c|h|cpp|rs|go|java|rb|sh|csv|log|html|css|xml|sql)\b")
 _NAME = re.compile(r"(?<![\w\-])[A-Za-z_][\w]*(?:[\-.][A-Za-z_][\w]*)*[?!]?")
 _NUMBER = re.compile(r"(?<![\w.])\d{3,}(?![\w])")
 _QUOTED = re.compile(r"\"([^\"\\\n]{3,100})\"|'([^'\\\n]{3,100})'")
