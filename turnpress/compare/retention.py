@@ -486,28 +486,40 @@ class FactIndex:
         newest = reversed(bodies)  # the newest text first; entries made as needed
         entries: list[tuple[str, set[int], list[int], dict[int, bool]]] = []
         out = set()
+        facts, probes, make = self.facts, self._probes, self._entry
+        searched = 0
         for i in wanted:
-            fact, (needle, other) = self.facts[i], self._probes[i]
-            k = 0
-            while True:
-                if k == len(entries):
-                    body = next(newest, None)
-                    if body is None:
-                        break
-                    entries.append(self._entry(body))
-                text, present, _upto, lazy = entries[k]
-                k += 1
+            needle, other = probes[i]
+            for text, present, _upto, lazy in entries:  # the texts made for earlier ids
                 if i in present:
-                    out.add(i)
-                    break
-                hit = lazy.get(i)
-                if hit is None:
-                    hit = lazy[i] = ((needle in text or (other is not None and other in text))
-                                     and fact_present(fact, text))
-                    self._lazy_results += 1
+                    hit = True
+                else:
+                    hit = lazy.get(i)
+                    if hit is None:
+                        hit = lazy[i] = ((needle in text or (other is not None and other in text))
+                                         and fact_present(facts[i], text))
+                        searched += 1
                 if hit:
                     out.add(i)
                     break
+            else:
+                for body in newest:  # then the next texts, made as they are reached
+                    entry = make(body)
+                    entries.append(entry)
+                    text, present, _upto, lazy = entry
+                    if i in present:
+                        hit = True
+                    else:
+                        hit = lazy.get(i)
+                        if hit is None:
+                            hit = lazy[i] = ((needle in text
+                                              or (other is not None and other in text))
+                                             and fact_present(facts[i], text))
+                            searched += 1
+                    if hit:
+                        out.add(i)
+                        break
+        self._lazy_results += searched
         if self._lazy_results > LAZY_RESULTS:
             self._forget_lazy()
         return out
