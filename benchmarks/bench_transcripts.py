@@ -243,6 +243,10 @@ def speed(paths: list[Path], traces: list[Trace]) -> None:
                                                       rest)], key=lambda kv: -kv[1]):
         print(f"       {category:42} {seconds:6.2f} s  {seconds / total:4.0%}  "
               f"{seconds / floor:5.2f}x the floor")
+    extra = took_cpu - total
+    print(f"       --jobs 2 over --jobs 1: {extra:+.2f} s CPU ({extra / floor:+.2f}x the floor; "
+          f"the workers also read the runs, {reading:.2f} s; the rest is the same work run "
+          f"two processes at a time, slower per CPU second on shared cores and caches)")
 
 
 def main(directory: str | None = None) -> None:

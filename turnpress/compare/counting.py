@@ -33,12 +33,16 @@ class PromptCounter:
 
     def tokenize(self, messages: Sequence[Message],
                   points: Iterable[tuple[int, int | None]] = (),
-                  track: PromptTrack | None = None, same: int = 0
+                  track: PromptTrack | None = None, same: int = 0,
+                  reference: PromptTrack | None = None
                   ) -> tuple[TokenizedPrompt, list[str]]:
         """The counted prompt and its messages' bodies; with a ``track``, the messages
         it shares with the track's previous prompt are reused (the first ``same`` are
         equal to that prompt's: their bodies are taken as they are), and the track
-        moves on to this prompt."""
+        moves on to this prompt. ``reference``: another track that has just counted a
+        prompt of the same turn (the baseline's); when this prompt has the same roles,
+        bodies and breakpoints, its counted prompt is that one, as it is (many
+        strategies leave most prompts as the baseline has them)."""
         counter = self.counter
         try:
             if track is None:
@@ -52,7 +56,11 @@ class PromptCounter:
             else:
                 bodies = counter.bodies(messages)
                 kinds = roles(messages)
-            prompt = counter.tokenize(messages, points, bodies, track.prefix(kinds, bodies))
+            if reference is not None and (found := reference.counted(kinds, bodies, points)):
+                prompt = found
+            else:
+                prompt = counter.tokenize(messages, points, bodies,
+                                          track.prefix(kinds, bodies))
             track.update(kinds, bodies, prompt, messages, same)
             return prompt, bodies
         except Exception as exc:

@@ -306,9 +306,13 @@ class _Worker:
                 if messages is base:
                     prompt, shown, need_shown = base_prompt, base_shown, base_need
                 else:
-                    prompt, texts = self.counting.tokenize(messages, points, tracks[i], same)
-                    shown = index_.shown_tracked(texts)
-                    need_shown = index_.shows(texts, need)
+                    prompt, texts = self.counting.tokenize(messages, points, tracks[i], same,
+                                                           base_track)
+                    if prompt is base_prompt:  # the baseline's texts: what they show is known
+                        shown, need_shown = base_shown, base_need
+                    else:
+                        shown = index_.shown_tracked(texts)
+                        need_shown = index_.shows(texts, need)
                 used = caches[i].account(prompt)
                 lost = ([] if shown.issuperset(counted)  # the common case, in C
                         else [j for j in counted if j not in shown])

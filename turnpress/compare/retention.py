@@ -31,6 +31,7 @@ the oracle, so this measures what the agent went on to need, not a checklist.
 
 from __future__ import annotations
 
+import bisect
 import json
 import operator
 import re
@@ -447,6 +448,9 @@ class FactIndex:
         n = len(ids)
         facts, probes, get = self.facts, self._probes, self._texts.get
         eager_at = self._eager_at if slot else None
+        # a text searched for every eager fact knows every tracked one (tracked ids are
+        # eager ids): the common case, a text of this turn's reference prompt
+        all_eager = len(self._eager) if slot else -1
         shown: list[set[int]] = []
         for body in bodies:
             entry = get(body)
@@ -455,6 +459,11 @@ class FactIndex:
             text, present, upto, _lazy = entry
             start = upto[slot]
             if start < n:
+                if upto[0] == all_eager:
+                    upto[1] = n
+                    if present:
+                        shown.append(present)
+                    continue
                 new = ids[start:n]
                 if eager_at is not None and upto[0]:
                     known = upto[0]
@@ -477,28 +486,40 @@ class FactIndex:
         newest = reversed(bodies)  # the newest text first; entries made as needed
         entries: list[tuple[str, set[int], list[int], dict[int, bool]]] = []
         out = set()
+        facts, probes, make = self.facts, self._probes, self._entry
+        searched = 0
         for i in wanted:
-            fact, (needle, other) = self.facts[i], self._probes[i]
-            k = 0
-            while True:
-                if k == len(entries):
-                    body = next(newest, None)
-                    if body is None:
-                        break
-                    entries.append(self._entry(body))
-                text, present, _upto, lazy = entries[k]
-                k += 1
+            needle, other = probes[i]
+            for text, present, _upto, lazy in entries:  # the texts made for earlier ids
                 if i in present:
-                    out.add(i)
-                    break
-                hit = lazy.get(i)
-                if hit is None:
-                    hit = lazy[i] = ((needle in text or (other is not None and other in text))
-                                     and fact_present(fact, text))
-                    self._lazy_results += 1
+                    hit = True
+                else:
+                    hit = lazy.get(i)
+                    if hit is None:
+                        hit = lazy[i] = ((needle in text or (other is not None and other in text))
+                                         and fact_present(facts[i], text))
+                        searched += 1
                 if hit:
                     out.add(i)
                     break
+            else:
+                for body in newest:  # then the next texts, made as they are reached
+                    entry = make(body)
+                    entries.append(entry)
+                    text, present, _upto, lazy = entry
+                    if i in present:
+                        hit = True
+                    else:
+                        hit = lazy.get(i)
+                        if hit is None:
+                            hit = lazy[i] = ((needle in text
+                                              or (other is not None and other in text))
+                                             and fact_present(facts[i], text))
+                            searched += 1
+                    if hit:
+                        out.add(i)
+                        break
+        self._lazy_results += searched
         if self._lazy_results > LAZY_RESULTS:
             self._forget_lazy()
         return out
@@ -513,8 +534,10 @@ class FactIndex:
         self._lazy_results = 0
 
 
-_PATH = re.compile(r"(?:[\w.\-]*/)+[\w.\-]+|\b[\w\-]+\.(?:py|pyi|js|ts|json|txt|md|rst|cfg|"
-                   r"toml|ya?ml|ini|c|h|cpp|rs|go|java|rb|sh|csv|log|html|css|xml|sql)\b")
+# a path is tried only where a run of path characters starts: from inside one it would
+# fail as it failed at the run's start (same matches, without the quadratic retries)
+_PATH = re.compile(r"(?<![\w.\-])(?:[\w.\-]*/)+[\w.\-]+"
+                   r"|\b[\w\-]+\.(?:py|pyi|js|ts|json|txt|md|rst|cfg|toml|ya?ml|ini|c|h|cpp|rs|go|java|rb|sh|csv|log|html|css|xml|sql)\b")
 _NAME = re.compile(r"(?<![\w\-])[A-Za-z_][\w]*(?:[\-.][A-Za-z_][\w]*)*[?!]?")
 _NUMBER = re.compile(r"(?<![\w.])\d{3,}(?![\w])")
 _QUOTED = re.compile(r"\"([^\"\\\n]{3,100})\"|'([^'\\\n]{3,100})'")
@@ -555,12 +578,19 @@ class NeededFacts:
 
     def __init__(self, head: str, turns: Sequence[tuple[str, str]]) -> None:
         self.assistant = [a for a, _ in turns]
-        # the run's texts in order, and what each is (no joined copy of the run is made)
-        self._parts = [head]
+        # the run's texts joined by "\x00" (in place of the parts: one search in C finds
+        # the first occurrence), where each part starts, and what each part is
+        parts = [head]
         self._kinds: list[Any] = ["head"]
         for k, (assistant, feedback) in enumerate(turns, 1):
-            self._parts += (assistant, feedback)
+            parts += (assistant, feedback)
             self._kinds += (("assistant", k), ("feedback", k))
+        self._starts: list[int] = []
+        at = 0
+        for part in parts:
+            self._starts.append(at)
+            at += len(part) + 1
+        self._text = "\x00".join(parts)
         self._first: dict[str, Any] = {}
 
     def _first_seen(self, ident: str) -> Any:
@@ -572,18 +602,12 @@ class NeededFacts:
         return where
 
     def _find(self, ident: str) -> Any:
-        if "\x00" in ident:  # it may span parts: search them joined, as they are
-            at = "\x00".join(self._parts).find(ident)
-            if at < 0:
-                return "-"
-            for part, kind in zip(self._parts, self._kinds, strict=True):
-                if at <= len(part):
-                    return kind
-                at -= len(part) + 1
-        for part, kind in zip(self._parts, self._kinds, strict=True):
-            if ident in part:  # the first part holding it holds the first occurrence
-                return kind
-        return "-"
+        at = self._text.find(ident)
+        if at < 0:
+            return "-"
+        # the part it starts in (an ident holding "\x00" may start on a separator: the
+        # part before it)
+        return self._kinds[bisect.bisect_right(self._starts, at) - 1]
 
     def for_turn(self, n: int) -> list[Fact]:
         """The needed facts of the prompt for turn ``n`` (1-based)."""

@@ -16,7 +16,7 @@ when they were counted.
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from turnpress.core.tokens import TokenizedPrompt, common_prefix_length
@@ -65,6 +65,18 @@ class PromptTrack:
         when nothing is shared."""
         k = self.shared(roles, bodies)
         return (self.prompt, k) if k and self.prompt is not None else None
+
+    def counted(self, roles: Sequence[str], bodies: Sequence[str],
+                points: Iterable[tuple[int, int | None]] = ()) -> TokenizedPrompt | None:
+        """The previous prompt as counted, when it has exactly these ``roles``,
+        ``bodies`` and breakpoints ``points`` (then counting them again would give the
+        same prompt), else None. Compared in C, strings by identity first."""
+        prompt = self.prompt
+        if prompt is None or len(bodies) != len(self.bodies) or bodies != self.bodies \
+                or roles != self.roles:
+            return None
+        mine = [(p.index, p.offset) for p in prompt.breakpoints]
+        return prompt if mine == list(points) else None
 
     def update(self, roles: list[str], bodies: list[str], prompt: TokenizedPrompt,
                messages: Sequence[Mapping[str, Any]] = (), same: int = 0) -> None:
