@@ -56,7 +56,6 @@ from turnpress.core.compression import (
     RenderContext,
     defined_names,
     error_message,
-    has_printed,
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
@@ -278,22 +277,33 @@ class _PricedView(_CheckpointView):
     def earlier(self, turns: Sequence[Turn], ctx: RenderContext, old: int) -> str | None:
         """The key lines of the first ``old`` turns' output, turn by turn (a turn without
         any is left out), or None when there are none."""
+        outputs = self._outputs(turns, ctx, range(old), lambda k: 0, 0)
+        if not outputs:
+            return None
+        return ctx.template("price_scheduled/earlier_outputs.j2", outputs=outputs)
+
+    def _outputs(self, turns: Sequence[Turn], ctx: RenderContext, ks: range,
+                 print_lines: Callable[[int], int | None],
+                 feedback_lines: int | None) -> list[dict[str, Any]]:
+        """``{"number", "text"}`` of each turn ``turns[k]`` (k in ``ks``) that shows
+        something: a transcript turn's feedback cut to ``feedback_lines``, a PTC-Lisp
+        turn's prints cut to ``print_lines(k)`` (a failed turn or one without prints is
+        left out)."""
         seen = self._names_before(turns)
         first = first_tool_turn(turns) if ctx.is_transcript else 0
         outputs = []
-        for k, t in enumerate(turns[:old]):
+        for k in ks:
+            t = turns[k]
             if ctx.is_transcript:
                 text = self._turn_text(t, ctx, "outputs" if k + 1 >= first else "feedback",
-                                       0, seen[k])
+                                       feedback_lines, seen[k])
             elif t.success and t.prints:
-                text = self._turn_text(t, ctx, "prints", 0, seen[k])
+                text = self._turn_text(t, ctx, "prints", print_lines(k), seen[k])
             else:
                 continue
             if text:
                 outputs.append({"number": t.number, "text": text})
-        if not outputs:
-            return None
-        return ctx.template("price_scheduled/earlier_outputs.j2", outputs=outputs)
+        return outputs
 
     def names_section(self, turns: Sequence[Turn], ctx: RenderContext, shown: str) -> str | None:
         """The ``;; Names in use`` section, or None when there is nothing to add."""
@@ -314,21 +324,9 @@ class _PricedView(_CheckpointView):
         """The Output section of the turns after the first ``old``: the last one as a
         delta shows it, the others their first and last ``turn_lines`` lines plus key
         lines (a transcript's recent turns: their feedback cut to head plus tail)."""
-        seen = self._names_before(turns)
-        first = first_tool_turn(turns) if ctx.is_transcript else 0
-        outputs = []
-        for k in range(old, len(turns)):
-            t = turns[k]
-            if ctx.is_transcript:
-                text = self._turn_text(t, ctx, "outputs" if k + 1 >= first else "feedback",
-                                       None, seen[k])
-            elif t.success and t.prints:
-                lines = None if k == len(turns) - 1 else self.turn_lines
-                text = self._turn_text(t, ctx, "prints", lines, seen[k])
-            else:
-                continue
-            if text:
-                outputs.append({"number": t.number, "text": text})
+        last = len(turns) - 1
+        outputs = self._outputs(turns, ctx, range(old, len(turns)),
+                                lambda k: None if k == last else self.turn_lines, None)
         if not outputs:
             return None
         return ctx.template("checkpoint_coalesced/turn_outputs.j2", outputs=outputs)
@@ -372,16 +370,9 @@ class _PricedView(_CheckpointView):
         sections that change (``price_scheduled/user.j2``)."""
         earlier = (self.earlier(turns, ctx, self.old_turns(len(turns), ctx))
                    if self.turn_lines else None)
-        return ctx.template(
-            "price_scheduled/user.j2",
-            stable=self.stable_head(ctx), earlier=earlier,
-            namespaces=ctx.namespaces(memory, show_samples=not has_printed(turns),
-                                      minimal=self.minimal, stable=False),
-            tool_calls=ctx.tool_calls(turns, self.tool_call_limit),
-            output=self.output_section(turns, ctx),
-            failed_attempt=failed_attempt,
-            turns_left=ctx.turns_left_line(turns_left),
-        )
+        return ctx.template("price_scheduled/user.j2", earlier=earlier,
+                            **self.user_sections(turns, memory, ctx, turns_left=turns_left,
+                                                 failed_attempt=failed_attempt))
 
 
 def rest_of_row(row: str, shown: str | None) -> str:

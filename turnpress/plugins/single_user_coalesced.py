@@ -67,16 +67,25 @@ class SingleUserCoalesced(Strategy):
                      ctx: RenderContext, *, turns_left: int,
                      failed_attempt: str | None) -> str:
         """The coalesced USER message (also used by strategies built on this one)."""
-        return ctx.template(
-            "single_user_coalesced/user.j2",
-            stable=self.stable_head(ctx),
-            namespaces=ctx.namespaces(memory, show_samples=not has_printed(turns),
-                                      minimal=self.minimal, stable=False),
-            tool_calls=ctx.tool_calls(turns, self.tool_call_limit),
-            output=self.output_section(turns, ctx),
-            failed_attempt=failed_attempt,
-            turns_left=ctx.turns_left_line(turns_left),
-        )
+        return ctx.template("single_user_coalesced/user.j2",
+                            **self.user_sections(turns, memory, ctx, turns_left=turns_left,
+                                                 failed_attempt=failed_attempt))
+
+    def user_sections(self, turns: Sequence[Turn], memory: Mapping[str, Any],
+                      ctx: RenderContext, *, turns_left: int,
+                      failed_attempt: str | None) -> dict[str, Any]:
+        """The variables of the USER message's template: the stable head, the
+        namespaces, the tool calls made, the output, the failed attempt and the turns
+        left (a strategy built on this one adds its own to them)."""
+        return {
+            "stable": self.stable_head(ctx),
+            "namespaces": ctx.namespaces(memory, show_samples=not has_printed(turns),
+                                         minimal=self.minimal, stable=False),
+            "tool_calls": ctx.tool_calls(turns, self.tool_call_limit),
+            "output": self.output_section(turns, ctx),
+            "failed_attempt": failed_attempt,
+            "turns_left": ctx.turns_left_line(turns_left),
+        }
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
