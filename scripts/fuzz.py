@@ -474,6 +474,8 @@ def program_case(env: ProgramEnv, seed: int, case: int, full: bool = False) -> O
                                      tools={"echo": lambda *a: list(a)})
         except Hung as exc:
             return bad("over limit", f"{where}\nrun_program {exc}")
+        except (KeyboardInterrupt, Stopped):  # the run is stopped, not the case bad
+            raise
         except BaseException as exc:
             return bad("traceback", _tb(exc, where, full))
         elapsed = time.perf_counter() - start
@@ -558,6 +560,8 @@ def _after_turn(env: ProgramEnv, turns: tuple[Turn, ...], max_turns: int, where:
                 return "unsaveable", f"{where}\nchanged by save + load"
     except Hung as exc:
         return "over limit", f"{where}\n{step} {exc}"
+    except (KeyboardInterrupt, Stopped):  # the run is stopped, not the case bad
+        raise
     except BaseException as exc:
         kind = "traceback" if step.startswith("render") else "unsaveable"
         return kind, _tb(exc, f"{step}: {where}", full)
@@ -961,6 +965,8 @@ def plugin_case(env: PluginEnv, seed: int, case: int, full: bool = False) -> Out
             outcome, detail = _exercise(registry, plugin, desc, env, full)
     except Hung as exc:
         outcome, detail = "over limit", f"{desc}: {exc}"
+    except (KeyboardInterrupt, Stopped):  # the run is stopped, not the case bad
+        raise
     except BaseException as exc:
         outcome, detail = "traceback", _tb(exc, desc, full)
     finally:

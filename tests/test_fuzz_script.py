@@ -264,3 +264,25 @@ def test_every_bad_case_past_keep_is_named_with_its_replay(fuzz, tmp_path, monke
         assert replay in text
         assert f"[bad] traces case {case} (malformed accepted): {replay}" in found
     assert len(list((tmp_path / "f").iterdir())) == 1
+
+
+def test_a_stop_signal_inside_a_case_stops_the_run_not_counted_bad(fuzz, tmp_path,
+                                                                   monkeypatch) -> None:
+    # SIGTERM raises Stopped wherever the case is; it used to be caught by the case's
+    # own handler and counted as a "traceback" (seed 2303 case 2059), and the run went on
+    import turnpress.lisp as lisp
+
+    real = lisp.run_program
+
+    def stopped_inside(source, **kwargs):
+        if source == "(+ 1 2)":  # the fuzzer's warm-up, before any case
+            return real(source, **kwargs)
+        try:
+            raise TypeError("unhashable type: 'dict'")
+        except TypeError:
+            raise fuzz.Stopped from None
+
+    monkeypatch.setattr(lisp, "run_program", stopped_inside)
+    (report,) = fuzz.run(["programs"], 5, seed=3, fixed=False, out=tmp_path)
+    assert "stopped by a signal" in report.stopped
+    assert report.cases == 0 and report.bad == 0, counts(report)
