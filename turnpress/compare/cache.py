@@ -133,7 +133,9 @@ class OpenAICache(CacheModel):
         matching = True
         for i in range(lo, len(segments)):
             tokens = segments[i].tokens
-            assert tokens is not None
+            if tokens is None:
+                raise ValueError(f"message {i} of the prompt has no token ids, and it "
+                                 f"follows a prefix this cache model was not sent")
             data = tail + tokens if tail else tokens
             end = len(data) - len(data) % step_bytes
             for at in range(0, end, step_bytes):
@@ -206,8 +208,10 @@ class DigestSet:
 
 
 def _count_only(prompt: TokenizedPrompt) -> bool:
-    """Whether a segment of ``prompt`` has no token ids (a count-only tokenizer)."""
-    return any(s.tokens is None for s in prompt.segments)
+    """Whether ``prompt`` was counted by a count-only tokenizer (its segments carry
+    texts, not token ids; segments with neither are copies kept without their ids, see
+    :func:`turnpress.compare.reuse.without_tokens`)."""
+    return any(s.text is not None for s in prompt.segments)
 
 
 def _seen_prefix(chain: tuple[bytes, ...], seen: dict[bytes, Any]) -> int:
