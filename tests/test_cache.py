@@ -267,14 +267,14 @@ def test_digest_set_is_a_set_after_merges():
     rng = random.Random(5)
     digests = DigestSet()
     plain: set[int] = set()
-    first = [rng.getrandbits(64) for _ in range(50)]
+    first = [rng.getrandbits(64) - 2 ** 63 for _ in range(50)]
     for _ in range(30_000):
-        d = rng.getrandbits(64)
+        d = rng.getrandbits(64) - 2 ** 63
         if rng.random() < 0.2:
             d = rng.choice(first)  # some repeats
         digests.add(d)
         plain.add(d)
     assert len(digests) == len(plain)
     assert all(d in digests for d in plain)
-    assert not any(rng.getrandbits(64) in digests for _ in range(2000))
+    assert not any(rng.getrandbits(64) - 2 ** 63 in digests for _ in range(2000))
     assert len(digests.merged) > 20_000 and list(digests.merged) == sorted(digests.merged)

@@ -20,7 +20,6 @@ Anthropic only). The rest is ordinary input.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import heapq
 from array import array
 from dataclasses import dataclass
@@ -80,7 +79,8 @@ class OpenAICache(CacheModel):
     prompt in blocks of ``step`` tokens, so what decides a hit is whether the first
     ``k * step`` tokens equal those of an earlier prompt. The model keeps a digest of
     every such block prefix it was sent (chained: each block's digest covers the
-    digest before it) and, per whole-message prefix, where the last block boundary
+    digest before it: Python's 64-bit ``hash`` of the pair, which is keyed per process,
+    as the model is) and, per whole-message prefix, where the last block boundary
     left off (its digest and the at most ``step - 1`` tokens after it), so a new
     prompt is hashed from its first message not seen in that position. Memory is a
     few bytes per ``step`` tokens of distinct prefixes instead of the tokens of every
@@ -101,7 +101,7 @@ class OpenAICache(CacheModel):
         self.min_cached = min_cached
         # every whole-message prefix seen so far (its chain digest, b"" for the empty
         # prefix) -> (the digest of its last whole block, the packed tokens after it)
-        self.states: dict[bytes, tuple[bytes, bytes]] = {b"": (b"", b"")}
+        self.states: dict[bytes, tuple[int, bytes]] = {b"": (0, b"")}
         self.blocks = DigestSet()  # the digest of every block prefix seen
         self._texts: _TextPrefixes | None = None  # count-only tokenizers
 
@@ -129,6 +129,7 @@ class OpenAICache(CacheModel):
         chain, segments, step_bytes = prompt.chain, prompt.segments, 4 * self.step
         digest, tail = self.states[chain[lo - 1] if lo else b""]
         blocks, states = self.blocks, self.states
+        newest, add = blocks.newest, blocks.add
         matched = prompt.tokens_before(lo) // self.step  # every block of a seen prefix
         matching = True
         for i in range(lo, len(segments)):
@@ -138,18 +139,18 @@ class OpenAICache(CacheModel):
                                  f"follows a prefix this cache model was not sent")
             data = tail + tokens if tail else tokens
             end = len(data) - len(data) % step_bytes
+            view = memoryview(data)
             for at in range(0, end, step_bytes):
-                digest = _block_digest(digest, data[at:at + step_bytes])
-                number = int.from_bytes(digest, "little")
+                digest = hash((digest, view[at:at + step_bytes]))
                 if matching:
-                    if number in blocks:
+                    if digest in newest or digest in blocks:
                         matched += 1
-                    else:
-                        matching = False
-                        if not remember:
-                            return matched * self.step
+                        continue  # seen: already remembered
+                    matching = False
+                    if not remember:
+                        return matched * self.step
                 if remember:
-                    blocks.add(number)
+                    add(digest)
             tail = data[end:]
             if remember:
                 states[chain[i]] = (digest, tail)
@@ -168,11 +169,6 @@ class OpenAICache(CacheModel):
         return CacheUsage(shared if shared >= self.min_cached else 0)
 
 
-def _block_digest(before: bytes, block: bytes) -> bytes:
-    """The digest of a block prefix: the one before it and the block's packed tokens."""
-    return hashlib.blake2b(before + block, digest_size=8).digest()
-
-
 class DigestSet:
     """A set of 64-bit digests in about 8 bytes each: a sorted ``array`` searched by
     bisection, and a small ``set`` of the newest, merged into the array when it grows
@@ -184,7 +180,7 @@ class DigestSet:
     """The newest digests kept in the ``set`` before a merge, at least."""
 
     def __init__(self) -> None:
-        self.merged = array("Q")
+        self.merged = array("q")
         self.newest: set[int] = set()
 
     def __contains__(self, digest: int) -> bool:
@@ -198,12 +194,12 @@ class DigestSet:
         return len(self.merged) + len(self.newest)
 
     def add(self, digest: int) -> None:
-        """Add one digest (an int below 2**64)."""
+        """Add one digest (a signed 64-bit int, as ``hash()`` gives)."""
         if digest in self:
             return
         self.newest.add(digest)
         if len(self.newest) > max(self.MIN_NEWEST, len(self.merged) // 8):
-            self.merged = array("Q", heapq.merge(self.merged, sorted(self.newest)))
+            self.merged = array("q", heapq.merge(self.merged, sorted(self.newest)))
             self.newest = set()
 
 
