@@ -26,9 +26,12 @@ grows nothing and takes as many turns as make the size instead: a long run of th
 corpus's own shape (its files are about 80% metadata: the provider's responses).
 It is compared alone with ``--jobs 1`` (everything in one process), as is the
 first corpus run; printed: each file's size and the process's peak memory
-(``VmHWM``), the peak as a multiple of the large file, and the growth
-from the small run to the large one as a multiple of the growth of the file (target:
-at most 3x).
+(``VmHWM``), the peak as a multiple of the large file (for information: it includes
+the constant, about 100 MB of interpreter, tokenizer and bounded caches), and the
+growth from the small run to the large one as a multiple of the growth of the file:
+the target's figure (peak at most 3x the file plus a constant: the slope), printed
+with MET or MISSED. The driver-memory ratio of the scale run is printed with MET or
+MISSED against its 1.2x target likewise.
 
 Run: ``python benchmarks/bench_scale.py [--runs 1000] [--small 100] [--jobs 2]
 [--strategy NAME ...] [--tokenizer o200k_base] [--no-dask] [--only local|dask]``, or
@@ -249,16 +252,23 @@ def main() -> None:
                 print(f"{executor:>5} {runs:>5} runs: {m['seconds']:7.1f} s, "
                       f"{m['runs'] / m['seconds']:6.2f} runs/s, peak driver memory "
                       f"{m['peak_mb']:7.1f} MB", flush=True)
+        print("target (issue 20 item 7): driver memory at the large size within 1.2x of "
+              "that at the small size")
         for executor in executors:
             ratio = found[executor, args.runs]["peak_mb"] / found[executor, args.small]["peak_mb"]
-            verdict = "ok" if ratio <= 1.2 else "over the 1.2x target"
             print(f"{executor}: peak driver memory {args.runs} runs / {args.small} runs = "
-                  f"{ratio:.2f}x ({verdict})")
+                  f"{ratio:.2f}x: {_verdict(ratio, 1.2)}")
         if len(executors) > 1:
             for runs in (args.small, args.runs):
                 same = found["local", runs]["sha256"] == found["dask", runs]["sha256"]
                 print(f"--json of local and dask at {runs} runs: "
                       f"{'equal' if same else 'DIFFERENT'}")
+
+
+def _verdict(ratio: float, target: float) -> str:
+    """``MET (at most 1.2x)`` or ``MISSED (over 1.2x)``."""
+    return (f"MET (at most {target:g}x)" if ratio <= target
+            else f"MISSED (over {target:g}x)")
 
 
 def large(args: argparse.Namespace, sources: list[Path]) -> None:
@@ -279,9 +289,11 @@ def large(args: argparse.Namespace, sources: list[Path]) -> None:
                   f"{m['peak_mb']:7.1f} MB", flush=True)
     small, big_m = found["small"], found["large"]
     growth = (big_m["peak_mb"] - small["peak_mb"]) / (big_m["file_mb"] - small["file_mb"])
-    verdict = "ok" if growth <= 3.0 else "over the 3x target"
-    print(f"peak memory / large file = {big_m['peak_mb'] / big_m['file_mb']:.2f}x; growth of "
-          f"the peak / growth of the file = {growth:.2f}x ({verdict})")
+    print(f"peak memory / large file = {big_m['peak_mb'] / big_m['file_mb']:.2f}x (not the "
+          f"target's figure: it includes the constant, {small['peak_mb']:.1f} MB for the "
+          f"small run: the interpreter, the tokenizer, the bounded caches)")
+    print(f"target (issue 20 item 6): peak <= 3x the largest file + a constant; "
+          f"growth of the peak / growth of the file = {growth:.2f}x: {_verdict(growth, 3.0)}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from array import array
+
 import pytest
 
 from turnpress import Tool, ToolCall, Trace, Turn
@@ -179,18 +181,100 @@ from hypothesis import strategies as st  # noqa: E402
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(["alpha beta", "alpha gamma delta", "x" * 40,
                                           "alpha beta gamma", "tool output 1234"]),
-                         min_size=0, max_size=6), min_size=1, max_size=8))
-def test_openai_shared_prefix_is_the_longest_over_all_earlier_prompts(prompts):
-    """The digest-indexed search equals the brute force over every earlier prompt."""
+                         min_size=0, max_size=6), min_size=1, max_size=8),
+       st.sampled_from([1, 3, 128]))
+def test_openai_shared_prefix_is_the_longest_over_all_earlier_prompts(prompts, step):
+    """The block-digest search equals the brute force over every earlier prompt, rounded
+    down to the block size: OpenAI caches a prompt in blocks (128 tokens, from 1024
+    on), so only whole blocks of the shared prefix count (``step=1``: exact)."""
     from turnpress.compare.cache import OpenAICache
     from turnpress.core.tokens import TokenCounter
 
     counter = TokenCounter("o200k_base")
-    model = OpenAICache()
+    model = OpenAICache(min_prompt=0, step=step, min_cached=1)
     seen = []
     for contents in prompts:
         prompt = counter.tokenize([{"role": "user", "content": c} for c in contents])
+        expected = max((prompt.common_prefix(q) for q in seen), default=0) // step * step
+        assert model.shared_prefix(prompt) == expected
+        assert model.account(prompt).cached == expected
+        seen.append(prompt)
+
+
+def _held(root: object) -> list[object]:
+    """Every object reachable from ``root`` (not types, modules or functions)."""
+    import gc
+    import types
+
+    seen, out, todo = set(), [], [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, (type, types.ModuleType, types.FunctionType)):
+            continue
+        seen.add(id(obj))
+        out.append(obj)
+        todo.extend(gc.get_referents(obj))
+    return out
+
+
+def test_openai_model_keeps_block_digests_not_the_tokens(counter):
+    """Issue 20 item 6: the exact model keeps a digest per 128-token block prefix and,
+    per message prefix, less than a block of tokens, not the tokens of every distinct
+    message (a strategy rewriting one long message every turn made those the largest
+    part of a long run's memory)."""
+    from turnpress.core.tokens import Segment
+
+    model, sent = OpenAICache(), 0
+    system = words(1500)
+    for i in range(12):  # one system prompt, then one rewritten long message per turn
+        prompt = counter.tokenize(msgs(system, words(4000, f"turn{i}x")))
+        model.account(prompt)
+        sent += sum(len(s.tokens) for s in prompt.segments)
+    held = _held(model)
+    assert not any(isinstance(o, Segment) for o in held)
+    kept = sum(len(o) if isinstance(o, bytes) else o.itemsize * len(o)
+               for o in held if isinstance(o, (bytes, array)))
+    assert kept < sent / 20
+    # and the answers are those of the rule: a prompt repeating the system prompt and
+    # the start of turn 3's message reads the blocks they share
+    again = counter.tokenize(msgs(system, words(4000, "turn3x")[:3000] + " different"))
+    expected = again.common_prefix(counter.tokenize(msgs(system, words(4000, "turn3x"))))
+    assert model.account(again).cached == expected // 128 * 128 > 1500
+
+
+def test_openai_count_only_tokenizer_measures_the_exact_prefix():
+    """With a count-only tokenizer (no token ids), the texts are compared: the longest
+    prefix over every earlier prompt, then rounded to the block."""
+    counter = TokenCounter("chars4")
+    model = OpenAICache(min_prompt=0, step=1, min_cached=1)
+    prompts = [msgs("system " * 50, "alpha " * 30), msgs("system " * 50, "beta " * 40),
+               msgs("system " * 50, "alpha " * 20 + "gamma"), msgs("other", "alpha")]
+    seen = []
+    for contents in prompts:
+        prompt = counter.tokenize(contents)
         expected = max((prompt.common_prefix(q) for q in seen), default=0)
         assert model.shared_prefix(prompt) == expected
-        model.account(prompt)
+        assert model.account(prompt).cached == expected
         seen.append(prompt)
+    assert seen[2].common_prefix(seen[0]) > seen[2].common_prefix(seen[1])
+
+
+def test_digest_set_is_a_set_after_merges():
+    import random
+
+    from turnpress.compare.cache import DigestSet
+
+    rng = random.Random(5)
+    digests = DigestSet()
+    plain: set[int] = set()
+    first = [rng.getrandbits(64) - 2 ** 63 for _ in range(50)]
+    for _ in range(30_000):
+        d = rng.getrandbits(64) - 2 ** 63
+        if rng.random() < 0.2:
+            d = rng.choice(first)  # some repeats
+        digests.add(d)
+        plain.add(d)
+    assert len(digests) == len(plain)
+    assert all(d in digests for d in plain)
+    assert not any(rng.getrandbits(64) - 2 ** 63 in digests for _ in range(2000))
+    assert len(digests.merged) > 20_000 and list(digests.merged) == sorted(digests.merged)

@@ -321,3 +321,31 @@ def test_a_strategy_changing_a_message_it_handed_out_is_counted_as_changed(fresh
         in_place, fresh = result.strategy("in-place"), result.strategy("fresh")
         assert list(in_place.per_turn()) == list(fresh.per_turn())
         assert in_place.input_tokens == fresh.input_tokens > 0
+
+
+def test_a_track_keeps_its_prompt_without_token_ids_and_the_cache_model_agrees():
+    """Issue 20 item 6: a track keeps the previous prompt's long segments without their
+    token ids (an append-only strategy's track held the tokens of the whole run); the
+    prompts counted from it give the cache model the same answers as prompts counted
+    afresh, for an append-only strategy and for a sliding window."""
+    counter = TokenCounter("o200k_base")
+    counter.start_run()
+
+    def text(tag: object) -> str:
+        return " ".join(f"w{j}x{tag}" for j in range(300))
+
+    for window in (None, 3):
+        tracks = PromptTrack()
+        fresh = OpenAICache(min_prompt=0, step=1, min_cached=1)
+        reused = OpenAICache(min_prompt=0, step=1, min_cached=1)
+        users: list[dict[str, str]] = []
+        for i in range(10):
+            users.append({"role": "user" if i % 2 else "assistant", "content": text(i)})
+            kept = users if window is None else users[-window:]
+            messages = [{"role": "system", "content": text("s")}, *kept]
+            kinds, bodies = roles(messages), counter.bodies(messages)
+            prompt = counter.tokenize(messages, (), bodies, tracks.prefix(kinds, bodies))
+            tracks.update(kinds, bodies, prompt, messages)
+            assert all(s.tokens is None for s in tracks.prompt.segments)
+            assert tracks.prompt.total == prompt.total
+            assert reused.account(prompt) == fresh.account(counter.tokenize(messages))

@@ -206,3 +206,23 @@ def test_an_unreachable_scheduler_is_one_line_exit_2(monkeypatch):
     assert result.output.startswith("Error: --executor dask:tcp://127.0.0.1:9: cannot reach "
                                     "the Dask scheduler at tcp://127.0.0.1:9 ")
     assert result.output.count("\n") == 1 and "Traceback" not in result.output
+
+
+def test_dask_driver_logs_are_bounded():
+    """Issue 20 item 7: Dask's logs of recent messages (each holds a task's arguments)
+    and transitions keep LOG_LENGTH entries in the driver, not 1,000: filling them made
+    the driver's memory grow 1.22x from 100 to 1,000 runs."""
+    from turnpress.plugins.dask_executor import LOG_LENGTH, DaskExecutor
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with DaskExecutor(None, 1, processes=False) as executor:
+            scheduler = executor._cluster.scheduler
+            assert executor._client.scheduler_comm.recent_message_log.maxlen == LOG_LENGTH
+            assert scheduler.transition_log.maxlen == LOG_LENGTH
+            got = compare_traces(TRACES, STRATEGIES, tokenizer="chars4", executor=executor)
+            assert len(executor._client.scheduler_comm.recent_message_log) <= LOG_LENGTH
+    assert got.dumps() == one_job_json()
+    import dask
+
+    assert dask.config.get("distributed.admin.low-level-log-length") == 1000  # restored

@@ -34,6 +34,7 @@ FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
         "optional extra",
     # optional dependency: the [dask] extra, imported when the dask executor starts
     ("turnpress/plugins/dask_executor.py", "distributed"): "optional extra",
+    ("turnpress/plugins/dask_executor.py", "dask"): "optional extra (its config)",
     # a dependency whose import takes about a second: loaded on the first exact count,
     # so a render that counts no tokens never pays for it
     ("turnpress/plugins/tokenizers.py", "bpe_openai"): "heavy dependency",

@@ -154,11 +154,13 @@ def test_cross_run_cache_is_bounded():
 
 def test_a_huge_run_keeps_a_bounded_number_of_its_texts():
     """Issue 20 item 6: within a run, the texts a counter keeps are bounded (two
-    generations of ``run_chars`` / ``piece_chars``); a text met again after it was
-    dropped is known by its digest (not encoded again), and the tokens are the same."""
+    generations of ``run_chars`` / ``piece_chars``), and so are the counted segments
+    kept by digest (with the prompt-cache model keeping no tokens, they were the run's
+    largest part); a text met again after it was dropped is encoded again, to the same
+    tokens."""
     lines = [f"line {i}: " + "word " * (i % 7) for i in range(4000)]
     texts = ["\n".join(lines[k:k + 60]) for k in range(0, 3000, 20)]  # shared lines
-    bounded = TokenCounter("o200k_base", run_chars=5000, piece_chars=3000)
+    bounded = TokenCounter("o200k_base", run_chars=5000, piece_chars=3000, shared_chars=0)
     free = TokenCounter("o200k_base")
     for counter in (bounded, free):
         counter.start_run()
@@ -168,7 +170,10 @@ def test_a_huge_run_keeps_a_bounded_number_of_its_texts():
                 counter.count([{"role": "user", "content": text}])
             a, b = bounded.segment("user", text), free.segment("user", text)
             assert (a.count, a.digest, a.tokens) == (b.count, b.digest, b.tokens), k
-    assert free.encoded == bounded.encoded == len(texts)  # by digest, not encoded again
+    assert free.encoded == len(texts) < bounded.encoded  # dropped: encoded again
+    assert len(free._by_digest) == len(texts)
+    held = [*bounded._by_digest.values(), *bounded._old_digest.values()]
+    assert sum(len(s.tokens) for s in held) <= 2 * (5000 + max(map(len, texts)))
     kept = sum(len(c) for _, c in [*bounded._run, *bounded._old_run])
     assert kept <= 2 * (5000 + max(map(len, texts)))
     assert sum(map(len, [*bounded._pieces, *bounded._old_pieces])) <= 2 * (3000 + 100)

@@ -20,16 +20,19 @@ Anthropic only). The rest is ordinary input.
 from __future__ import annotations
 
 import bisect
+import heapq
+from array import array
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from turnpress.core.tokens import Segment, TokenizedPrompt, common_prefix_length
+from turnpress.core.tokens import Segment, TokenizedPrompt
 
 __all__ = [
     "CACHE_MODELS",
     "AnthropicCache",
     "CacheModel",
     "CacheUsage",
+    "DigestSet",
     "NoCache",
     "OpenAICache",
     "cache_model_names",
@@ -71,59 +74,171 @@ class OpenAICache(CacheModel):
     ``min_prompt``: prompts shorter than this are never served from cache;
     ``step``: cached lengths are rounded down to a multiple of it; ``min_cached``:
     the smallest hit (the API's first cache block).
+
+    With an exact tokenizer (token ids), the model keeps no tokens: the API caches a
+    prompt in blocks of ``step`` tokens, so what decides a hit is whether the first
+    ``k * step`` tokens equal those of an earlier prompt. The model keeps a digest of
+    every such block prefix it was sent (chained: each block's digest covers the
+    digest before it: Python's 64-bit ``hash`` of the pair, which is keyed per process,
+    as the model is) and, per whole-message prefix, where the last block boundary
+    left off (its digest and the at most ``step - 1`` tokens after it), so a new
+    prompt is hashed from its first message not seen in that position. Memory is a
+    few bytes per ``step`` tokens of distinct prefixes instead of the tokens of every
+    distinct message. The longest prefix shared with any earlier prompt, rounded
+    down to ``step``, is the largest ``k`` whose digest was seen (if ``k`` blocks
+    match an earlier prompt, so do its first ``k - 1``). With a count-only tokenizer
+    (texts, no ids) the texts are compared, as :class:`_TextPrefixes` does.
     """
 
     name = "openai"
 
     def __init__(self, *, min_prompt: int = 1024, step: int = 128,
                  min_cached: int = 1024) -> None:
+        if step < 1:
+            raise ValueError(f"step must be a positive number of tokens, got {step!r}")
         self.min_prompt = min_prompt
         self.step = step
         self.min_cached = min_cached
         # every whole-message prefix seen so far (its chain digest, b"" for the empty
-        # prefix) -> the distinct messages that followed it, by digest
-        self.after: dict[bytes, dict[bytes, Segment]] = {}
-        # the same prefix -> the token sequences (packed) of the messages that followed
-        # it, sorted; None once one of them has no tokens (a count-only tokenizer)
-        self.sorted: dict[bytes, list[bytes] | None] = {}
+        # prefix) -> (the digest of its last whole block, the packed tokens after it)
+        self.states: dict[bytes, tuple[int, bytes]] = {b"": (0, b"")}
+        self.blocks = DigestSet()  # the digest of every block prefix seen
+        self._texts: _TextPrefixes | None = None  # count-only tokenizers
 
     def shared_prefix(self, prompt: TokenizedPrompt) -> int:
-        """The longest token prefix ``prompt`` shares with an earlier prompt of the run.
+        """The longest token prefix ``prompt`` shares with an earlier prompt of the run,
+        rounded down to a multiple of ``step`` (the API caches whole blocks; with a
+        count-only tokenizer: not rounded)."""
+        if self._texts is not None or _count_only(prompt):
+            return self._text_model().shared(prompt)[0]
+        return self._blocks(prompt, remember=False)
 
-        Whole messages are matched through the prefix digests (a prefix seen means
-        all its shorter prefixes were seen), then the next message is compared token
-        by token with each message that followed the same prefix before.
-        """
-        return self._shared(prompt)[0]
+    def _text_model(self) -> _TextPrefixes:
+        if self._texts is None:
+            self._texts = _TextPrefixes()
+        return self._texts
 
     def _seen(self, prompt: TokenizedPrompt) -> int:
         """How many leading messages of ``prompt`` form a prefix seen before."""
-        chain, after = prompt.chain, self.after
-        lo, hi = 0, len(chain)  # the first k messages are a seen prefix for k <= lo
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if chain[mid - 1] in after:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+        return _seen_prefix(prompt.chain, self.states)
 
-    def _shared(self, prompt: TokenizedPrompt) -> tuple[int, int]:
-        """The shared prefix in tokens, and how many whole messages of it were seen."""
+    def _blocks(self, prompt: TokenizedPrompt, remember: bool) -> int:
+        """The shared prefix in tokens, a multiple of ``step``; ``remember``: record the
+        prompt's block digests and message-prefix states."""
         lo = self._seen(prompt)
+        chain, segments, step_bytes = prompt.chain, prompt.segments, 4 * self.step
+        digest, tail = self.states[chain[lo - 1] if lo else b""]
+        blocks, states = self.blocks, self.states
+        newest, add = blocks.newest, blocks.add
+        matched = prompt.tokens_before(lo) // self.step  # every block of a seen prefix
+        matching = True
+        for i in range(lo, len(segments)):
+            tokens = segments[i].tokens
+            if tokens is None:
+                raise ValueError(f"message {i} of the prompt has no token ids, and it "
+                                 f"follows a prefix this cache model was not sent")
+            data = tail + tokens if tail else tokens
+            end = len(data) - len(data) % step_bytes
+            view = memoryview(data)
+            for at in range(0, end, step_bytes):
+                digest = hash((digest, view[at:at + step_bytes]))
+                if matching:
+                    if digest in newest or digest in blocks:
+                        matched += 1
+                        continue  # seen: already remembered
+                    matching = False
+                    if not remember:
+                        return matched * self.step
+                if remember:
+                    add(digest)
+            tail = data[end:]
+            if remember:
+                states[chain[i]] = (digest, tail)
+        return matched * self.step
+
+    def account(self, prompt: TokenizedPrompt) -> CacheUsage:
+        """The longest prefix shared with an earlier prompt, under OpenAI's rules."""
+        if self._texts is not None or _count_only(prompt):
+            shared, seen = self._text_model().shared(prompt)
+            self._texts.remember(prompt, seen)  # type: ignore[union-attr]
+            shared = shared // self.step * self.step
+        else:
+            shared = self._blocks(prompt, remember=True)
+        if prompt.total < self.min_prompt:
+            return CacheUsage()
+        return CacheUsage(shared if shared >= self.min_cached else 0)
+
+
+class DigestSet:
+    """A set of 64-bit digests in about 8 bytes each: a sorted ``array`` searched by
+    bisection, and a small ``set`` of the newest, merged into the array when it grows
+    past an eighth of it (a ``set`` of Python ints costs about 80 bytes an entry)."""
+
+    __slots__ = ("merged", "newest")
+
+    MIN_NEWEST = 4096
+    """The newest digests kept in the ``set`` before a merge, at least."""
+
+    def __init__(self) -> None:
+        self.merged = array("q")
+        self.newest: set[int] = set()
+
+    def __contains__(self, digest: int) -> bool:
+        if digest in self.newest:
+            return True
+        merged = self.merged
+        at = bisect.bisect_left(merged, digest)
+        return at < len(merged) and merged[at] == digest
+
+    def __len__(self) -> int:
+        return len(self.merged) + len(self.newest)
+
+    def add(self, digest: int) -> None:
+        """Add one digest (a signed 64-bit int, as ``hash()`` gives)."""
+        if digest in self:
+            return
+        self.newest.add(digest)
+        if len(self.newest) > max(self.MIN_NEWEST, len(self.merged) // 8):
+            self.merged = array("q", heapq.merge(self.merged, sorted(self.newest)))
+            self.newest = set()
+
+
+def _count_only(prompt: TokenizedPrompt) -> bool:
+    """Whether ``prompt`` was counted by a count-only tokenizer (its segments carry
+    texts, not token ids; segments with neither are copies kept without their ids, see
+    :func:`turnpress.compare.reuse.without_tokens`)."""
+    return any(s.text is not None for s in prompt.segments)
+
+
+def _seen_prefix(chain: tuple[bytes, ...], seen: dict[bytes, Any]) -> int:
+    """How many leading messages form a prefix in ``seen`` (a prefix seen means all its
+    shorter prefixes were seen: binary search)."""
+    lo, hi = 0, len(chain)  # the first k messages are a seen prefix for k <= lo
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if chain[mid - 1] in seen:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class _TextPrefixes:
+    """The exact longest shared prefix for count-only tokenizers, whose segments carry
+    their texts: per whole-message prefix, the distinct messages that followed it; the
+    next message is compared with each of them (newest first)."""
+
+    def __init__(self) -> None:
+        self.after: dict[bytes, dict[bytes, Segment]] = {}
+
+    def shared(self, prompt: TokenizedPrompt) -> tuple[int, int]:
+        """The shared prefix in tokens, and how many whole messages of it were seen."""
+        lo = _seen_prefix(prompt.chain, self.after)
         shared = prompt.tokens_before(lo)
         if lo < len(prompt.segments):
             key = prompt.chain[lo - 1] if lo else b""
             segment = prompt.segments[lo]
             best = 0
-            ordered = self.sorted.get(key)
-            if ordered is not None and segment.tokens is not None:
-                # the sequence sharing the longest prefix with this one is next to it in
-                # sorted order: for a <= b <= c, prefix(a, c) = min(prefix(a, b), prefix(b, c))
-                at = bisect.bisect_left(ordered, segment.tokens)
-                for other in ordered[max(at - 1, 0):at + 1]:
-                    best = max(best, common_prefix_length(segment.tokens, other) // 4)
-                return shared + best, lo
             # newest first: the last message after this prefix usually shares the most,
             # and an older one is measured only if it beats that (one comparison)
             for other in reversed(list(self.after.get(key, {}).values())):
@@ -133,33 +248,16 @@ class OpenAICache(CacheModel):
             shared += best
         return shared, lo
 
-    def _remember(self, prompt: TokenizedPrompt, start: int = 0) -> None:
+    def remember(self, prompt: TokenizedPrompt, start: int = 0) -> None:
         """Record the prompt's prefixes; the first ``start`` messages are a prefix seen
         before (so they and every shorter prefix are recorded already)."""
-        after, chain, ordered = self.after, prompt.chain, self.sorted
+        after, chain = self.after, prompt.chain
         key = chain[start - 1] if start else b""
         for i in range(start, len(chain)):
-            segment = prompt.segments[i]
-            followers = after.setdefault(key, {})
-            if segment.digest not in followers:
-                followers[segment.digest] = segment
-                tokens = ordered.setdefault(key, [])
-                if tokens is not None:
-                    if segment.tokens is None:
-                        ordered[key] = None
-                    else:
-                        bisect.insort(tokens, segment.tokens)
+            after.setdefault(key, {}).setdefault(prompt.segments[i].digest,
+                                                 prompt.segments[i])
             key = chain[i]
         after.setdefault(key, {})
-
-    def account(self, prompt: TokenizedPrompt) -> CacheUsage:
-        """The longest prefix shared with an earlier prompt, under OpenAI's rules."""
-        shared, seen = self._shared(prompt)
-        self._remember(prompt, seen)
-        if prompt.total < self.min_prompt:
-            return CacheUsage()
-        cached = shared // self.step * self.step
-        return CacheUsage(cached if cached >= self.min_cached else 0)
 
 
 def _longer(a: Segment, b: Segment, tokens: int) -> bool:

@@ -11,17 +11,42 @@ messages equal to the previous prompt's (strategies hand out the same message
 dicts again for what did not change) need neither their bodies made nor their
 shape checked again: :meth:`PromptTrack.same`, which compares them with copies taken
 when they were counted.
+
+The previous prompt is kept without its token ids (:func:`without_tokens`): the next
+prompt takes its leading segments from it, and only the prompt-cache model reads token
+ids, of the messages after the longest prefix it has seen, which that prompt had (so
+an append-only strategy's track does not keep the tokens of the whole run; the
+segments of the new messages come from the counter, with their ids).
 """
 
 from __future__ import annotations
 
+import copy
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from turnpress.core.tokens import TokenizedPrompt, common_prefix_length
+from turnpress.core.tokens import Segment, TokenizedPrompt, common_prefix_length
 
-__all__ = ["PromptTrack", "roles"]
+__all__ = ["PromptTrack", "roles", "without_tokens"]
+
+LIGHT_BYTES = 512
+"""Segments with more packed token ids than this are kept without them by a track."""
+
+
+def without_tokens(prompt: TokenizedPrompt, earlier: TokenizedPrompt | None = None
+                   ) -> TokenizedPrompt:
+    """A copy of ``prompt`` whose segments of more than :data:`LIGHT_BYTES` of token ids
+    are copies without them (count and digest kept); the leading segments it took from
+    ``earlier`` (a result of this function) are that one's, already light."""
+    segments = prompt.segments
+    k = common_prefix_length(segments, earlier.segments) if earlier is not None else 0
+    light = copy.copy(prompt)
+    light.segments = (earlier.segments[:k] if earlier is not None and k else ()) + tuple(
+        Segment(s.count, s.digest, None, None)
+        if s.tokens is not None and len(s.tokens) > LIGHT_BYTES else s
+        for s in segments[k:])
+    return light
 
 _ROLE = operator.itemgetter("role")
 
@@ -85,4 +110,5 @@ class PromptTrack:
         kept)."""
         kept = list(self.messages[:same])
         kept.extend(map(dict, messages[same:]))
-        self.roles, self.bodies, self.prompt, self.messages = roles, bodies, prompt, kept
+        light = without_tokens(prompt, self.prompt)
+        self.roles, self.bodies, self.prompt, self.messages = roles, bodies, light, kept

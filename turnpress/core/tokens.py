@@ -280,9 +280,9 @@ class TokenCounter:
     a huge run does not keep every text its strategies rendered: each cache is two
     generations, the current one and the one before; a text found in the older
     moves to the current, and when the current one passes its bound, the older is
-    dropped and the current becomes the older. A message text dropped and met again
-    is found by its 16-byte digest (its counted segment is kept by digest for the
-    run); a line dropped and met again is encoded again, to the same tokens.
+    dropped and the current becomes the older. A message text met again under
+    another key is found by its 16-byte digest (kept in the same generations); a text
+    or line dropped and met again is encoded again, to the same tokens.
     """
 
     def __init__(self, tokenizer: str | Tokenizer = DEFAULT_TOKENIZER, *,
@@ -298,9 +298,10 @@ class TokenCounter:
         self._run: dict[tuple[str, str], Segment] = {}
         self._old_run: dict[tuple[str, str], Segment] = {}
         self._run_chars, self._run_limit = 0, run_chars
-        # every text counted in this run, by its digest (a text that left both
-        # generations is not encoded again; the cache models hold the segments anyway)
+        # the texts counted in this run, by digest, in the same two generations (a text
+        # that left the generations above is found here; one older is encoded again)
         self._by_digest: dict[bytes, Segment] = {}
+        self._old_digest: dict[bytes, Segment] = {}
         self._chains: dict[tuple[bytes, bytes], bytes] = {}  # prefix digest links, per run
         # id(tool_calls list) -> (the list, its text): replayed messages share their lists
         self._bodies: dict[int, tuple[Any, str, Any]] = {}
@@ -313,6 +314,7 @@ class TokenCounter:
     def start_run(self) -> None:
         """Forget the texts of the previous run (the cross-run cache stays)."""
         self._run, self._old_run, self._run_chars, self._by_digest = {}, {}, 0, {}
+        self._old_digest = {}
         self._chains = {}
         self._pieces, self._old_pieces, self._piece_chars = {}, {}, 0
         self._bodies = {}
@@ -402,7 +404,9 @@ class TokenCounter:
         if seg is None:  # dropped from both generations, or new: known by its digest?
             text = message_text(role, content) if role else content
             digest = _digest(text.encode("utf-8", "surrogatepass"))
-            seg = self._by_digest.get(digest)
+            seg = self._by_digest.get(digest) or self._old_digest.get(digest)
+            if seg is not None:
+                self._by_digest[digest] = seg
         if seg is None:
             seg = self._by_digest[digest] = self._make(text, digest)
             size = len(content)
@@ -416,6 +420,7 @@ class TokenCounter:
         self._run_chars += len(content)
         if self._run_chars > self._run_limit:  # a new generation
             self._old_run, self._run, self._run_chars = self._run, {}, 0
+            self._old_digest, self._by_digest = self._by_digest, {}
         return seg
 
     def segment(self, role: str, content: str) -> Segment:

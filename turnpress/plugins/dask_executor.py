@@ -6,6 +6,14 @@
 (strategies, tokenizer, price) is sent to every worker once, results come back as
 they finish (``distributed.as_completed``). ``distributed`` is imported only when
 the executor starts, so the plugin loads without the extra.
+
+The driver's memory stays flat in the number of runs: Dask's developer logs of the
+messages each comm sent (the client's to the scheduler, and with a local cluster, in
+this process too, the scheduler's to the client and the workers) and of the
+scheduler's transitions keep ``distributed.admin.low-level-log-length`` entries, 1,000
+by default: each message holds a task (a trace's arguments), and filling them took the
+driver from 62 MB at 100 runs to 75.5 MB at 1,000 (1.22x). The executor creates its
+client (and cluster) with at most :data:`LOG_LENGTH` of them.
 """
 
 from __future__ import annotations
@@ -23,6 +31,11 @@ __all__ = ["CONNECT_TIMEOUT", "DaskExecutor", "dask_executor", "register_executo
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for the scheduler at ``dask:ADDRESS`` before giving up."""
+
+LOG_LENGTH = 50
+"""Entries of Dask's low-level logs (recent messages, transitions) kept by the client and
+the local cluster this executor creates (Dask's default: 1,000), unless configured
+lower."""
 
 _started = threading.local()  # per worker thread: job token -> its task function
 
@@ -58,23 +71,29 @@ class DaskExecutor(Executor):
         except ImportError:
             raise ExecutorError("executor 'dask' needs Dask distributed: pip install "
                                 "'turnpress[dask]'") from None
+        import dask  # installed with distributed
+
         self._distributed = distributed
         self.address = address
         self._cluster: Any = None
-        if address is None:
-            self._cluster = distributed.LocalCluster(
-                n_workers=jobs, threads_per_worker=1, processes=processes,
-                dashboard_address=":0", silence_logs=logging.ERROR)
-            self._client = distributed.Client(self._cluster)
-        else:
-            try:
-                self._client = distributed.Client(address, timeout=CONNECT_TIMEOUT)
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise ExecutorError(
-                    f"--executor dask:{address}: cannot reach the Dask scheduler at "
-                    f"{address} ({type(exc).__name__}: {' '.join(str(exc).split())}). Start "
-                    f"one with 'dask scheduler' (and workers with 'dask worker "
-                    f"{address}'), or use --executor dask for a local cluster.") from None
+        key = "distributed.admin.low-level-log-length"
+        logs = min(LOG_LENGTH, dask.config.get(key, LOG_LENGTH))
+        with dask.config.set({key: logs}):  # read when the comms and scheduler are made
+            if address is None:
+                self._cluster = distributed.LocalCluster(
+                    n_workers=jobs, threads_per_worker=1, processes=processes,
+                    dashboard_address=":0", silence_logs=logging.ERROR)
+                self._client = distributed.Client(self._cluster)
+            else:
+                try:
+                    self._client = distributed.Client(address, timeout=CONNECT_TIMEOUT)
+                except (OSError, TimeoutError, ValueError) as exc:
+                    raise ExecutorError(
+                        f"--executor dask:{address}: cannot reach the Dask scheduler at "
+                        f"{address} ({type(exc).__name__}: {' '.join(str(exc).split())}). "
+                        f"Start one with 'dask scheduler' (and workers with 'dask worker "
+                        f"{address}'), or use --executor dask for a local cluster."
+                    ) from None
         threads = self._client.nthreads()
         self.slots = max(1, sum(threads.values()) if threads else jobs)
         self._job: Any = None
