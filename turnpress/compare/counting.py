@@ -34,15 +34,16 @@ class PromptCounter:
     def tokenize(self, messages: Sequence[Message],
                   points: Iterable[tuple[int, int | None]] = (),
                   track: PromptTrack | None = None, same: int = 0,
-                  reference: PromptTrack | None = None
+                  reference: tuple[PromptTrack, TokenizedPrompt] | None = None
                   ) -> tuple[TokenizedPrompt, list[str]]:
         """The counted prompt and its messages' bodies; with a ``track``, the messages
         it shares with the track's previous prompt are reused (the first ``same`` are
         equal to that prompt's: their bodies are taken as they are), and the track
         moves on to this prompt. ``reference``: another track that has just counted a
-        prompt of the same turn (the baseline's); when this prompt has the same roles,
-        bodies and breakpoints, its counted prompt is that one, as it is (many
-        strategies leave most prompts as the baseline has them)."""
+        prompt of the same turn (the baseline's) and that prompt, with its token ids;
+        when this prompt has the same roles, bodies and breakpoints, its counted prompt
+        is that one, as it is (many strategies leave most prompts as the baseline has
+        them)."""
         counter = self.counter
         try:
             if track is None:
@@ -56,8 +57,8 @@ class PromptCounter:
             else:
                 bodies = counter.bodies(messages)
                 kinds = roles(messages)
-            if reference is not None and (found := reference.counted(kinds, bodies, points)):
-                prompt = found
+            if reference is not None and reference[0].matches(kinds, bodies, points):
+                prompt = reference[1]
             else:
                 prompt = counter.tokenize(messages, points, bodies,
                                           track.prefix(kinds, bodies))

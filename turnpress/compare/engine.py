@@ -307,7 +307,7 @@ class _Worker:
                     prompt, shown, need_shown = base_prompt, base_shown, base_need
                 else:
                     prompt, texts = self.counting.tokenize(messages, points, tracks[i], same,
-                                                           base_track)
+                                                           (base_track, base_prompt))
                     if prompt is base_prompt:  # the baseline's texts: what they show is known
                         shown, need_shown = base_shown, base_need
                     else:

@@ -91,17 +91,17 @@ class PromptTrack:
         k = self.shared(roles, bodies)
         return (self.prompt, k) if k and self.prompt is not None else None
 
-    def counted(self, roles: Sequence[str], bodies: Sequence[str],
-                points: Iterable[tuple[int, int | None]] = ()) -> TokenizedPrompt | None:
-        """The previous prompt as counted, when it has exactly these ``roles``,
-        ``bodies`` and breakpoints ``points`` (then counting them again would give the
-        same prompt), else None. Compared in C, strings by identity first."""
+    def matches(self, roles: Sequence[str], bodies: Sequence[str],
+                points: Iterable[tuple[int, int | None]] = ()) -> bool:
+        """Whether the previous prompt has exactly these ``roles``, ``bodies`` and
+        breakpoints ``points`` (then counting them again would give the same prompt).
+        Compared in C, strings by identity first. The track keeps that prompt without
+        its token ids, so the caller supplies the prompt as counted."""
         prompt = self.prompt
         if prompt is None or len(bodies) != len(self.bodies) or bodies != self.bodies \
                 or roles != self.roles:
-            return None
-        mine = [(p.index, p.offset) for p in prompt.breakpoints]
-        return prompt if mine == list(points) else None
+            return False
+        return [(p.index, p.offset) for p in prompt.breakpoints] == list(points)
 
     def update(self, roles: list[str], bodies: list[str], prompt: TokenizedPrompt,
                messages: Sequence[Mapping[str, Any]] = (), same: int = 0) -> None:
