@@ -35,9 +35,10 @@ import bisect
 import json
 import operator
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 from turnpress.core.compression import error_message
@@ -483,14 +484,23 @@ class FactIndex:
         wanted = list(ids)
         if not wanted:
             return set()
-        newest = reversed(bodies)  # the newest text first; entries made as needed
         entries: list[tuple[str, set[int], list[int], dict[int, bool]]] = []
+        make = self._entry
+
+        def made() -> Iterator[tuple[str, set[int], list[int], dict[int, bool]]]:
+            for body in reversed(bodies):  # the newest text first, made as reached
+                entry = make(body)
+                entries.append(entry)
+                yield entry
+
+        later = made()  # one for the call: a text is made once, for the first id reaching it
         out = set()
-        facts, probes, make = self.facts, self._probes, self._entry
+        facts, probes = self.facts, self._probes
         searched = 0
         for i in wanted:
             needle, other = probes[i]
-            for text, present, _upto, lazy in entries:  # the texts made for earlier ids
+            # the texts made for earlier ids, then the next ones
+            for text, present, _upto, lazy in chain(entries, later):
                 if i in present:
                     hit = True
                 else:
@@ -502,23 +512,6 @@ class FactIndex:
                 if hit:
                     out.add(i)
                     break
-            else:
-                for body in newest:  # then the next texts, made as they are reached
-                    entry = make(body)
-                    entries.append(entry)
-                    text, present, _upto, lazy = entry
-                    if i in present:
-                        hit = True
-                    else:
-                        hit = lazy.get(i)
-                        if hit is None:
-                            hit = lazy[i] = ((needle in text
-                                              or (other is not None and other in text))
-                                             and fact_present(facts[i], text))
-                            searched += 1
-                    if hit:
-                        out.add(i)
-                        break
         self._lazy_results += searched
         if self._lazy_results > LAZY_RESULTS:
             self._forget_lazy()
