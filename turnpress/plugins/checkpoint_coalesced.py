@@ -135,7 +135,14 @@ def key_lines(text: str, ctx: RenderContext, *, lines: int, keys: int, line_char
     line only after its new names, and at most to three times that); each run of lines
     left out is one ``[... N lines elided ...]`` line. ``lines=0`` with no key line gives
     ``""``. Never larger: returns ``text`` when the cut would not be shorter."""
-    shown = key_rows(text, lines=lines, keys=keys, line_chars=line_chars, seen=seen)
+    return key_text(text, key_rows(text, lines=lines, keys=keys, line_chars=line_chars,
+                                   seen=seen), ctx)
+
+
+def key_text(text: str, shown: Mapping[int, str], ctx: RenderContext) -> str:
+    """What :func:`key_lines` gives for the rows ``shown`` of ``text`` (from
+    :func:`key_rows`): ``""`` for none, else those rows (:func:`rows_text`), or ``text``
+    itself when that would not be shorter."""
     if not shown:
         return ""
     cut = rows_text(text.count("\n") + 1, shown, ctx)

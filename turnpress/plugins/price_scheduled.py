@@ -79,6 +79,7 @@ from turnpress.plugins.checkpoint_coalesced import (
     _size,
     key_lines,
     key_rows,
+    key_text,
     turn_names,
 )
 from turnpress.plugins.single_user_coalesced import ERROR_MODES
@@ -568,12 +569,11 @@ class PriceScheduled(CheckpointCoalesced):
               ctx: RenderContext) -> dict[int, str]:
         """The rows of ``text`` that :func:`key_lines` with these settings shows, by index
         (every row, uncut, when it keeps ``text`` whole)."""
-        cut = key_lines(text, ctx, lines=lines, keys=self.key_lines, line_chars=line_chars,
-                        seen=seen)
-        if cut == text:
+        shown = key_rows(text, lines=lines, keys=self.key_lines, line_chars=line_chars,
+                         seen=seen)
+        if key_text(text, shown, ctx) == text:
             return dict(enumerate(text.split("\n")))
-        return key_rows(text, lines=lines, keys=self.key_lines, line_chars=line_chars,
-                        seen=seen)
+        return shown
 
     def rest(self, ctx: RenderContext, turns: Sequence[Turn], pos: int,
              seen: frozenset[str]) -> list[Message] | None:
