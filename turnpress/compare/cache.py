@@ -159,8 +159,9 @@ class OpenAICache(CacheModel):
     def account(self, prompt: TokenizedPrompt) -> CacheUsage:
         """The longest prefix shared with an earlier prompt, under OpenAI's rules."""
         if self._texts is not None or _count_only(prompt):
-            shared, seen = self._text_model().shared(prompt)
-            self._texts.remember(prompt, seen)  # type: ignore[union-attr]
+            texts = self._text_model()
+            shared, seen = texts.shared(prompt)
+            texts.remember(prompt, seen)
             shared = shared // self.step * self.step
         else:
             shared = self._blocks(prompt, remember=True)
