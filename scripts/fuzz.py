@@ -166,15 +166,17 @@ class Report:
         for case, result, path in self.bad_cases:
             lines.append(f"  BAD {self.kind} case {case} ({result.outcome}): "
                          + _indent(result.detail.strip()))
-            lines.append(f"    replay: python scripts/fuzz.py --kinds {self.kind} "
-                         f"--seed {self.seed} --case {case}")
+            lines.append(f"    replay: {self.replay(case)}")
             if path is not None:
                 lines.append(f"    input: {path}")
         for case, outcome in self.more_bad:
             lines.append(f"  BAD {self.kind} case {case} ({outcome}, past --keep {self.keep}): "
-                         f"replay: python scripts/fuzz.py --kinds {self.kind} "
-                         f"--seed {self.seed} --case {case}")
+                         f"replay: {self.replay(case)}")
         return "\n".join(lines)
+
+    def replay(self, case: int) -> str:
+        """The command that runs case ``case`` again, alone, with full detail."""
+        return f"python scripts/fuzz.py --kinds {self.kind} --seed {self.seed} --case {case}"
 
 
 def _indent(text: str) -> str:
@@ -1083,9 +1085,8 @@ def run(kinds: list[str], n: int, seed: int = 1, *, timeout_s: float | None = No
                         result = Outcome("fuzzer error", _tb(exc, f"making case {case}"))
                     report.add(case, result)
                     if every and result.outcome in BAD:  # named at once: a long run may be cut
-                        print(f"[bad] {kind} case {case} ({result.outcome}): replay: python "
-                              f"scripts/fuzz.py --kinds {kind} --seed {seed} --case {case}",
-                              flush=True)
+                        print(f"[bad] {kind} case {case} ({result.outcome}): replay: "
+                              f"{report.replay(case)}", flush=True)
                     if every and report.cases % every == 0:
                         report.seconds = time.perf_counter() - began
                         print(f"[progress] {report.format().splitlines()[0]}", flush=True)
