@@ -37,6 +37,7 @@ Run: ``python benchmarks/bench_cost_breakdown.py [--corpus mini-swe-agent] [--jo
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -85,11 +86,7 @@ def common_head(prompts: list[list[Message]]) -> list[Message]:
             return first[:k]
         if all(t == message["content"] for t in texts):
             continue
-        shared = texts[0]
-        for t in texts[1:]:
-            end = next((i for i, (a, b) in enumerate(zip(shared, t, strict=False))
-                        if a != b), min(len(shared), len(t)))
-            shared = shared[:end]
+        shared = os.path.commonprefix(texts)  # noqa: RUF071 (texts: the character prefix)
         return [*first[:k], {"role": message["role"], "content": shared}] if shared else first[:k]
     return list(first)
 
