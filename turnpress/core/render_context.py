@@ -22,7 +22,7 @@ from turnpress.core.model import Memory, Message, Tool, Turn
 from turnpress.core.pricing import CACHE_RULES, DEFAULT_CACHE, CacheRules, Price, get_price
 from turnpress.core.registry import PluginError, Registry, get_registry
 from turnpress.core.run_cache import MAX_TEXTS, NotPlain, RunCache, run_cache_for, value_key
-from turnpress.core.templates import get_environment
+from turnpress.core.templates import TWIN_NAMES, builtin_twin, get_environment
 from turnpress.core.tokens import TokenCounter
 
 _T = TypeVar("_T")
@@ -201,8 +201,18 @@ class RenderContext:
         None, or a list, tuple or dict of those, the text is remembered for the rest
         of the run (the most recently used texts, within a size bound). A template
         whose texts are seldom asked for again (a shifting "last K" window) is
-        rendered without that cache for a while; its text is the same either way.
+        rendered without that cache for a while; its text is the same either way. A hot
+        built-in template with a Python twin (``core.templates.builtin_twin``) renders
+        through it while no override replaces it.
         """
+        if name in TWIN_NAMES:  # a hot built-in template: its Python twin, when it is used
+            env = get_environment(self.template_dirs)
+            twin = builtin_twin(env, name)
+            if twin is not None:
+                try:
+                    return twin(env, **variables).rstrip("\n")  # type: ignore[no-any-return]
+                except Exception:  # a value it was not written for: Jinja renders it
+                    pass
         cache: RunCache = self.run_cache  # type: ignore[assignment]
         key = None
         stats = _TEXT_STATS.get(name)

@@ -24,16 +24,23 @@ template's (``histroy/turns_left.j2``) replaces nothing: it gets a
 :class:`TemplateWarning` with a "did you mean" hint, as a misspelled file under a
 plugin's ``overrides/`` does, unless another template there uses it by name (a
 file of macros an override includes).
+
+A few built-in templates that every prompt renders (the tool calls made, the output,
+the elided-lines marker...) have a Python twin (:func:`builtin_twin`) giving the same
+text without Jinja's cost per call. It is used only while the name resolves to the
+built-in file, as the twin was written for it (its digest): a template overridden by
+any of the directories above renders through Jinja as always.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import re
 import shutil
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -41,6 +48,7 @@ from types import TracebackType
 from typing import Any
 
 import jinja2
+from jinja2.filters import do_truncate
 
 from turnpress.core.clojure import to_clojure
 from turnpress.core.hooks.template_dirs import (
@@ -52,10 +60,12 @@ from turnpress.core.registry import get_registry
 
 __all__ = [
     "BUILTIN_TEMPLATE_DIR",
+    "TWIN_NAMES",
     "TemplateInfo",
     "TemplateProblem",
     "TemplateWarning",
     "builtin_template_names",
+    "builtin_twin",
     "export_templates",
     "get_environment",
     "list_templates",
@@ -337,3 +347,125 @@ def export_templates(dest: str | os.PathLike[str], *, force: bool = False) -> li
         shutil.copyfile(src, target)
         written.append(target)
     return written
+
+
+# -- Python twins of hot built-in templates ---------------------------------------------
+# Each takes the environment and the template's variables and returns what the built-in
+# template renders (before the caller's rstrip). A twin that meets a value it was not
+# written for (a missing key, an object where a dict was expected) raises, and the
+# caller renders through Jinja instead, so the text (or the error) is Jinja's.
+
+
+def _tool_calls(env: jinja2.Environment, calls: Any, **_: Any) -> str:
+    if not calls:
+        return ";; No tool calls made\n"
+    return ";; Tool calls made:\n" + "".join(
+        [f";   {_item(c, 'name')!s}({_item(c, 'args')!s})\n" for c in calls])
+
+
+def _output(env: jinja2.Environment, prints: Any, max_chars: Any, **_: Any) -> str:
+    if max_chars is None:
+        return ";; Output:\n" + "".join([f"{text!s}\n" for text in prints])
+    return ";; Output:\n" + "".join(
+        [f"{do_truncate(env, text, max_chars, True, '...', 0)!s}\n" for text in prints])
+
+
+def _elided(env: jinja2.Environment, count: Any, unit: Any, **_: Any) -> str:
+    return f"[... {count:,} {unit!s}{'s' if count != 1 else ''} elided ...]"
+
+
+def _turns_left(env: jinja2.Environment, turns_left: Any, **_: Any) -> str:
+    if turns_left == 1:
+        return "FINAL TURN - you must call (return result) or (fail reason) now.\n"
+    return f"Turns left: {turns_left!s}\n"
+
+
+def _user_messages(env: jinja2.Environment, messages: Any, **_: Any) -> str:
+    return ";; User messages:\n" + "".join(
+        [f";; {_item(m, 'role')!s}, after turn {_item(m, 'number')!s}:\n{_item(m, 'text')!s}\n"
+         for m in messages])
+
+
+def _masked(env: jinja2.Environment, number: Any, lines: Any, **_: Any) -> str:
+    return f"[output of turn {number!s} omitted: {lines!s} line{'s' if lines != 1 else ''}]"
+
+
+def _placeholder(env: jinja2.Environment, **_: Any) -> str:
+    return "[cleared]"
+
+
+def _recap(env: jinja2.Environment, number: Any, failed: Any, message: Any, calls: Any,
+           defined: Any, printed: Any, **_: Any) -> str:
+    def called() -> str:
+        items = [(_item(c, "name"), _item(c, "count")) for c in calls]
+        return "called " + ", ".join(
+            [f"{name!s}(){' x' + str(count) if count > 1 else ''}" for name, count in items])
+
+    if failed:
+        return (f"recap - turn {number!s} failed: {message!s}"
+                + (f"; {called()}" if calls else ""))
+    parts = []
+    if calls:
+        parts.append(called())
+    if defined:
+        parts.append("defined " + ", ".join(map(str, defined)))
+    if printed:
+        parts.append(f"printed {printed!s}" + (" line" if printed == 1 else " lines"))
+    return (f"recap - turn {number!s}: "
+            f"{'; '.join(parts) if parts else 'called no tools, defined and printed nothing'}\n")
+
+
+def _item(entry: Any, key: str) -> Any:
+    """``entry[key]`` of a plain dict (anything else: the twin gives way to Jinja)."""
+    if type(entry) is not dict:
+        raise TypeError("not a plain dict")
+    return entry[key]
+
+
+#: built-in template name -> (the start of the sha256 of the file the twin renders, twin)
+_TWINS: dict[str, tuple[str, Callable[..., str]]] = {
+    "history/tool_calls.j2": ("79e79d9888c977b3", _tool_calls),
+    "history/output.j2": ("1632cf7c82285dfb", _output),
+    "history/elided.j2": ("065f02fe82e7903f", _elided),
+    "history/turns_left.j2": ("b6306fc82d73874d", _turns_left),
+    "history/user_messages.j2": ("7a54d0494dcb4e05", _user_messages),
+    "observation_masking/masked.j2": ("8b1dfba46bb1702d", _masked),
+    "clear_tool_uses/placeholder.j2": ("85dd12bd4073a20f", _placeholder),
+    "progressive_batch/recap.j2": ("87dddc0398459ceb", _recap),
+}
+#: the names that have a twin (a set lookup is all other names pay)
+TWIN_NAMES = frozenset(_TWINS)
+# (id(env), name) -> (env, its twin or None), for the environments met so far
+_TWIN_FOR: dict[tuple[int, str], tuple[jinja2.Environment, Callable[..., str] | None]] = {}
+
+
+def builtin_twin(env: jinja2.Environment, name: str) -> Callable[..., str] | None:
+    """The Python twin of template ``name`` in ``env`` (called as ``twin(env,
+    **variables)``, it returns what the template renders), or None: ``name`` has no
+    twin, or it does not resolve to the built-in file the twin was written for (an
+    override in ``--templates``, ``TURNPRESS_TEMPLATES`` or a plugin's ``overrides/``,
+    or a changed built-in file). Decided once per environment and name."""
+    found = _TWIN_FOR.get((id(env), name))
+    if found is not None and found[0] is env:
+        return found[1]
+    twin = _resolve_twin(env, name)
+    if len(_TWIN_FOR) >= 1024:
+        _TWIN_FOR.clear()
+    _TWIN_FOR[(id(env), name)] = (env, twin)
+    return twin
+
+
+def _resolve_twin(env: jinja2.Environment, name: str) -> Callable[..., str] | None:
+    entry = _TWINS.get(name)
+    if entry is None:
+        return None
+    builtin = BUILTIN_TEMPLATE_DIR / name
+    try:
+        filename = env.get_template(name).filename
+        if filename is None or os.path.normcase(os.path.abspath(filename)) != \
+                os.path.normcase(os.path.abspath(builtin)):
+            return None
+        digest = hashlib.sha256(builtin.read_bytes()).hexdigest()
+    except Exception:  # a broken override: Jinja reports it
+        return None
+    return entry[1] if digest.startswith(entry[0]) else None
