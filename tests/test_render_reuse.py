@@ -84,8 +84,9 @@ def test_the_next_prompt_walks_only_its_new_turn(monkeypatch) -> None:
 def test_a_template_whose_texts_never_come_back_stops_being_remembered(monkeypatch) -> None:
     """A shifting window (new variables on every call) is rendered without the text
     cache after a while; a template asked for the same texts keeps them. The texts are
-    the same either way."""
+    the same either way (both templates through Jinja, without their Python twins)."""
     monkeypatch.setattr(render_context, "_TEXT_STATS", {})
+    monkeypatch.setattr(render_context, "TWIN_NAMES", frozenset())
     ctx = RenderContext(mission="m", system_prompt="", tools={}, data={"w": 1},
                         turns_left=3)
     cache = ctx.run_cache

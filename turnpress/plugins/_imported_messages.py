@@ -10,12 +10,12 @@ conversation (every assistant ``tool_call`` answered by a ``tool`` message with 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import partial
 from itertools import islice
 from typing import Any
 
-from turnpress.core.compression import RenderContext, newest_items
+from turnpress.core.compression import RenderContext
 from turnpress.core.message_text import json_argument
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Turn
 from turnpress.plugins.full_history import TurnWalk
@@ -209,16 +209,52 @@ def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
                   "tail_chars": max_chars // 2}
     else:
         limits = line_limits(lines)
-    first = first_tool_turn(turns)
     key = ("_imported_messages.cut_contents", tuple(limits.items()))
-    cuts = newest_items((ctx.per_turn(t, (*key, pos >= first),
-                                      partial(_cut_contents, t, ctx, limits, pos >= first))
-                         for pos, t in zip(range(len(turns), 0, -1), reversed(turns), strict=True)),
-                        limit)  # reads only the last turns
-    prints = [c for c in cuts if c is not None]
+
+    def contents(pos: int, calling: bool) -> tuple[str | None, ...]:
+        turn = turns[pos - 1]
+        return ctx.per_turn(turn, (*key, calling),
+                            partial(_cut_contents, turn, ctx, limits, calling))
+
+    # the turn's reading (pos >= first_tool_turn) is whether the run called a tool by then
+    prints = [c for c in _window(turns, ctx, (*key, limit), limit, contents) if c is not None]
     if not prints:
         return None
     return ctx.template("history/output.j2", prints=prints, max_chars=None)
+
+
+#: per window (section, limits): the walk that keeps the window of each turn (:func:`_window`)
+_WINDOWS: dict[Hashable, TurnWalk[tuple[bool, tuple[Any, ...]]]] = {}
+
+
+def _window(turns: Sequence[Turn], ctx: RenderContext, key: Hashable, limit: int,
+            entries: Callable[[int, bool], Sequence[Any]]) -> tuple[Any, ...]:
+    """The last ``limit`` entries of ``turns``, oldest first (what
+    ``newest_items((entries of t for t in reversed(turns)), limit)`` gives), where
+    ``entries(pos, calling)`` gives the ``pos``-th turn's (1-based) and ``calling`` says
+    whether a turn up to it made a tool call. Each turn's window is its previous one's
+    and its own entries, kept for the run (:class:`TurnWalk`), so a prompt makes only
+    its new turns' windows, however long the run."""
+    if limit <= 0 or not turns:
+        return ()
+    walk = _WINDOWS.get(key)
+    if walk is None:
+        if len(_WINDOWS) >= 64:
+            _WINDOWS.clear()
+        walk = _WINDOWS[key] = TurnWalk()
+
+    def make(pos: int, before: list[tuple[bool, tuple[Any, ...]]]
+             ) -> tuple[bool, tuple[Any, ...]]:
+        calling, window = before[-1] if before else (False, ())
+        calling = calling or calls_tools(turns[pos - 1])
+        own = entries(pos, calling)
+        if own:
+            window = (*window, *own)
+            if len(window) > limit:
+                window = window[len(window) - limit:]
+        return calling, window
+
+    return walk.pieces(ctx, turns, key, make)[-1][1]
 
 
 def _cut_contents(turn: Turn, ctx: RenderContext, limits: dict[str, int], words: bool
@@ -281,8 +317,12 @@ def tool_calls(turns: Sequence[Turn], ctx: RenderContext, limit: int) -> str | N
     if not turns:
         return None
     key = ("_imported_messages.tool_calls", CALL_ARG_CHARS)
-    calls = newest_items((ctx.per_turn(t, key, partial(_call_entries, t, ctx))
-                          for t in reversed(turns)), limit)
+
+    def entries(pos: int, _calling: bool) -> tuple[dict[str, str], ...]:
+        turn = turns[pos - 1]
+        return ctx.per_turn(turn, key, partial(_call_entries, turn, ctx))
+
+    calls = list(_window(turns, ctx, (*key, limit), limit, entries))
     return ctx.template("history/tool_calls.j2", calls=calls)
 
 

@@ -42,6 +42,7 @@ from turnpress.core.model import Message, Turn
 from turnpress.core.registry import get_registry
 from turnpress.plugins._imported_messages import content_text
 from turnpress.plugins.full_history import FullHistory, TurnWalk
+from turnpress.plugins.tokenizers import chars4
 
 CLEARED_ARGUMENTS = "{}"
 
@@ -118,7 +119,9 @@ class ClearToolUses(Strategy):
     def _full_count(self, turns: Sequence[Turn], ctx: RenderContext,
                     full: Sequence[Message]) -> int:
         """:meth:`count` of ``full``, the full-history prompt of ``turns``: each turn's
-        text is joined once for the run and reused by later prompts."""
+        text is joined once for the run and reused by later prompts; under ``chars4``
+        (the default) only their lengths are added up (``len(text) // 4`` of the joined
+        text, without joining it: the cheap proof that a run is below ``trigger``)."""
         count = ctx.registry.tokenizers()[self.tokenizer].value
         head = len(full) - sum(len(t.messages) or 2 for t in turns)
         parts = [_counted(m) for m in full[:head]]
@@ -129,8 +132,11 @@ class ClearToolUses(Strategy):
             return ctx.per_turn(turn, (self.name, "counted", left), lambda: "".join(
                 _counted(m) for m in self._full.turn_pair(ctx, turns, pos)))
 
-        parts.extend(self._counted.pieces(
-            ctx, turns, (self.name, "counted", ctx.turns_left + len(turns)), counted))
+        pieces = self._counted.pieces(
+            ctx, turns, (self.name, "counted", ctx.turns_left + len(turns)), counted)
+        if count is chars4:  # a count of characters: the texts need not be joined
+            return (sum(map(len, parts)) + sum(map(len, pieces))) // 4
+        parts.extend(pieces)
         return count("".join(parts))
 
     # -- the edit --------------------------------------------------------------------
