@@ -9,7 +9,7 @@ turn's original messages (DESIGN §10).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from itertools import chain, islice
+from itertools import chain
 from operator import is_
 from typing import Any, Generic, TypeVar
 
@@ -33,6 +33,30 @@ def per_turn_after(ctx: RenderContext, turns: Sequence[Turn], pos: int, key: Has
     return kept[1] if kept[0] is previous else make()
 
 
+#: the last comparisons of two tuples of turns: (walked, turns, leading turns the same)
+_COMPARED: list[tuple[tuple[Turn, ...], tuple[Turn, ...], int]] = []
+
+
+def _same_turns(walked: tuple[Turn, ...], turns: Sequence[Turn]) -> int:
+    """How many leading ``turns`` are the objects of ``walked`` (one C-speed pass). Two
+    tuples compared once are not compared again: the walks of every strategy of a prompt
+    compare the same two (the previous prompt's turns and this one's)."""
+    if turns is walked:
+        return len(walked)
+    if type(turns) is not tuple:
+        flags = list(map(is_, turns, walked))
+        return flags.index(False) if False in flags else len(flags)
+    for done in _COMPARED:
+        if done[0] is walked and done[1] is turns:
+            return done[2]
+    flags = list(map(is_, turns, walked))
+    same = flags.index(False) if False in flags else len(flags)
+    # kept alive here, so no other tuple takes their ids while they are remembered
+    _COMPARED.insert(0, (walked, turns, same))
+    del _COMPARED[4:]
+    return same
+
+
 class TurnWalk(Generic[_T]):
     """The per-turn pieces of the last prompt a strategy rendered, reused by the next.
 
@@ -49,8 +73,8 @@ class TurnWalk(Generic[_T]):
     __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        # (run cache, key, the turns walked, their pieces)
-        self._last: tuple[Any, Hashable, tuple[Turn, ...], tuple[_T, ...]] | None = None
+        # (run cache, key, the turns seen (a tuple), how many were walked, their pieces)
+        self._last: tuple[Any, Hashable, tuple[Turn, ...], int, tuple[_T, ...]] | None = None
 
     def pieces(self, ctx: RenderContext, turns: Sequence[Turn], key: Hashable,
                make: Callable[[int, list[_T]], _T], count: int | None = None
@@ -60,22 +84,18 @@ class TurnWalk(Generic[_T]):
         last = self._last
         pieces: list[_T] = []
         if last is not None and last[0] is ctx.run_cache and last[1] == key:
-            if turns is last[2]:
-                same = count
-            else:  # the leading turns that are the last walk's (one C-speed pass)
-                flags = list(map(is_, islice(turns, count), last[2]))
-                same = flags.index(False) if False in flags else len(flags)
+            same = min(_same_turns(last[2], turns), count, last[3])
             if same == count:
-                return last[3][:count]
-            pieces.extend(last[3][:same])
+                return last[4][:count]
+            pieces.extend(last[4][:same])
         for pos in range(len(pieces) + 1, count + 1):
             pieces.append(make(pos, pieces))
         made = tuple(pieces)
-        # the turns tuple itself when it is all walked: the same prompt asked again (a
-        # live loop's Compressor between two messages) is then recognised at once
-        walked = turns if type(turns) is tuple and count == len(turns) else tuple(
-            islice(turns, count))
-        self._last = (ctx.run_cache, key, walked, made)
+        # the turns tuple itself (copied when it is not one): the same prompt asked again
+        # (a live loop's Compressor between two messages) is then recognised at once, and
+        # the next prompt's walks compare the same two tuples (:func:`_same_turns`)
+        walked = turns if type(turns) is tuple else tuple(turns)
+        self._last = (ctx.run_cache, key, walked, count, made)
         return made
 
 
