@@ -19,7 +19,7 @@ from turnpress import ToolCall, Turn, get_strategy
 from turnpress.core.compression import RenderContext, newest_items
 from turnpress.core.trace import Trace
 from turnpress.plugins import _imported_messages as im
-from turnpress.plugins import clear_tool_uses
+from turnpress.plugins import clear_tool_uses, full_history
 
 SYSTEM = {"role": "system", "content": "You are an agent."}
 MISSION = {"role": "user", "content": "Fix the bug."}
@@ -154,3 +154,36 @@ def test_clear_tool_uses_under_chars4_joins_nothing(monkeypatch) -> None:
     monkeypatch.setattr(clear_tool_uses, "chars4", lambda text: 0)  # not the one registered
     assert strategy._full_count(turns, ctx, full) == expected
     assert len(calls) == 1
+
+
+def test_the_walks_of_one_prompt_compare_its_turns_once(monkeypatch) -> None:
+    """Every strategy's walk of prompt n+1 compares the same two tuples of turns (prompt
+    n's and prompt n+1's): they are compared once, not once per walk."""
+    compared: list[int] = []
+
+    def is_(a: object, b: object) -> bool:
+        compared.append(1)
+        return a is b
+
+    monkeypatch.setattr(full_history, "is_", is_)
+    trace = _trace(10, 12)
+    walks = [full_history.TurnWalk() for _ in range(5)]
+    made: list[list[int]] = []
+    for n in (11, 12):
+        turns, ctx = _context(trace, n)
+        compared.clear()
+        made = [list(w.pieces(ctx, turns, "k", lambda pos, _: pos)) for w in walks]
+    assert made == [list(range(1, 12))] * 5
+    assert len(compared) == 10  # prompt 12's turns against prompt 11's, once
+
+
+def test_a_list_of_turns_changed_in_place_is_walked_again() -> None:
+    trace = _trace(11, 6)
+    turns, ctx = _context(trace, 7)
+    as_list = list(turns)
+    walk: full_history.TurnWalk[int] = full_history.TurnWalk()
+    assert walk.pieces(ctx, as_list, "k", lambda pos, _: id(as_list[pos - 1])) == tuple(
+        id(t) for t in turns)
+    as_list[2] = _trace(12, 6).turns[2]
+    assert walk.pieces(ctx, as_list, "k", lambda pos, _: id(as_list[pos - 1])) == tuple(
+        id(t) for t in as_list)
