@@ -65,14 +65,16 @@ class RollingWindow(Strategy):
         stays byte-identical while the boundary holds. Made once per boundary for the
         run and reused by the later prompts until it moves."""
         older = tuple(turns[:c])
-        older_ctx = replace(ctx, turns_left=ctx.turns_left_after(turns, c))
+        turns_left = ctx.turns_left_after(turns, c)
         stamp = (ctx.mission, ctx.system_prompt, ctx.preamble)
 
         def make() -> tuple[tuple[Turn, ...], Any, tuple[Message, ...]]:
+            # the context as of just after turn c (made only when the part is made)
+            older_ctx = replace(ctx, turns_left=turns_left)
             return older, stamp, tuple(self._coalesced.to_messages(
                 older, older[-1].memory, older_ctx))
 
-        key = (self.name, "coalesced", c, older_ctx.turns_left, self.println_limit,
+        key = (self.name, "coalesced", c, turns_left, self.println_limit,
                self.tool_call_limit, self.errors)
         kept = ctx.per_turn(older[-1], key, make)
         # the same turns before it, in the same run (mission and preamble too)
