@@ -61,6 +61,10 @@ def _context(trace: Trace, n: int) -> tuple[tuple[Turn, ...], RenderContext]:
         data=args["data"], turns_left=args["turns_left"], preamble=args["preamble"])
 
 
+def _first_tool_turn_anew(turns) -> int:
+    return next((pos for pos, t in enumerate(turns, 1) if im.calls_tools(t)), len(turns) + 1)
+
+
 def _tool_calls_anew(turns, ctx: RenderContext, limit: int) -> str | None:
     """The section as made from every turn, newest first (the walk it replaces)."""
     if not turns:
@@ -76,7 +80,7 @@ def _last_outputs_anew(turns, ctx: RenderContext, limit: int, max_chars: int | N
                   "tail_chars": max_chars // 2}
     else:
         limits = im.line_limits(lines)
-    first = im.first_tool_turn(turns)
+    first = _first_tool_turn_anew(turns)
     cuts = newest_items((im._cut_contents(t, ctx, limits, pos >= first)
                          for pos, t in zip(range(len(turns), 0, -1), reversed(turns),
                                            strict=True)), limit)
@@ -187,3 +191,25 @@ def test_a_list_of_turns_changed_in_place_is_walked_again() -> None:
     as_list[2] = _trace(12, 6).turns[2]
     assert walk.pieces(ctx, as_list, "k", lambda pos, _: id(as_list[pos - 1])) == tuple(
         id(t) for t in as_list)
+
+
+@pytest.mark.parametrize("seed", [13, 14])
+def test_the_first_tool_turn_of_a_prompt_is_the_one_found_anew(seed: int) -> None:
+    """first_tool_turn remembers the last tuples of turns and looks only at the new turns
+    of a tuple that starts with one of them; words_at follows from it."""
+    one, other = _trace(seed, 12), _trace(seed + 100, 12)
+    rng = random.Random(seed)
+    prompts = [(t, n) for t in (one, other) for n in range(1, 14)]
+    for trace, n in [*prompts, *rng.sample(prompts, len(prompts))]:
+        turns = trace.prompt_arguments(n)["turns"]
+        expected = _first_tool_turn_anew(turns)
+        assert im.first_tool_turn(turns) == expected
+        assert im.first_tool_turn(list(turns)) == expected
+        for pos in range(1, len(turns) + 1):
+            assert im.words_at(turns, pos) == im.words_at(list(turns), pos) == (
+                expected <= pos)
+    # a tuple that starts with a remembered one but differs later is looked at anew
+    early = one.prompt_arguments(4)["turns"]  # 3 turns, none calls a tool
+    assert im.first_tool_turn(early) == 4
+    mixed = (*early, *other.turns[3:])
+    assert im.first_tool_turn(mixed) == _first_tool_turn_anew(mixed)

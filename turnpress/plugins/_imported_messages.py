@@ -18,7 +18,7 @@ from typing import Any
 from turnpress.core.compression import RenderContext
 from turnpress.core.message_text import json_argument
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Turn
-from turnpress.plugins.full_history import TurnWalk
+from turnpress.plugins.full_history import TurnWalk, same_turns
 
 #: long outputs keep this many lines from the start and from the end (DESIGN §11)
 HEAD_LINES = 20
@@ -77,9 +77,41 @@ def first_tool_turn(turns: Sequence[Turn]) -> int:
     it (and in transcripts without tool calls, such as mini-swe-agent's, whose
     observations come as user messages) feedback messages are outputs. A turn's
     reading depends only on the turns up to it, so earlier turns render the same as the
-    run grows."""
-    for pos, turn in enumerate(turns, 1):
-        if calls_tools(turn):
+    run grows.
+
+    A tuple of turns is looked at once: the answer is remembered for the last few
+    tuples, and a tuple that starts with one of them (the next prompt's turns) looks
+    only at its own new turns."""
+    if type(turns) is not tuple:
+        return _first_from(turns, 0)
+    for seen, first in _FIRST_TOOL:
+        if seen is turns:
+            return first
+    start = 0
+    for seen, first in _FIRST_TOOL:
+        if len(seen) <= len(turns) and same_turns(seen, turns) == len(seen):
+            if first <= len(seen):
+                return _remember_first(turns, first)
+            start = len(seen)
+            break
+    return _remember_first(turns, _first_from(turns, start))
+
+
+#: the last tuples of turns met by :func:`first_tool_turn`, with its answer (kept alive
+#: here, so no other tuple takes their ids while they are remembered)
+_FIRST_TOOL: list[tuple[tuple[Turn, ...], int]] = []
+
+
+def _remember_first(turns: tuple[Turn, ...], first: int) -> int:
+    _FIRST_TOOL.insert(0, (turns, first))
+    del _FIRST_TOOL[4:]
+    return first
+
+
+def _first_from(turns: Sequence[Turn], start: int) -> int:
+    """:func:`first_tool_turn`, knowing that none of the first ``start`` turns made one."""
+    for pos in range(start + 1, len(turns) + 1):
+        if calls_tools(turns[pos - 1]):
             return pos
     return len(turns) + 1
 
@@ -87,7 +119,10 @@ def first_tool_turn(turns: Sequence[Turn]) -> int:
 def words_at(turns: Sequence[Turn], pos: int) -> bool:
     """Whether the ``pos``-th turn (1-based) reads its user and system messages as the
     user's own words (:func:`is_words`): it, or a turn before it, made a tool call
-    (``first_tool_turn(turns[:pos]) <= pos``, without copying the turns)."""
+    (``first_tool_turn(turns[:pos]) <= pos``, which is ``first_tool_turn(turns) <= pos``:
+    the turns after it do not matter)."""
+    if type(turns) is tuple:
+        return first_tool_turn(turns) <= pos
     return any(calls_tools(t) for t in islice(turns, pos))
 
 

@@ -123,7 +123,7 @@ class ClearToolUses(Strategy):
         (the default) only their lengths are added up (``len(text) // 4`` of the joined
         text, without joining it: the cheap proof that a run is below ``trigger``)."""
         count = ctx.registry.tokenizers()[self.tokenizer].value
-        head = len(full) - sum(len(t.messages) or 2 for t in turns)
+        head = len(ctx.preamble) if ctx.is_transcript else 2  # full history's head
         parts = [_counted(m) for m in full[:head]]
 
         def counted(pos: int, _: list[str]) -> str:

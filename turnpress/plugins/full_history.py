@@ -37,7 +37,7 @@ def per_turn_after(ctx: RenderContext, turns: Sequence[Turn], pos: int, key: Has
 _COMPARED: list[tuple[tuple[Turn, ...], tuple[Turn, ...], int]] = []
 
 
-def _same_turns(walked: tuple[Turn, ...], turns: Sequence[Turn]) -> int:
+def same_turns(walked: tuple[Turn, ...], turns: Sequence[Turn]) -> int:
     """How many leading ``turns`` are the objects of ``walked`` (one C-speed pass). Two
     tuples compared once are not compared again: the walks of every strategy of a prompt
     compare the same two (the previous prompt's turns and this one's)."""
@@ -84,7 +84,7 @@ class TurnWalk(Generic[_T]):
         last = self._last
         pieces: list[_T] = []
         if last is not None and last[0] is ctx.run_cache and last[1] == key:
-            same = min(_same_turns(last[2], turns), count, last[3])
+            same = min(same_turns(last[2], turns), count, last[3])
             if same == count:
                 return last[4][:count]
             pieces.extend(last[4][:same])
@@ -93,7 +93,7 @@ class TurnWalk(Generic[_T]):
         made = tuple(pieces)
         # the turns tuple itself (copied when it is not one): the same prompt asked again
         # (a live loop's Compressor between two messages) is then recognised at once, and
-        # the next prompt's walks compare the same two tuples (:func:`_same_turns`)
+        # the next prompt's walks compare the same two tuples (:func:`same_turns`)
         walked = turns if type(turns) is tuple else tuple(turns)
         self._last = (ctx.run_cache, key, walked, count, made)
         return made

@@ -126,13 +126,13 @@ class ObservationMasking(Strategy):
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """Full history, with masked feedback for the turns outside the window."""
-        return self._render(turns, ctx)[0]
+        return self._render(turns, ctx, starts=False)[0]
 
-    def _render(self, turns: Sequence[Turn], ctx: RenderContext
+    def _render(self, turns: Sequence[Turn], ctx: RenderContext, *, starts: bool = True
                 ) -> tuple[list[Message], list[int]]:
         """The messages, and for each turn the index of its first message (as
         :meth:`masked` says; the turns' pieces come from the previous prompt, see
-        :class:`TurnWalk`)."""
+        :class:`TurnWalk`); with ``starts=False``, no indexes (``[]``)."""
         n = len(turns)
         m = self.boundary(n)
         pieces = list(self._masked.pieces(
@@ -149,9 +149,10 @@ class ObservationMasking(Strategy):
                 pieces[latest - 1] = full[latest - 1]
         pieces.extend(full[m:])
         messages = self._full.head(turns, ctx)
-        starts = list(accumulate(map(len, pieces[:-1]), initial=len(messages))) if n else []
+        first = (list(accumulate(map(len, pieces[:-1]), initial=len(messages)))
+                 if n and starts else [])
         messages.extend(chain.from_iterable(pieces))
-        return messages, starts
+        return messages, first
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
