@@ -69,10 +69,9 @@ class TrimMessages(Strategy):
         full = self._full.head(turns, ctx)  # then the pairs: full-history's prompt
         sizes = [self.tokens(ctx, m) for m in full]
         full.extend(chain.from_iterable(pairs))
-        for piece in self._sizes.pieces(  # each turn's messages counted once per run
-                ctx, turns, (self.name, self.tokenizer, ctx.turns_left + len(turns)),
-                lambda pos, _: tuple(self.tokens(ctx, m) for m in pairs[pos - 1])):
-            sizes.extend(piece)
+        sizes.extend(chain.from_iterable(self._sizes.pieces(  # each turn counted once a run
+            ctx, turns, (self.name, self.tokenizer, ctx.turns_left + len(turns)),
+            lambda pos, _: tuple(self.tokens(ctx, m) for m in pairs[pos - 1]))))
         if sum(sizes) <= self.max_tokens and self.start_on == "human":
             return full  # all of it fits, and it starts on the mission
         head = 1 if self.include_system and full and full[0]["role"] in INSTRUCTION_ROLES \
