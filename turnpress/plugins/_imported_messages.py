@@ -228,9 +228,19 @@ def preamble_head(ctx: RenderContext) -> list[Message]:
     return head
 
 
+def _head_count(ctx: RenderContext) -> int:
+    """How many system messages the preamble starts with (:func:`preamble_head`)."""
+    count = 0
+    for m in ctx.preamble:
+        if m.get("role") != "system":
+            break
+        count += 1
+    return count
+
+
 def mission_text(ctx: RenderContext) -> str:
     """What the transcript's preamble asked, after its system message(s): the mission."""
-    texts = [content_text(m) for m in ctx.preamble[len(preamble_head(ctx)):]]
+    texts = [content_text(m) for m in ctx.preamble[_head_count(ctx):]]
     return "\n\n".join(t for t in texts if t) or ctx.mission
 
 
@@ -411,6 +421,6 @@ def answered(messages: Sequence[Mapping[str, Any]]) -> bool:
 def transcript_head_breakpoints(ctx: RenderContext) -> list[tuple[int, int | None]]:
     """The stable head of a coalesced transcript view (:func:`summary_view`): the end of
     its system message(s), and the mission at the start of the USER message after them."""
-    head = len(preamble_head(ctx))
+    head = _head_count(ctx)
     points: list[tuple[int, int | None]] = [(head - 1, None)] if head else []
     return [*points, (head, len(mission_text(ctx).rstrip("\n")))]

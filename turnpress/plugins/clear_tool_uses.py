@@ -129,7 +129,8 @@ class ClearToolUses(Strategy):
         def counted(pos: int, _: list[str]) -> str:
             turn = turns[pos - 1]
             left = None if turn.messages else ctx.turns_left_after(turns, pos)
-            return ctx.per_turn(turn, (self.name, "counted", left), lambda: "".join(
+            # the same text for every strategy of this family: one key for all of them
+            return ctx.per_turn(turn, ("clear-tool-uses", "counted", left), lambda: "".join(
                 _counted(m) for m in self._full.turn_pair(ctx, turns, pos)))
 
         pieces = self._counted.pieces(
