@@ -13,15 +13,27 @@ here; the real corpus is not needed.
 
 Run: ``python benchmarks/bench_render.py`` (``--profile`` prints a cProfile of the
 turnpress side at turn 10).
+
+``python benchmarks/bench_render.py --strategies [CORPUS_DIR]`` measures instead the
+strategies' own rendering time in ``compare`` (issue 20 item 4): ``compare --jobs 1``
+over the shared corpus of real runs (``../shared/corpus/mini-swe-agent/`` or
+``/work/shared/corpus/mini-swe-agent/``; skipped with a message when it is absent),
+each strategy's ``to_messages`` timed as ``compare`` calls it, in CPU seconds, with
+the share of that time that is ``compare``'s own checks of the messages (the prompt
+track's comparison with the previous prompt, the shape check) and the share of the
+whole comparison, all measured in this one run.
 """
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -99,7 +111,75 @@ def ratio_at(trace: Trace, n: int, rounds: int = 9, number: int = 150) -> tuple[
     return statistics.median(ours), statistics.median(theirs)
 
 
+CORPUS_CANDIDATES = (Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+                     / "mini-swe-agent", Path("/work/shared/corpus/mini-swe-agent"))
+
+
+def strategies(directory: str | None = None) -> int:
+    """Each strategy's rendering time in ``compare --jobs 1`` over the corpus."""
+    from turnpress import load_trace
+    from turnpress.compare import compare_traces, engine, reuse
+
+    paths: list[Path] = []
+    for candidate in ([Path(directory)] if directory else CORPUS_CANDIDATES):
+        paths = sorted(candidate.glob("*.traj.json"))
+        if paths:
+            break
+    if not paths:
+        print("skipped: the shared corpus (../shared/corpus/mini-swe-agent/) is not here")
+        return 0
+    traces = [load_trace(p) for p in paths]
+    spent: dict[str, float] = defaultdict(float)
+    checks = [0.0]
+    current: list[str] = []
+    render = engine._Worker._render
+    same, check = reuse.PromptTrack.same, engine.check_messages
+
+    def timed_render(self: Any, strategy: Any, *args: Any, **kwargs: Any) -> Any:
+        current.append(strategy.name)
+        start = time.process_time()
+        try:
+            return render(self, strategy, *args, **kwargs)
+        finally:
+            spent[current.pop()] += time.process_time() - start
+
+    def timed_check(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            start = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if current:
+                    checks[0] += time.process_time() - start
+        return call
+
+    engine._Worker._render = timed_render  # type: ignore[method-assign]
+    reuse.PromptTrack.same = timed_check(same)  # type: ignore[method-assign]
+    engine.check_messages = timed_check(check)
+    try:
+        start = time.process_time()
+        result = compare_traces(traces, None, jobs=1)
+        total = time.process_time() - start
+    finally:
+        engine._Worker._render = render  # type: ignore[method-assign]
+        reuse.PromptTrack.same = same  # type: ignore[method-assign]
+        engine.check_messages = check
+    rendering = sum(spent.values())
+    print(f"rendering in compare --jobs 1: {len(paths)} runs, {len(result.compared)} "
+          f"strategies, {result.prompts} prompts each: {rendering:.2f} s CPU of {total:.2f} s "
+          f"({rendering / total:.0%}); compare's own checks of the messages in it "
+          f"{checks[0]:.2f} s ({checks[0] / rendering:.0%} of rendering)")
+    for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:28} {seconds:6.3f} s  {seconds / rendering:4.0%}  "
+              f"{seconds / max(1, result.prompts) * 1e6:7.1f} us a prompt")
+    return 0
+
+
 def main() -> int:
+    if "--strategies" in sys.argv:
+        rest = sys.argv[sys.argv.index("--strategies") + 1:]
+        return strategies(rest[0] if rest else None)
     trace = make_trace()
     for n in (1, 2, 10, 11, 13, 500, TOTAL_TURNS, TOTAL_TURNS + 1):
         ours, theirs = trace.prompt(n), handwritten(trace, n)
