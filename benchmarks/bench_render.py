@@ -7,7 +7,7 @@ turn 1000 of one synthetic 1000-turn run, alternating the two renderers so machi
 noise hits both alike, and prints the median ratio of each. Target (issue 12 item
 5): at most 3x at both turns.
 
-turnpress renders through its one render path: ``Trace.prompt(n)`` (what
+turnpress renders through its one render path: ``Trace.prompt(n, "single-user-coalesced")`` (what
 ``turnpress render``, ``trace show`` and the agent loop use). Inputs are built
 here; the real corpus is not needed.
 
@@ -47,6 +47,9 @@ TARGET = 3.0
 TOTAL_TURNS = 1000
 MAX_TURNS = 1005
 PROFILE_TURN = 1000
+#: the format the hand-written renderer writes (the default strategy is price-scheduled
+#: since issue 18, so it is named)
+STRATEGY = "single-user-coalesced"
 
 
 def make_trace() -> Trace:
@@ -106,7 +109,7 @@ def ratio_at(trace: Trace, n: int, rounds: int = 9, number: int = 150) -> tuple[
     """Median seconds per render (turnpress, hand-written), alternating rounds."""
     ours, theirs = [], []
     for _ in range(rounds):
-        ours.append(per_call(lambda: trace.prompt(n), number))
+        ours.append(per_call(lambda: trace.prompt(n, STRATEGY), number))
         theirs.append(per_call(lambda: handwritten(trace, n), number))
     return statistics.median(ours), statistics.median(theirs)
 
@@ -182,7 +185,7 @@ def main() -> int:
         return strategies(rest[0] if rest else None)
     trace = make_trace()
     for n in (1, 2, 10, 11, 13, 500, TOTAL_TURNS, TOTAL_TURNS + 1):
-        ours, theirs = trace.prompt(n), handwritten(trace, n)
+        ours, theirs = trace.prompt(n, STRATEGY), handwritten(trace, n)
         if ours != theirs:
             print(f"MISMATCH at turn {n}:\n--- turnpress\n{ours[1]['content']}\n"
                   f"--- hand-written\n{theirs[1]['content']}")
@@ -193,7 +196,7 @@ def main() -> int:
         import pstats
 
         profiler = cProfile.Profile()
-        profiler.runcall(lambda: [trace.prompt(PROFILE_TURN) for _ in range(300)])
+        profiler.runcall(lambda: [trace.prompt(PROFILE_TURN, STRATEGY) for _ in range(300)])
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
         return 0
     failed = False
