@@ -19,12 +19,15 @@ and how often it rebuilds follows from the prices and from how fast the run grow
 prompt that would pass ``max_tokens`` (about four characters a token) rebuilds too.
 
 What a rebuild keeps is decided from the run so far, never from a measure of recall:
-the view of ``checkpoint-coalesced`` (tool calls made, each turn's output as key lines,
-the recent turns' output cut to head plus tail, the open error) plus the names, paths
-and numbers that earlier outputs showed and the agent went on to use (tool results
-later referred to, files being edited), most recently used first
-(:func:`names_in_use`). Never larger: the view only lists a name the rest of it does
-not show, and a delta that would not be shorter than its turn keeps the turn.
+the view of ``checkpoint-coalesced`` (each turn's output as key lines, the open error,
+``user/``; on a transcript the recent tool calls and outputs cut to head plus tail)
+plus the names, paths and numbers that earlier outputs showed and the agent went on to
+use (tool results later referred to, files being edited), most recently used first
+(:func:`names_in_use`). A PTC-Lisp view shows a turn's passing parts (its tool calls,
+the first and last lines of its output) only for the latest turn: an older turn's were
+shown by its compact delta in every prompt from the turn to the rebuild. Never larger:
+the view only lists a name the rest of it does not show, and a delta that would not be
+shorter than its turn keeps the turn.
 
 Compress the code, keep the learnings: a PTC-Lisp turn is appended as its compact
 delta, which is what later prompts re-read: each tool call with its arguments cut
@@ -38,8 +41,9 @@ while the view's tool-call section (the newest ``tool_call_limit``) has room.
 
 Each rebuild shares the longest prefix it can with the view before it: the view puts
 the stable head first, then the older turns' key lines (a section later rebuilds only
-append to), then what changes; the breakpoints mark both ends, so a rebuild re-reads
-the part the view before it wrote and writes only the rest (DESIGN §11).
+append to), then ``user/`` (which changes only when the agent defines something), then
+what changes every rebuild; the breakpoints mark each end, so a rebuild re-reads the
+part the view before it wrote and writes only the rest (DESIGN §11).
 """
 
 from __future__ import annotations
@@ -270,11 +274,14 @@ class _PricedView(_CheckpointView):
 
     Right after the stable head come the older turns' key lines (:meth:`earlier`), a
     section later rebuilds only append to (a turn's entry, its key lines given the
-    names seen before it, never changes once it is old); then the sections that change
-    from one rebuild to the next (``user/``, the tool calls, the recent turns' output,
-    the names in use, most recently used first, and the turns left). So a rebuild
-    re-reads the stable head and the older turns from the cache and writes only what
-    changed (``PriceScheduled.cache_breakpoints`` marks both ends)."""
+    names seen before it, never changes once it is old); then ``user/``, which changes
+    only when the agent defines something or a value changes type; then the sections
+    that change from one rebuild to the next (the tool calls: on PTC-Lisp the latest
+    turn's, :meth:`latest_calls`; the recent turns' output: on PTC-Lisp the latest
+    turn's; the names in use, most recently used first; the turns left). So a rebuild
+    re-reads the stable head, the older turns and, when unchanged, ``user/`` from the
+    cache and writes only what changed (``PriceScheduled.cache_breakpoints`` marks each
+    end)."""
 
     names: int = 150
 
@@ -716,16 +723,17 @@ class PriceScheduled(CheckpointCoalesced):
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
-        """The end of the stable head, the end of the older turns' key lines (the part of
-        the view the next rebuild repeats), the end of the view (unless the next prompt
-        rebuilds it), and the end of the compact deltas, the latest turn's included: the
-        next prompt repeats them and appends its own. The rest of the latest turn's delta
-        after its compact delta is not marked: it is sent once, never re-read, so writing
-        it to the cache would be paid for nothing. Before a rebuild only the stable head
-        and the older turns are repeated: then the end of the prompt is marked, as in
-        ``checkpoint-coalesced``, to read what the previous prompt cached. A rebuild also
-        marks where the older turns of the view before it ended: it reads up to there
-        from the cache and writes only the rest."""
+        """The end of the stable head, the end of the older turns' key lines and of
+        ``user/`` (the parts of the view the next rebuild may repeat), the end of the view
+        (unless the next prompt rebuilds it), and the end of the compact deltas, the
+        latest turn's included: the next prompt repeats them and appends its own. The
+        rest of the latest turn's delta after its compact delta is not marked: it is sent
+        once, never re-read, so writing it to the cache would be paid for nothing. Before
+        a rebuild only the stable head and the older turns are repeated: then the end of
+        the compact deltas is marked, to read what the previous prompt cached. A rebuild
+        also marks where the older turns and ``user/`` of the view before it ended, when
+        it repeats them: it reads up to there from the cache and writes only the rest
+        (the provider keeps the last four marks, the longest prefixes)."""
         nodes = self._prefixes(turns, ctx)
         last = nodes[-1]
         later = nodes[last.c + 1:]
