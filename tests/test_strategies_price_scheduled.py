@@ -480,10 +480,10 @@ def test_a_compact_argument_is_never_longer_than_the_whole_one() -> None:
     assert price_scheduled.compact_arg("x" * 80, _ctx()).endswith('..."')
 
 
-def test_before_a_rebuild_the_last_breakpoint_ends_before_the_latest_turns_rest() -> None:
+def test_before_a_rebuild_the_last_breakpoint_ends_where_the_prompt_before_did() -> None:
     """A prompt whose next prompt rebuilds marks the end of what the prompt before it
-    wrote (to read it) and not the rest of its latest turn, sent once: writing it to the
-    cache would be paid for nothing."""
+    showed the same way (to read what it wrote), not its latest turn: the next prompt
+    repeats none of it, so writing it to the cache would be paid for nothing."""
     turns = _called_run(60)
     strategy = PriceScheduled()
     checked = 0
@@ -493,6 +493,10 @@ def test_before_a_rebuild_the_last_breakpoint_ends_before_the_latest_turns_rest(
         messages = strategy.to_messages(turns[:k], turns[k - 1].memory, ctx)
         if moves and c < k and messages[-2]["content"].startswith(f";; Turn {k}, the rest"):
             points = strategy.cache_breakpoints(turns[:k], turns[k - 1].memory, ctx)
-            assert max(i for i, _ in points) == len(messages) - 3
+            last = max(i for i, _ in points)
+            before = strategy.to_messages(turns[:k - 1], turns[k - 2].memory,
+                                          _anthropic_ctx(k - 1))
+            assert before[:last + 1] == messages[:last + 1]  # what the prompt before showed
+            assert last == len(messages) - 5  # the turn before's compact delta ends there
             checked += 1
     assert checked

@@ -329,22 +329,30 @@ class _PricedView(_CheckpointView):
         return outputs
 
     def latest_calls(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
-        """The tool calls of a PTC-Lisp view (turn by turn): the latest turn's, as its
-        compact delta shows them (arguments cut short; up to ``tool_call_limit``), or None
-        when it made none. An older
-        turn's calls were shown by its compact delta in every prompt from that turn to
-        this rebuild; the view does not show them again for the next interval (the
-        newest ``tool_call_limit`` calls of ``checkpoint-coalesced``, a sliding window
-        that every rebuild rewrites). The latest turn's are shown: when it failed, the
-        call that failed is what the open error is about."""
-        if not turns or not turns[-1].tool_calls or not self.tool_call_limit:
+        """The tool calls of a PTC-Lisp view (turn by turn): how many calls of each tool
+        the turns before the latest made (so the agent knows what it already did, and
+        does not repeat a side effect), then the latest turn's calls as its compact delta
+        shows them (arguments cut short; up to ``tool_call_limit``); None when no turn
+        made any. An older turn's calls with their arguments were shown by its compact
+        delta in every prompt from that turn to this rebuild; the view does not list them
+        again for the next interval (the newest ``tool_call_limit`` calls of
+        ``checkpoint-coalesced``, a sliding window that every rebuild rewrites). The
+        latest turn's are listed: when it failed, the call that failed is what the open
+        error is about."""
+        if not turns or not self.tool_call_limit:
             return None
+        counts: dict[str, int] = {}
+        for turn in turns[:-1]:
+            for call in turn.tool_calls:
+                counts[call.name] = counts.get(call.name, 0) + 1
         latest = turns[-1]
         calls = ctx.per_turn(latest, ("price-scheduled.calls",),
                              lambda: tuple({"name": c.name, "args": " ".join(
                                  compact_arg(a, ctx) for a in c.args)} for c in latest.tool_calls))
+        if not counts and not calls:
+            return None
         return ctx.template("price_scheduled/latest_calls.j2", number=latest.number,
-                            calls=calls[:self.tool_call_limit])
+                            counts=list(counts.items()), calls=calls[:self.tool_call_limit])
 
     def names_section(self, turns: Sequence[Turn], ctx: RenderContext, shown: str) -> str | None:
         """The ``;; Names in use`` section, or None when there is nothing to add."""
@@ -721,6 +729,19 @@ class PriceScheduled(CheckpointCoalesced):
         lead = self._old_head(turns, nodes, c, ctx) or view.stable_head(ctx)
         return "\n\n".join(p for p in (lead, *namespaces) if p)
 
+    @staticmethod
+    def _shown_before(view: Sequence[Message], later: Sequence[_Prefix]) -> int:
+        """How many leading messages of the prompt (the ``view``, then the turns since the
+        rebuild, ``later``) the prompt before it showed the same way: the view and the
+        compact deltas of all but the latest turn, the turn before the latest included
+        when that prompt showed it compact (with its rest) or whole as its delta."""
+        shown = len(view) + sum(len(n.compact) for n in later[:-2])  # type: ignore[attr-defined]
+        if len(later) >= 2:
+            before = later[-2]
+            if before.rest is not None or before.compact is before.delta:  # type: ignore[attr-defined]
+                shown += len(before.compact)  # type: ignore[attr-defined]
+        return shown
+
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
         """The end of the stable head, the end of the older turns' key lines and of
@@ -730,7 +751,8 @@ class PriceScheduled(CheckpointCoalesced):
         rest of the latest turn's delta after its compact delta is not marked: it is sent
         once, never re-read, so writing it to the cache would be paid for nothing. Before
         a rebuild only the stable head and the older turns are repeated: then the end of
-        the compact deltas is marked, to read what the previous prompt cached. A rebuild
+        what the previous prompt showed the same way is marked, to read what it cached
+        and write nothing the next prompt would not repeat. A rebuild
         also marks where the older turns and ``user/`` of the view before it ended, when
         it repeats them: it reads up to there from the cache and writes only the rest
         (the provider keeps the last four marks, the longest prefixes)."""
@@ -749,19 +771,21 @@ class PriceScheduled(CheckpointCoalesced):
         elif not later or later[-1].compact is later[-1].delta:  # type: ignore[attr-defined]
             reread = end + 1  # the view alone, or a delta that stays (a transcript turn's)
         # else: the latest delta, shown compact by the next prompt, is not re-read
-        if self._due_after(last, len(turns) + 1):  # the next prompt rebuilds
-            # the end of what the prompt before wrote, to read it (the rest of the latest
-            # turn after it is sent once: writing it would be paid for nothing)
-            points.append((reread - 1, None))
+        moves = self._due_after(last, len(turns) + 1)
+        if moves:  # the next prompt rebuilds
+            # the end of what the prompt before showed as this one does, to read what it
+            # wrote; nothing after it is written (the next prompt repeats none of it)
+            points.append((self._shown_before(messages, later) - 1, None))
         else:
             points += [(len(messages) - 1, None), (reread - 1, None)]
         at = len(preamble_head(ctx)) if ctx.is_transcript else 1
         view = messages[at]["content"] if at < len(messages) else None
-        heads = [self._old_head(turns, nodes, last.c, ctx),
-                 self._slow_head(turns, nodes, last.c, ctx)]
+        heads = [self._old_head(turns, nodes, last.c, ctx)]
         if not later:  # a rebuild: it may repeat the view before it up to either mark
             heads += [self._old_head(turns, nodes, last.previous, ctx),
                       self._slow_head(turns, nodes, last.previous, ctx)]
+            if not moves:  # written here for a later rebuild (which may change user/)
+                heads.append(self._slow_head(turns, nodes, last.c, ctx))
         for head in heads:
             if head and isinstance(view, str) and len(head) < len(view) \
                     and view.startswith(head):
