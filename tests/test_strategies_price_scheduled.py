@@ -500,3 +500,13 @@ def test_before_a_rebuild_the_last_breakpoint_ends_where_the_prompt_before_did()
             assert last == len(messages) - 5  # the turn before's compact delta ends there
             checked += 1
     assert checked
+
+
+def test_a_rebuilt_lisp_view_counts_the_earlier_turns_calls() -> None:
+    """The view lists only the latest turn's calls, but says how many calls of each tool
+    the earlier turns made: the agent still knows which side effects it caused."""
+    turns = _called_run(60)
+    strategy = PriceScheduled()
+    for c in _rebuilds(strategy, turns):
+        text = strategy.to_messages(turns[:c], turns[c - 1].memory, _anthropic_ctx(c))[1]
+        assert f";; Tool calls of earlier turns: lookup x{c - 1}\n" in text["content"]
