@@ -32,6 +32,17 @@ The per-call columns give tokens: ``mem/call`` (re-read beyond the system prompt
 The system prompt's tokens are counted as one message alone, so ``sys`` and the
 floor's ``sys`` are close to, not exactly, what ``compare`` counts.
 
+Last, the *oracle bound*: the head floor plus, at each call, only the earlier facts
+that call needs (the identifiers its real next message used that first appeared in
+earlier feedback: compare's needed facts, which the benchmark may use since it is not
+the strategy), each re-read from the cache at the cached price, as if a perfect
+strategy held exactly those and nothing else. It is optimistic (a fact is never
+written to the cache, nor rounded to the cache's steps, nor framed by any text), so it
+is a lower bound on what any strategy at that recall can cost. At recall 0.92 the
+bound leaves out the costliest 8% of the needed facts (pooled, as recall is). If the
+bound exceeds a target, the target is infeasible at that recall; else ``room`` says
+what the target leaves above it.
+
 Run: ``python benchmarks/bench_cost_breakdown.py [--corpus mini-swe-agent] [--jobs N]``.
 """
 
@@ -46,10 +57,15 @@ from bench_cost import DEFAULT, SETTINGS, bundled, corpus
 
 from turnpress import get_strategy, load_trace
 from turnpress.compare import compare_traces
+from turnpress.compare.counting import split_turns
+from turnpress.compare.retention import NeededFacts
 from turnpress.core.compression import RenderContext
 from turnpress.core.model import Message
 from turnpress.core.pricing import Price, get_cache_rules, get_price
-from turnpress.core.tokens import count_prompt_tokens
+from turnpress.core.tokens import TokenCounter, count_prompt_tokens, message_body
+
+#: the recall the targets ask for (bench_cost.MIN_RECALL)
+ORACLE_RECALL = 0.92
 
 
 def rebuilt_at(path: Path, cache: str, price: Price) -> tuple[int, set[int]]:
@@ -184,6 +200,71 @@ def breakdown(title: str, paths: list[Path], jobs: int = 1) -> None:
               f"{totals[6] / base:5.3f}\n")
 
 
+def needed_tokens(path: Path, counter: TokenCounter) -> list[list[int]]:
+    """``[n-1]``: the tokens of each needed fact of the prompt for turn ``n`` (its text
+    alone, one token for the space that would separate it from the next)."""
+    trace = load_trace(path)
+    last = len(trace.turns)
+    whole = trace.prompt(last + 1, "full-history")
+    needed = NeededFacts(*split_turns(whole, message_body))
+    empty = counter.count([{"role": "user", "content": ""}])
+    out = []
+    for n in range(1, last + 1):
+        out.append([counter.count([{"role": "user", "content": f.value}]) - empty + 1
+                    for f in needed.for_turn(n)])
+    return out
+
+
+def oracle_bound(title: str, paths: list[Path], jobs: int = 1) -> None:
+    """Print, under each cache model, the oracle bound of every run and of all runs at
+    recall 1.0 and at :data:`ORACLE_RECALL`, and the room a target leaves above it."""
+    heads = [head_tokens(p)[0] for p in paths]
+    counter = TokenCounter()
+    facts = [needed_tokens(p, counter) for p in paths]
+    every = sorted((t for run in facts for call in run for t in call), reverse=True)
+    dropped = int(len(every) * (1 - ORACLE_RECALL))  # the costliest facts left out
+    cut = every[dropped - 1] if dropped else None
+    for cache, price_name, limit in SETTINGS:
+        price = get_price(price_name, cache)
+        result = compare_traces(paths, ["full-history"], cache=cache, price=price_name,
+                                jobs=jobs)
+        head_price = price.input if cache == "none" else price.cached
+        print(f"{title}: oracle bound, cache {cache}, price {price}; target {limit}x; "
+              f"{len(every)} needed facts, {dropped} costliest left out at recall "
+              f"{ORACLE_RECALL}")
+        print(f"  {'run':28} {'turns':>5} {'head floor':>10} {'facts':>6} {'oracle':>6} "
+              f"{'facts@.92':>9} {'oracle@.92':>10} {'room@.92':>8}")
+        base = lifted = reread = reread92 = 0.0
+        left = dropped
+        for info, head, run in zip(result.traces, heads, facts, strict=True):
+            extra = (info.turns * head * head_price - head * price.input) / 1e6
+            floor = info.floor_usd + extra
+            tokens = sum(map(sum, run))
+            kept = 0
+            for call in run:
+                for t in call:
+                    if left and cut is not None and t >= cut:
+                        left -= 1  # one of the costliest, left out
+                    else:
+                        kept += t
+            full, part = tokens * price.cached / 1e6, kept * price.cached / 1e6
+            b = info.baseline_cost_usd
+            base, lifted, reread, reread92 = base + b, lifted + floor, reread + full, \
+                reread92 + part
+            print(f"  {info.name[:28]:28} {info.turns:5} {floor / b:10.3f} {full / b:6.3f} "
+                  f"{(floor + full) / b:6.3f} {part / b:9.3f} {(floor + part) / b:10.3f} "
+                  f"{limit - (floor + part) / b:8.3f}")
+        bound = (lifted + reread92) / base
+        print(f"  {'all runs':28} {'':5} {lifted / base:10.3f} {reread / base:6.3f} "
+              f"{(lifted + reread) / base:6.3f} {reread92 / base:9.3f} {bound:10.3f} "
+              f"{limit - bound:8.3f}")
+        verdict = (f"target {limit}x infeasible at recall {ORACLE_RECALL}: even the oracle "
+                   f"costs {bound:.3f}x" if bound > limit else
+                   f"target {limit}x leaves {limit - bound:.3f}x above the oracle at recall "
+                   f"{ORACLE_RECALL}")
+        print(f"  {verdict}\n")
+
+
 def main() -> None:
     """The bundled long runs, or ``--corpus FOLDER``."""
     if "--corpus" in sys.argv:
@@ -196,6 +277,7 @@ def main() -> None:
     jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 1
     breakdown(title, paths, jobs)
     head_floors(title, paths, jobs)
+    oracle_bound(title, paths, jobs)
 
 
 if __name__ == "__main__":

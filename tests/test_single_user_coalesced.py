@@ -226,7 +226,8 @@ def test_failed_turn_prints_are_not_output() -> None:
     """Output comes from successful turns only (spec 03)."""
     ok = Turn.succeeded(1, "p", None, memory={}, prints=["kept"])
     bad = Turn.failed(2, "q", Failure("x", "boom"), memory={}, prints=["from failed turn"])
-    content = render([ok, bad], mission="m", turns_left=2)[1]["content"]
+    content = render([ok, bad], mission="m", turns_left=2,
+                     compression="single-user-coalesced")[1]["content"]
     assert "kept" in content and "from failed turn" not in content
 
 

@@ -209,11 +209,12 @@ def test_a_rebuild_reads_the_older_turns_the_view_before_it_wrote() -> None:
         view = strategy.to_messages(turns[:after], turns[after - 1].memory, ctx(after))[1]
         assert view["content"].startswith("m\n\n;; Earlier output by turn (key lines):")
         old = strategy.to_messages(turns[:before], turns[before - 1].memory, ctx(before))[1]
-        # the end of the older turns of the view before (its longest offset mark)
-        offset = max(o for i, o in strategy.cache_breakpoints(
-            turns[:before], turns[before - 1].memory, ctx(before)) if i == 1 and o)
+        # the marks of the view before (the end of its stable head, of its older turns,
+        # of its user/ prelude): the longest one the view repeats is marked again
+        marks = [o for i, o in strategy.cache_breakpoints(
+            turns[:before], turns[before - 1].memory, ctx(before)) if i == 1 and o]
         points = strategy.cache_breakpoints(turns[:after], turns[after - 1].memory, ctx(after))
-        assert old["content"][:offset] == view["content"][:offset]
+        offset = max(o for o in marks if old["content"][:o] == view["content"][:o])
         assert (1, offset) in points
         shared = max(shared, offset)
     assert shared > 1000, "later rebuilds re-read the older turns of the view before"
@@ -233,9 +234,12 @@ def test_older_turns_are_compact_and_the_latest_turn_is_whole() -> None:
     quiet = Turn.succeeded(2, "(+ 1 2)", 3, memory=first_turn.memory,  # defines nothing
                            raw_response="```clojure\n(+ 1 2)\n```")
     turns = [first_turn, quiet, _ok(3, [f"line {j}: " + "y" * 40 for j in range(40)])]
+    # cached reads priced at nothing: re-reading costs no rent, so nothing is rebuilt (a
+    # view that would show none of these turns' calls nor output is cheap to rebuild, and
+    # at Anthropic's prices the rule would rebuild it at once)
     ctx = RenderContext(mission="m", system_prompt="sys", tools={}, data={}, turns_left=9,
                         cache=get_cache_rules("anthropic"),
-                        price=get_price("anthropic-sonnet-4", "anthropic"))
+                        price=get_price("in=3,cached=0,write=3.75", "anthropic"))
     strategy = PriceScheduled()
     messages = strategy.to_messages(turns, turns[-1].memory, ctx)
     assert strategy.checkpoints(turns, ctx)[0] == 0  # no rebuild yet: view, 3 compact deltas
@@ -331,7 +335,7 @@ def test_breakpoints_are_repeated_by_later_prompts(history: History) -> None:
 
 
 def test_renders_through_the_public_api() -> None:
-    turns = [_ok(1, ["a"], [ToolCall("search", ("x",))]), _ok(2, ["b"])]
+    turns = [_ok(1, ["a"]), _ok(2, ["b"], [ToolCall("search", ("x",))])]
     messages = render(turns, mission="m", turns_left=3, compression=PriceScheduled)
     assert messages[0] == {"role": "system", "content": ""}
     assert messages[-1]["content"].endswith("Turns left: 3")
@@ -392,3 +396,117 @@ def test_snapshot_at_a_rebuild_and_two_turns_after(snapshot) -> None:
     assert len(later) == 8 and later[:2] == at[:2]
     assert format_text(at) == snapshot(name="at-rebuild")
     assert format_text(later) == snapshot(name="two-turns-after")
+
+
+# -- a rebuilt PTC-Lisp view: older turns by what lasts, the latest turn's calls ------------
+
+
+def _anthropic_ctx(k: int, total: int = 100) -> RenderContext:
+    from turnpress.core.pricing import get_cache_rules, get_price
+
+    return RenderContext(mission="m", system_prompt="sys", tools={}, data={},
+                         turns_left=total - k, cache=get_cache_rules("anthropic"),
+                         price=get_price("anthropic-sonnet-4", "anthropic"))
+
+
+def _called_run(n: int, memory: dict | None = None) -> list[Turn]:
+    """Turns that each call a tool and print a first line, names and a last line."""
+    return [Turn.succeeded(k, f"(def v{k} {k})", k, memory=memory or {f"v{k}": k},
+                           prints=[f"first {k}", *[f"plain {k} {j}" for j in range(30)],
+                                   f"row_{k} = {k}", f"last {k}"],
+                           tool_calls=[ToolCall("lookup", (f"id-{k}",))],
+                           raw_response=f"```clojure\n(def v{k} {k})\n```")
+            for k in range(1, n + 1)]
+
+
+def _rebuilds(strategy: PriceScheduled, turns: list[Turn]) -> list[int]:
+    return [k for k in range(1, len(turns) + 1)
+            if strategy.checkpoints(turns[:k], _anthropic_ctx(k))[0] == k]
+
+
+def test_a_rebuilt_lisp_view_shows_the_latest_turns_calls_and_older_turns_key_lines() -> None:
+    """A rebuilt PTC-Lisp view shows the latest turn's tool calls and output as its delta
+    did, and older turns only by their key lines: their calls and their first and last
+    lines were shown by their compact deltas from each turn to this rebuild, and a
+    sliding window of them would be rewritten by every rebuild."""
+    turns = _called_run(60)
+    strategy = PriceScheduled()
+    rebuilds = _rebuilds(strategy, turns)
+    assert rebuilds
+    for c in rebuilds:
+        view = strategy.to_messages(turns[:c], turns[c - 1].memory, _anthropic_ctx(c))[1]
+        text = view["content"]
+        assert f';; Tool calls of turn {c}:\n;   lookup("id-{c}")' in text
+        assert f'lookup("id-{c - 1}")' not in text and ";; Tool calls made" not in text
+        assert f"first {c}" in text and f"last {c}" in text  # the latest turn, as a delta
+        assert f"last {c - 1}" not in text and f"first {c - 1}" not in text
+        assert f"row_{c - 1} = {c - 1}" in text  # an older turn's key lines stay
+
+
+def test_a_rebuild_re_reads_the_prelude_the_view_before_it_wrote() -> None:
+    """When neither the older turns' key lines nor the ``user/`` prelude changed since the
+    view before, a rebuild repeats that view up to the end of its prelude: both views
+    mark that end, so under Anthropic's cache the rebuild reads it and writes the rest."""
+    quiet = [Turn.succeeded(k, "(def x 1)", k, memory={"x": 1},
+                            prints=[f"plain {k} {j}" for j in range(60)],
+                            raw_response="```clojure\n(def x 1)\n```") for k in range(1, 81)]
+    strategy = PriceScheduled()
+    rebuilds = _rebuilds(strategy, quiet)
+    assert len(rebuilds) >= 3
+    for before, after in itertools.pairwise(rebuilds[1:]):
+        old = strategy.to_messages(quiet[:before], {"x": 1}, _anthropic_ctx(before))[1]
+        new = strategy.to_messages(quiet[:after], {"x": 1}, _anthropic_ctx(after))[1]
+        end = old["content"].index(";; === user/")
+        end = old["content"].index("\n\n", end)  # the end of the prelude
+        marks = strategy.cache_breakpoints(quiet[:before], {"x": 1}, _anthropic_ctx(before))
+        points = strategy.cache_breakpoints(quiet[:after], {"x": 1}, _anthropic_ctx(after))
+        assert (1, end) in marks and (1, end) in points
+        assert old["content"][:end] == new["content"][:end]
+
+
+def test_a_compact_argument_is_never_longer_than_the_whole_one() -> None:
+    """A compact delta cuts a call's arguments short only where that is shorter than the
+    argument as the tool-call section shows it: cutting ``"AUD-2026-11"`` to
+    ``"AUD-2026-1..."`` would make the latest turn send the whole call again."""
+    from turnpress.core.pricing import get_price
+
+    report = {"audit": "AUD-2026-11", "warehouse": "WH-1", "sku": "SKU-100", "n": 3}
+    turns = [_ok(1, ["flagged"], [ToolCall("flag", (report,))]), _ok(2, ["ok"])]
+    ctx = RenderContext(mission="m", system_prompt="sys", tools={}, data={}, turns_left=9,
+                        price=get_price("in=2,cached=0", "openai"))  # no rent: no rebuild
+    messages = PriceScheduled().to_messages(turns, turns[-1].memory, ctx)
+    compact = next(m["content"] for m in messages if m["content"].startswith(";; Turn 1 ran"))
+    assert '"AUD-2026-11"' in compact and "AUD-2026-1..." not in compact
+    assert price_scheduled.compact_arg("x" * 80, _ctx()).endswith('..."')
+
+
+def test_before_a_rebuild_the_last_breakpoint_ends_where_the_prompt_before_did() -> None:
+    """A prompt whose next prompt rebuilds marks the end of what the prompt before it
+    showed the same way (to read what it wrote), not its latest turn: the next prompt
+    repeats none of it, so writing it to the cache would be paid for nothing."""
+    turns = _called_run(60)
+    strategy = PriceScheduled()
+    checked = 0
+    for k in range(2, 60):
+        ctx = _anthropic_ctx(k)
+        c, moves = strategy.checkpoints(turns[:k], ctx)
+        messages = strategy.to_messages(turns[:k], turns[k - 1].memory, ctx)
+        if moves and c < k and messages[-2]["content"].startswith(f";; Turn {k}, the rest"):
+            points = strategy.cache_breakpoints(turns[:k], turns[k - 1].memory, ctx)
+            last = max(i for i, _ in points)
+            before = strategy.to_messages(turns[:k - 1], turns[k - 2].memory,
+                                          _anthropic_ctx(k - 1))
+            assert before[:last + 1] == messages[:last + 1]  # what the prompt before showed
+            assert last == len(messages) - 5  # the turn before's compact delta ends there
+            checked += 1
+    assert checked
+
+
+def test_a_rebuilt_lisp_view_counts_the_earlier_turns_calls() -> None:
+    """The view lists only the latest turn's calls, but says how many calls of each tool
+    the earlier turns made: the agent still knows which side effects it caused."""
+    turns = _called_run(60)
+    strategy = PriceScheduled()
+    for c in _rebuilds(strategy, turns):
+        text = strategy.to_messages(turns[:c], turns[c - 1].memory, _anthropic_ctx(c))[1]
+        assert f";; Tool calls of earlier turns: lookup x{c - 1}\n" in text["content"]

@@ -31,9 +31,9 @@ def test_run_without_arguments_runs_the_default_example_offline():
     # each turn shows its prompt, the reply and what ran
     # the default (price-scheduled): the view, then one compact delta pair per turn since
     # the last rebuild, the latest turn's followed by the rest of what it showed when
-    # there is more (turn 2's output), else its delta (turn 1's); turn 4's prompt is a
-    # rebuild
-    assert re.findall(r"> prompt \((\d+) messages\)", out) == ["2", "4", "8", "2"]
+    # there is more, else its delta (turn 1's); turn 3's prompt is a rebuild (the view
+    # would show turns 1-2 by their key lines only: a small write), turn 4's appends
+    assert re.findall(r"> prompt \((\d+) messages\)", out) == ["2", "4", "2", "4"]
     assert "[1] system: (static system prompt," in out
     assert "Turns left: 5" in out and "Turns left: 2" in out
     assert "Electronics products (rating 4.0 or more)" in out  # the expanded mission

@@ -19,12 +19,15 @@ and how often it rebuilds follows from the prices and from how fast the run grow
 prompt that would pass ``max_tokens`` (about four characters a token) rebuilds too.
 
 What a rebuild keeps is decided from the run so far, never from a measure of recall:
-the view of ``checkpoint-coalesced`` (tool calls made, each turn's output as key lines,
-the recent turns' output cut to head plus tail, the open error) plus the names, paths
-and numbers that earlier outputs showed and the agent went on to use (tool results
-later referred to, files being edited), most recently used first
-(:func:`names_in_use`). Never larger: the view only lists a name the rest of it does
-not show, and a delta that would not be shorter than its turn keeps the turn.
+the view of ``checkpoint-coalesced`` (each turn's output as key lines, the open error,
+``user/``; on a transcript the recent tool calls and outputs cut to head plus tail)
+plus the names, paths and numbers that earlier outputs showed and the agent went on to
+use (tool results later referred to, files being edited), most recently used first
+(:func:`names_in_use`). A PTC-Lisp view shows a turn's passing parts (its tool calls,
+the first and last lines of its output) only for the latest turn: an older turn's were
+shown by its compact delta in every prompt from the turn to the rebuild. Never larger:
+the view only lists a name the rest of it does not show, and a delta that would not be
+shorter than its turn keeps the turn.
 
 Compress the code, keep the learnings: a PTC-Lisp turn is appended as its compact
 delta, which is what later prompts re-read: each tool call with its arguments cut
@@ -38,8 +41,9 @@ while the view's tool-call section (the newest ``tool_call_limit``) has room.
 
 Each rebuild shares the longest prefix it can with the view before it: the view puts
 the stable head first, then the older turns' key lines (a section later rebuilds only
-append to), then what changes; the breakpoints mark both ends, so a rebuild re-reads
-the part the view before it wrote and writes only the rest (DESIGN §11).
+append to), then ``user/`` (which changes only when the agent defines something), then
+what changes every rebuild; the breakpoints mark each end, so a rebuild re-reads the
+part the view before it wrote and writes only the rest (DESIGN §11).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from turnpress.core.compression import (
     RenderContext,
     defined_names,
     error_message,
+    has_printed,
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
@@ -231,6 +236,16 @@ COMPACT_ARG_CHARS = 24
 RECURRING = 2
 
 
+def compact_arg(value: Any, ctx: RenderContext) -> str:
+    """A tool call's argument as a compact delta shows it: strings cut to
+    :data:`COMPACT_ARG_CHARS` characters and collections to 3 items, unless that is not
+    shorter than the argument as the tool-call section shows it (``ctx.call_args``): a
+    cut that saves nothing (``"AUD-2026-11"`` as ``"AUD-2026-1..."``) would only make the
+    latest turn send the call again in full (:meth:`PriceScheduled.rest`)."""
+    cut, full = ctx.to_clojure(value, 3, COMPACT_ARG_CHARS), ctx.call_args([value])
+    return cut if len(cut) < len(full) else full
+
+
 def names_in_use(turns: Sequence[Turn], ctx: RenderContext) -> list[str]:
     """The names, paths and numbers that a turn's output showed and a later turn's own
     message used, most recently used first (then the most used first); then those that
@@ -259,21 +274,28 @@ class _PricedView(_CheckpointView):
 
     Right after the stable head come the older turns' key lines (:meth:`earlier`), a
     section later rebuilds only append to (a turn's entry, its key lines given the
-    names seen before it, never changes once it is old); then the sections that change
-    from one rebuild to the next (``user/``, the tool calls, the recent turns' output,
-    the names in use, most recently used first, and the turns left). So a rebuild
-    re-reads the stable head and the older turns from the cache and writes only what
-    changed (``PriceScheduled.cache_breakpoints`` marks both ends)."""
+    names seen before it, never changes once it is old); then ``user/``, which changes
+    only when the agent defines something or a value changes type; then the sections
+    that change from one rebuild to the next (the tool calls: on PTC-Lisp the latest
+    turn's, :meth:`latest_calls`; the recent turns' output: on PTC-Lisp the latest
+    turn's; the names in use, most recently used first; the turns left). So a rebuild
+    re-reads the stable head, the older turns and, when unchanged, ``user/`` from the
+    cache and writes only what changed (``PriceScheduled.cache_breakpoints`` marks each
+    end)."""
 
     names: int = 150
 
     def old_turns(self, count: int, ctx: RenderContext) -> int:
         """How many leading turns of a view of ``count`` turns are old (shown as key lines
         only, in :meth:`earlier`): on a transcript, all but the last ``println_limit``;
-        otherwise those up to the checkpoint before (``recent_from``)."""
+        otherwise all but the last. A PTC-Lisp turn's first and last lines were shown by
+        its compact delta in every prompt from the turn to this rebuild; the view does
+        not show them a second time over the next interval (``checkpoint-coalesced``'s
+        age tier), and the append-only part then reaches the latest turn, so the next
+        rebuild re-reads all of it from the cache."""
         if ctx.is_transcript:
             return max(0, count - self.println_limit)
-        return min(self.recent_from, max(0, count - 1))
+        return max(0, count - 1)
 
     def earlier(self, turns: Sequence[Turn], ctx: RenderContext, old: int) -> str | None:
         """The key lines of the first ``old`` turns' output, turn by turn (a turn without
@@ -306,6 +328,32 @@ class _PricedView(_CheckpointView):
                 outputs.append({"number": t.number, "text": text})
         return outputs
 
+    def latest_calls(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
+        """The tool calls of a PTC-Lisp view (turn by turn): how many calls of each tool
+        the turns before the latest made (so the agent knows what it already did, and
+        does not repeat a side effect), then the latest turn's calls as its compact delta
+        shows them (arguments cut short; up to ``tool_call_limit``); None when no turn
+        made any. An older turn's calls with their arguments were shown by its compact
+        delta in every prompt from that turn to this rebuild; the view does not list them
+        again for the next interval (the newest ``tool_call_limit`` calls of
+        ``checkpoint-coalesced``, a sliding window that every rebuild rewrites). The
+        latest turn's are listed: when it failed, the call that failed is what the open
+        error is about."""
+        if not turns or not self.tool_call_limit:
+            return None
+        counts: dict[str, int] = {}
+        for turn in turns[:-1]:
+            for call in turn.tool_calls:
+                counts[call.name] = counts.get(call.name, 0) + 1
+        latest = turns[-1]
+        calls = ctx.per_turn(latest, ("price-scheduled.calls",),
+                             lambda: tuple({"name": c.name, "args": " ".join(
+                                 compact_arg(a, ctx) for a in c.args)} for c in latest.tool_calls))
+        if not counts and not calls:
+            return None
+        return ctx.template("price_scheduled/latest_calls.j2", number=latest.number,
+                            counts=list(counts.items()), calls=calls[:self.tool_call_limit])
+
     def names_section(self, turns: Sequence[Turn], ctx: RenderContext, shown: str) -> str | None:
         """The ``;; Names in use`` section, or None when there is nothing to add."""
         if not self.names:
@@ -322,9 +370,10 @@ class _PricedView(_CheckpointView):
 
     def _recent_outputs(self, turns: Sequence[Turn], ctx: RenderContext,
                         old: int) -> str | None:
-        """The Output section of the turns after the first ``old``: the last one as a
-        delta shows it, the others their first and last ``turn_lines`` lines plus key
-        lines (a transcript's recent turns: their feedback cut to head plus tail)."""
+        """The Output section of the turns after the first ``old`` (on PTC-Lisp, the latest
+        turn only): the last one as a delta shows it, the others their first and last
+        ``turn_lines`` lines plus key lines (a transcript's recent turns: their feedback
+        cut to head plus tail)."""
         last = len(turns) - 1
         outputs = self._outputs(turns, ctx, range(old, len(turns)),
                                 lambda k: None if k == last else self.turn_lines, None)
@@ -357,8 +406,9 @@ class _PricedView(_CheckpointView):
             old = self.old_turns(len(turns), ctx)
             section = self._recent_outputs(turns, ctx, old)
             earlier = self.earlier(turns, ctx, old)
-        shown = "\n".join([earlier or "", section or "",
-                           ctx.tool_calls(turns, self.tool_call_limit) or ""])
+        calls = (self.latest_calls(turns, ctx) if self.turn_lines
+                 else ctx.tool_calls(turns, self.tool_call_limit))
+        shown = "\n".join([earlier or "", section or "", calls or ""])
         extra = self.names_section(turns, ctx, shown)
         if extra is None:
             return section
@@ -371,9 +421,11 @@ class _PricedView(_CheckpointView):
         sections that change (``price_scheduled/user.j2``)."""
         earlier = (self.earlier(turns, ctx, self.old_turns(len(turns), ctx))
                    if self.turn_lines else None)
-        return ctx.template("price_scheduled/user.j2", earlier=earlier,
-                            **self.user_sections(turns, memory, ctx, turns_left=turns_left,
-                                                 failed_attempt=failed_attempt))
+        sections = self.user_sections(turns, memory, ctx, turns_left=turns_left,
+                                      failed_attempt=failed_attempt)
+        if self.turn_lines:
+            sections["tool_calls"] = self.latest_calls(turns, ctx)
+        return ctx.template("price_scheduled/user.j2", earlier=earlier, **sections)
 
 
 def rest_of_row(row: str, shown: str | None) -> str:
@@ -489,10 +541,12 @@ class PriceScheduled(CheckpointCoalesced):
     def compact_size(self, turns: Sequence[Turn], pos: int, ctx: RenderContext,
                      seen: frozenset[str], calls_before: int = 0) -> int:
         """About what the ``pos``-th turn adds to a rebuilt view: its output's key lines
-        (the same key lines the view shows, made once per turn) and its tool calls while
-        the view's tool-call section, which lists the newest ``tool_call_limit`` calls,
-        is not full (``calls_before``: the calls the turns before it made); once it is,
-        a new call takes an older one's place."""
+        (the same key lines the view shows, made once per turn) and, on a transcript (or
+        with ``turn_lines=0``), its tool calls while the view's tool-call section, which
+        lists the newest ``tool_call_limit`` calls, is not full (``calls_before``: the
+        calls the turns before it made); once it is, a new call takes an older one's
+        place. A PTC-Lisp view turn by turn shows the latest turn's calls only
+        (:meth:`_PricedView.latest_calls`): an older turn's calls add nothing to it."""
         turn = turns[pos - 1]
         view = self._coalesced
         if turn.messages:
@@ -502,7 +556,8 @@ class PriceScheduled(CheckpointCoalesced):
             text = view._turn_text(turn, ctx, "prints", 0, seen)
         else:
             text = ""
-        room = max(0, self.tool_call_limit - calls_before)
+        lists = turn.messages or not self.turn_lines
+        room = max(0, self.tool_call_limit - calls_before) if lists else 0
         calls = sum(len(c.name) + min(len(str(c.args)), 300) + 8
                     for c in turn.tool_calls[:room])
         return len(text) + calls + (16 if text else 0)
@@ -558,8 +613,8 @@ class PriceScheduled(CheckpointCoalesced):
         result = ctx.template(
             "price_scheduled/compact_result.j2", defined=defined, output=output or None,
             error=None if turn.success else error_message(turn))
-        calls = [{"name": c.name, "arg": " ".join(ctx.to_clojure(a, 3, COMPACT_ARG_CHARS)
-                                                  for a in c.args)} for c in turn.tool_calls]
+        calls = [{"name": c.name, "arg": " ".join(compact_arg(a, ctx) for a in c.args)}
+                 for c in turn.tool_calls]
         called = ctx.template("price_scheduled/compact_call.j2", number=turn.number,
                               calls=calls)
         compact = [ctx.message("assistant", called), ctx.message("user", result)]
@@ -586,8 +641,7 @@ class PriceScheduled(CheckpointCoalesced):
         nothing is sent twice in one prompt (but the word a cut row was cut in)."""
         turn = turns[pos - 1]
         cut = [{"name": c.name, "args": ctx.call_args(c.args)} for c in turn.tool_calls
-               if any(ctx.to_clojure(a, 3, COMPACT_ARG_CHARS) != ctx.call_args([a])
-                      for a in c.args)]
+               if any(compact_arg(a, ctx) != ctx.call_args([a]) for a in c.args)]
         output = None
         if turn.success and turn.prints:
             text = "\n".join(turn.prints)
@@ -652,18 +706,56 @@ class PriceScheduled(CheckpointCoalesced):
                 else view.stable_head(ctx))
         return f"{lead}\n\n{earlier}" if lead else earlier
 
+    def _slow_head(self, turns: Sequence[Turn], nodes: list[_Prefix], c: int,
+                   ctx: RenderContext) -> str | None:
+        """The head of the PTC-Lisp view rebuilt at the ``c``-th turn up to the end of its
+        ``user/`` prelude: :meth:`_old_head`, then the namespaces, which change only when
+        the agent defines something or a value changes type, so a later rebuild often
+        repeats them too (None on a transcript or without a prelude)."""
+        if not c or ctx.is_transcript:
+            return None
+        key = ("slow-head", self._key(ctx, turns), id(nodes[c]), tuple(map(id, ctx.preamble)),
+               ctx.mission, ctx.system_prompt)
+        return ctx.per_turn(turns[c - 1], key,
+                            lambda: (nodes[c], self._make_slow_head(turns, nodes, c, ctx)))[1]
+
+    def _make_slow_head(self, turns: Sequence[Turn], nodes: list[_Prefix], c: int,
+                        ctx: RenderContext) -> str | None:
+        view = self._coalesced
+        namespaces = ctx.namespaces(turns[c - 1].memory, show_samples=not has_printed(turns[:c]),
+                                    minimal=view.minimal, stable=False)
+        if not namespaces:
+            return None
+        lead = self._old_head(turns, nodes, c, ctx) or view.stable_head(ctx)
+        return "\n\n".join(p for p in (lead, *namespaces) if p)
+
+    @staticmethod
+    def _shown_before(view: Sequence[Message], later: Sequence[_Prefix]) -> int:
+        """How many leading messages of the prompt (the ``view``, then the turns since the
+        rebuild, ``later``) the prompt before it showed the same way: the view and the
+        compact deltas of all but the latest turn, the turn before the latest included
+        when that prompt showed it compact (with its rest) or whole as its delta."""
+        shown = len(view) + sum(len(n.compact) for n in later[:-2])  # type: ignore[attr-defined]
+        if len(later) >= 2:
+            before = later[-2]
+            if before.rest is not None or before.compact is before.delta:  # type: ignore[attr-defined]
+                shown += len(before.compact)  # type: ignore[attr-defined]
+        return shown
+
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
-        """The end of the stable head, the end of the older turns' key lines (the part of
-        the view the next rebuild repeats), the end of the view (unless the next prompt
-        rebuilds it), and the end of the compact deltas, the latest turn's included: the
-        next prompt repeats them and appends its own. The rest of the latest turn's delta
-        after its compact delta is not marked: it is sent once, never re-read, so writing
-        it to the cache would be paid for nothing. Before a rebuild only the stable head
-        and the older turns are repeated: then the end of the prompt is marked, as in
-        ``checkpoint-coalesced``, to read what the previous prompt cached. A rebuild also
-        marks where the older turns of the view before it ended: it reads up to there
-        from the cache and writes only the rest."""
+        """The end of the stable head, the end of the older turns' key lines and of
+        ``user/`` (the parts of the view the next rebuild may repeat), the end of the view
+        (unless the next prompt rebuilds it), and the end of the compact deltas, the
+        latest turn's included: the next prompt repeats them and appends its own. The
+        rest of the latest turn's delta after its compact delta is not marked: it is sent
+        once, never re-read, so writing it to the cache would be paid for nothing. Before
+        a rebuild only the stable head and the older turns are repeated: then the end of
+        what the previous prompt showed the same way is marked, to read what it cached
+        and write nothing the next prompt would not repeat. A rebuild
+        also marks where the older turns and ``user/`` of the view before it ended, when
+        it repeats them: it reads up to there from the cache and writes only the rest
+        (the provider keeps the last four marks, the longest prefixes)."""
         nodes = self._prefixes(turns, ctx)
         last = nodes[-1]
         later = nodes[last.c + 1:]
@@ -679,15 +771,21 @@ class PriceScheduled(CheckpointCoalesced):
         elif not later or later[-1].compact is later[-1].delta:  # type: ignore[attr-defined]
             reread = end + 1  # the view alone, or a delta that stays (a transcript turn's)
         # else: the latest delta, shown compact by the next prompt, is not re-read
-        if self._due_after(last, len(turns) + 1):  # the next prompt rebuilds
-            points.append((end, None))
+        moves = self._due_after(last, len(turns) + 1)
+        if moves:  # the next prompt rebuilds
+            # the end of what the prompt before showed as this one does, to read what it
+            # wrote; nothing after it is written (the next prompt repeats none of it)
+            points.append((self._shown_before(messages, later) - 1, None))
         else:
             points += [(len(messages) - 1, None), (reread - 1, None)]
         at = len(preamble_head(ctx)) if ctx.is_transcript else 1
         view = messages[at]["content"] if at < len(messages) else None
         heads = [self._old_head(turns, nodes, last.c, ctx)]
-        if not later:  # a rebuild: the view before it repeats its older turns
-            heads.append(self._old_head(turns, nodes, last.previous, ctx))
+        if not later:  # a rebuild: it may repeat the view before it up to either mark
+            heads += [self._old_head(turns, nodes, last.previous, ctx),
+                      self._slow_head(turns, nodes, last.previous, ctx)]
+            if not moves:  # written here for a later rebuild (which may change user/)
+                heads.append(self._slow_head(turns, nodes, last.c, ctx))
         for head in heads:
             if head and isinstance(view, str) and len(head) < len(view) \
                     and view.startswith(head):
