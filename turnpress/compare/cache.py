@@ -104,18 +104,27 @@ class OpenAICache(CacheModel):
         self.states: dict[bytes, tuple[int, bytes]] = {b"": (0, b"")}
         self.blocks = DigestSet()  # the digest of every block prefix seen
         self._texts: _TextPrefixes | None = None  # count-only tokenizers
+        self._ids = False  # decided: the prompts carry token ids
 
     def shared_prefix(self, prompt: TokenizedPrompt) -> int:
         """The longest token prefix ``prompt`` shares with an earlier prompt of the run,
         rounded down to a multiple of ``step`` (the API caches whole blocks; with a
         count-only tokenizer: not rounded)."""
-        if self._texts is not None or _count_only(prompt):
-            return self._text_model().shared(prompt)[0]
+        texts = self._text_model(prompt)
+        if texts is not None:
+            return texts.shared(prompt)[0]
         return self._blocks(prompt, remember=False)
 
-    def _text_model(self) -> _TextPrefixes:
-        if self._texts is None:
-            self._texts = _TextPrefixes()
+    def _text_model(self, prompt: TokenizedPrompt) -> _TextPrefixes | None:
+        """The text model when the run's prompts are counted by a count-only tokenizer,
+        else None: decided once, on the first prompt with a message (a tokenizer gives
+        all its prompts the same kind of segments; later prompts hold light copies,
+        without ids nor texts, which tell nothing)."""
+        if self._texts is None and not self._ids:
+            if _count_only(prompt):
+                self._texts = _TextPrefixes()
+            elif prompt.segments:
+                self._ids = True
         return self._texts
 
     def _seen(self, prompt: TokenizedPrompt) -> int:
@@ -158,8 +167,8 @@ class OpenAICache(CacheModel):
 
     def account(self, prompt: TokenizedPrompt) -> CacheUsage:
         """The longest prefix shared with an earlier prompt, under OpenAI's rules."""
-        if self._texts is not None or _count_only(prompt):
-            texts = self._text_model()
+        texts = self._text_model(prompt)
+        if texts is not None:
             shared, seen = texts.shared(prompt)
             texts.remember(prompt, seen)
             shared = shared // self.step * self.step
