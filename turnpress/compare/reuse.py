@@ -21,7 +21,6 @@ segments of the new messages come from the counter, with their ids).
 
 from __future__ import annotations
 
-import copy
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -41,12 +40,11 @@ def without_tokens(prompt: TokenizedPrompt, earlier: TokenizedPrompt | None = No
     ``earlier`` (a result of this function) are that one's, already light."""
     segments = prompt.segments
     k = common_prefix_length(segments, earlier.segments) if earlier is not None else 0
-    light = copy.copy(prompt)
-    light.segments = (earlier.segments[:k] if earlier is not None and k else ()) + tuple(
-        Segment(s.count, s.digest, None, None)
-        if s.tokens is not None and len(s.tokens) > LIGHT_BYTES else s
-        for s in segments[k:])
-    return light
+    return prompt.with_segments(
+        (earlier.segments[:k] if earlier is not None and k else ()) + tuple(
+            Segment(s.count, s.digest, None, None)
+            if s.tokens is not None and len(s.tokens) > LIGHT_BYTES else s
+            for s in segments[k:]))
 
 _ROLE = operator.itemgetter("role")
 
