@@ -117,3 +117,31 @@ def test_a_light_prompt_shares_its_totals_and_digests(monkeypatch):
         prompt.total, prompt.chain, prompt.cumulative, prompt.breakpoints)
     assert [s.count for s in light.segments] == [s.count for s in prompt.segments]
     assert light.tokens_before(1) == prompt.tokens_before(1)
+
+
+class _Counted(str):
+    """A text that counts the searches made with its ``find``."""
+
+    finds = 0
+
+    def find(self, *args):  # type: ignore[override]
+        _Counted.finds += 1
+        return super().find(*args)
+
+
+def test_a_probe_found_where_it_was_found_is_not_searched_again():
+    texts = ["ls -la x\nitem-16 ran", "run ls -la there", "item-1 and item-16",
+             '{"cmd": "echo \\"hi\\""}', "echo \"hi\"", "nothing"]
+    facts = [Fact("tool call", "bash", ("ls -la",)), Fact("printed line", "item-1"),
+             Fact("tool call", "bash", ('echo "hi"',)), Fact("needed", "item-16"),
+             Fact("name", "item"), Fact("tool call", "ls")]
+    for text in texts:
+        for fact in facts:
+            probe = fact.leaves[0] if fact.leaves else fact.value
+            at = text.find(probe)
+            assert fact_present(fact, text, {}, at) == fact_present(fact, text), (fact, text)
+    _Counted.finds = 0
+    text = _Counted("see item-16 and item-1 here")
+    assert fact_present(Fact("printed line", "item-1"), text, None, text.find("item-1"))
+    assert _Counted.finds == 2  # the caller's search, and the next occurrence's
+

@@ -209,10 +209,11 @@ def _pattern(kind: str, value: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![{_SYMBOL}]){name}(?![{_SYMBOL}])")
 
 
-def _whole(needle: str, haystack: str) -> bool:
+def _whole(needle: str, haystack: str, at: int | None = None) -> bool:
     """``needle`` occurs in ``haystack`` and not as part of a longer word (``item-1`` is
-    not in ``item-16``)."""
-    at = haystack.find(needle)
+    not in ``item-16``); ``at``: where it first occurs (-1: nowhere), when known."""
+    if at is None:
+        at = haystack.find(needle)
     if at < 0:
         return False
     left, right = needle[0].isalnum(), needle[-1].isalnum()
@@ -233,22 +234,30 @@ def _escaped(needle: str) -> str:
     return json.dumps(needle, ensure_ascii=False)[1:-1]  # as inside JSON arguments
 
 
-def _literal(needle: str, haystack: str) -> bool:
-    if _whole(needle, haystack):
+def _literal(needle: str, haystack: str, at: int | None = None) -> bool:
+    if _whole(needle, haystack, at):
         return True
     escaped = _escaped(needle)
     return escaped != needle and _whole(escaped, haystack)
 
 
 def fact_present(fact: Fact, haystack: str,
-                 symbols: dict[tuple[str, str], bool] | None = None) -> bool:
+                 symbols: dict[tuple[str, str], bool] | None = None,
+                 at: int | None = None) -> bool:
     """Whether ``haystack`` (one message's text, or :func:`prompt_haystack`) shows ``fact``.
     ``symbols``: what is known of this haystack's tool names and memory names shown as
     symbols (filled as they are checked: the tool calls of a run share a few names, and
-    a long text would be scanned for each name once per call)."""
+    a long text would be scanned for each name once per call). ``at``: where the fact's
+    first probe (:func:`_probe`: its first argument, else its value) first occurs in
+    ``haystack`` (-1: nowhere), when the caller found it (it is not searched again)."""
     if fact.kind in ("tool call", "name"):
+        leaves = fact.leaves
         # the arguments first: far more selective than the name, and a plain search
-        if fact.value not in haystack or not all(_literal(a, haystack) for a in fact.leaves):
+        if leaves:
+            if fact.value not in haystack or not _literal(leaves[0], haystack, at) \
+                    or not all(_literal(a, haystack) for a in leaves[1:]):
+                return False
+        elif (at is None or at < 0) and fact.value not in haystack:
             return False
         if symbols is None:
             return _symbol_shown(fact.kind, fact.value, haystack)
@@ -257,7 +266,7 @@ def fact_present(fact: Fact, haystack: str,
         if shown is None:
             shown = symbols[key] = _symbol_shown(fact.kind, fact.value, haystack)
         return shown
-    return _literal(fact.value, haystack)
+    return _literal(fact.value, haystack, at)
 
 
 _SYMBOL_CHARS = frozenset("-?!*+<>=/.:'_")
@@ -482,11 +491,12 @@ class FactIndex:
                 if eager_at is not None and upto[0]:
                     known = upto[0]
                     new = [i for i in new if eager_at.get(i, known) >= known]
-                candidates = [i for i in new
-                              if i not in present and ((p := probes[i])[0] in text
+                find = text.find
+                candidates = [(i, at) for i in new
+                              if i not in present and ((at := find((p := probes[i])[0])) >= 0
                                                        or (p[1] is not None and p[1] in text))]
-                present.update(i for i in candidates
-                               if fact_present(facts[i], text, symbols))
+                present.update(i for i, at in candidates
+                               if fact_present(facts[i], text, symbols, at))
                 upto[slot] = n
             if present:
                 shown.append(present)
@@ -520,8 +530,9 @@ class FactIndex:
                 else:
                     hit = lazy.get(i)
                     if hit is None:
-                        hit = lazy[i] = ((needle in text or (other is not None and other in text))
-                                         and fact_present(facts[i], text, symbols))
+                        at = text.find(needle)
+                        hit = lazy[i] = ((at >= 0 or (other is not None and other in text))
+                                         and fact_present(facts[i], text, symbols, at))
                         searched += 1
                 if hit:
                     out.add(i)
