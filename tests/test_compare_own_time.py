@@ -6,13 +6,17 @@ its totals and digests."""
 
 from __future__ import annotations
 
+import random
+
 from turnpress.compare import cache as cache_module
 from turnpress.compare import retention
 from turnpress.compare.cache import OpenAICache
 from turnpress.compare.retention import Fact, FactIndex, fact_present
+from turnpress.compare.reuse import common_prefix_length as items_prefix
 from turnpress.compare.reuse import without_tokens
 from turnpress.core import tokens as tokens_module
 from turnpress.core.tokens import TokenCounter, Tokenizer, get_tokenizer
+from turnpress.core.tokens import common_prefix_length as sliced_prefix
 
 
 class _Spy:
@@ -145,3 +149,23 @@ def test_a_probe_found_where_it_was_found_is_not_searched_again():
     assert fact_present(Fact("printed line", "item-1"), text, None, text.find("item-1"))
     assert _Counted.finds == 2  # the caller's search, and the next occurrence's
 
+
+
+def test_the_common_prefix_of_two_lists_is_found_in_one_pass():
+    rng = random.Random(5)
+    for _ in range(300):
+        a = [{"role": rng.choice("ua"), "content": str(rng.randrange(3))}
+             for _ in range(rng.randrange(12))]
+        b = [dict(m) for m in a[:rng.randrange(len(a) + 1)]]
+        b += [{"role": "u", "content": str(rng.randrange(3))} for _ in range(rng.randrange(4))]
+        assert items_prefix(a, b) == sliced_prefix(a, b) == items_prefix(b, a)
+    compared = []
+
+    class Item:
+        def __ne__(self, other):
+            compared.append(self)
+            return self is not other
+
+    items = [Item() for _ in range(64)]
+    assert items_prefix(items, [*items[:40], Item()]) == 40
+    assert len(compared) == 41  # each pair once, up to the first that differs
