@@ -169,3 +169,39 @@ def test_the_common_prefix_of_two_lists_is_found_in_one_pass():
     items = [Item() for _ in range(64)]
     assert items_prefix(items, [*items[:40], Item()]) == 40
     assert len(compared) == 41  # each pair once, up to the first that differs
+
+
+def test_blocks_after_the_first_unseen_one_are_added_without_a_lookup(monkeypatch):
+    counter = TokenCounter("o200k_base")
+    first = [{"role": "system", "content": "word " * 3000}]
+    second = [*first, {"role": "user", "content": "other " * 3000}]
+    model, fresh = OpenAICache(), OpenAICache()
+    assert model.account(counter.tokenize(first)) == fresh.account(counter.tokenize(first))
+    lookups = []
+    real = cache_module.DigestSet.__contains__
+
+    def contains(self, digest):
+        lookups.append(digest)
+        return real(self, digest)
+
+    monkeypatch.setattr(cache_module.DigestSet, "__contains__", contains)
+    prompt = counter.tokenize(second)
+    usage = model.account(prompt)
+    assert usage.cached == prompt.tokens_before(1) // 128 * 128
+    assert len(lookups) <= 2  # the first block not seen; none for the ~24 after it
+    monkeypatch.setattr(cache_module.DigestSet, "__contains__", real)
+    assert fresh.account(counter.tokenize(second)) == usage
+    assert len(model.blocks) == len(fresh.blocks)
+
+
+def test_digests_added_directly_are_kept_once_by_the_merge():
+    digests = cache_module.DigestSet()
+    values = list(range(-5000, 5000, 2))
+    for v in values:
+        digests.add(v)
+    assert len(digests.merged) > 4000  # merged once
+    digests.newest.update(values[:100])  # already merged: a collision's duplicates
+    digests.newest.update(range(10**6, 10**6 + 5000))
+    digests.settle()
+    assert not digests.newest and len(digests) == len(values) + 5000
+    assert list(digests.merged) == sorted({*values, *range(10**6, 10**6 + 5000)})

@@ -23,6 +23,7 @@ import bisect
 import heapq
 from array import array
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any, ClassVar
 
 from turnpress.core.tokens import Segment, TokenizedPrompt
@@ -138,7 +139,10 @@ class OpenAICache(CacheModel):
         chain, segments, step_bytes = prompt.chain, prompt.segments, 4 * self.step
         digest, tail = self.states[chain[lo - 1] if lo else b""]
         blocks, states = self.blocks, self.states
-        newest, add = blocks.newest, blocks.add
+        # after the first block not seen, the chained digests are new (but for a 64-bit
+        # collision, which the merge drops): added to the set of the newest unchecked
+        newest = blocks.newest
+        add = newest.add
         matched = prompt.tokens_before(lo) // self.step  # every block of a seen prefix
         matching = True
         for i in range(lo, len(segments)):
@@ -163,6 +167,8 @@ class OpenAICache(CacheModel):
             tail = data[end:]
             if remember:
                 states[chain[i]] = (digest, tail)
+        if remember:
+            blocks.settle()
         return matched * self.step
 
     def account(self, prompt: TokenizedPrompt) -> CacheUsage:
@@ -208,8 +214,15 @@ class DigestSet:
         if digest in self:
             return
         self.newest.add(digest)
+        self.settle()
+
+    def settle(self) -> None:
+        """Merge the newest digests into the array once they are past an eighth of it
+        (digests added to :attr:`newest` directly, without :meth:`add`'s check, may be
+        in the array already: they are kept once)."""
         if len(self.newest) > max(self.MIN_NEWEST, len(self.merged) // 8):
-            self.merged = array("q", heapq.merge(self.merged, sorted(self.newest)))
+            self.merged = array("q", (d for d, _ in groupby(heapq.merge(
+                self.merged, sorted(self.newest)))))
             self.newest = set()
 
 
