@@ -218,9 +218,8 @@ class TokenizedPrompt:
         self.chain = tuple(chain)
 
     def with_segments(self, segments: tuple[Segment, ...]) -> TokenizedPrompt:
-        """A copy of this prompt holding ``segments`` (the same counts and digests, some
-        kept without their token ids): totals, chain and breakpoints are shared, not
-        computed again."""
+        """A copy holding ``segments`` (the same counts and digests, some without token
+        ids); totals, chain and breakpoints are shared, not computed again."""
         copy = TokenizedPrompt.__new__(TokenizedPrompt)
         copy._count, copy.breakpoints, copy.chain = self._count, self.breakpoints, self.chain
         copy.cumulative, copy.total, copy.segments = self.cumulative, self.total, segments
@@ -275,10 +274,8 @@ generations) before it forgets the ones least recently met: a text met again aft
 that is known by its digest, not encoded again."""
 
 PIECE_CHARS = 2_000_000
-"""Characters of lines (pieces of long texts) it keeps, likewise (a line forgotten and
-met again is encoded again). Lines are kept across runs: runs of one agent share many
-(its instructions, the output of the same commands), so each distinct line is encoded
-once per counter, as the floor of ``benchmarks/bench_transcripts.py`` counts them."""
+"""Characters of lines (pieces of long texts) it keeps, likewise, across runs (the runs
+of one agent share many; a line forgotten and met again is encoded again)."""
 
 
 class TokenCounter:
@@ -286,12 +283,12 @@ class TokenCounter:
 
     Call :meth:`start_run` between traces: the run cache is dropped (so memory
     stays flat however many traces stream through) while up to ``shared_chars``
-    characters of recently used texts are kept across runs, and so are the lines of
-    long texts. The texts of a run are kept up to a bound (``run_chars``; lines:
-    ``piece_chars``), so that a huge run does not keep every text its strategies
-    rendered: each cache is two generations, the current one and the one before; a
-    text found in the older moves to the current, and when the current one passes its
-    bound, the older is dropped and the current becomes the older. A message text met again under
+    characters of recently used texts, and the lines of long texts, are kept across
+    runs. Texts (``run_chars``) and lines (``piece_chars``) are kept up to a bound, so
+    that a huge run does not keep every text its strategies rendered: each cache is
+    two generations, the current one and the one before; a text found in the older
+    moves to the current, and when the current one passes its bound, the older is
+    dropped and the current becomes the older. A message text met again under
     another key is found by its 16-byte digest (kept in the same generations); a text
     or line dropped and met again is encoded again, to the same tokens.
     """
@@ -323,8 +320,7 @@ class TokenCounter:
         self.lookups = 0
 
     def start_run(self) -> None:
-        """Forget the texts of the previous run (the cross-run cache stays, and so do
-        the lines of long texts, in their two bounded generations)."""
+        """Forget the texts of the previous run (the cross-run cache and lines stay)."""
         self._run, self._old_run, self._run_chars, self._by_digest = {}, {}, 0, {}
         self._old_digest = {}
         self._chains = {}
