@@ -16,7 +16,8 @@ with a message when it is absent, or when no installed reader reads the format).
    most 8x, both measured in this one run, in CPU seconds (a busy machine stretches
    wall time; the wall ratio is printed beside it).
 3. **Where the time goes**: ``compare --jobs 1`` with its parts timed (rendering,
-   counting, retention, recall, the cache model, the engine's own loop).
+   counting, retention, recall, the cache model, the engine's own loop); the floor's
+   counting is its own line, taken out of the counting.
 
 Run: ``python benchmarks/bench_transcripts.py [CORPUS_DIR]``.
 """
@@ -153,11 +154,13 @@ def floor_parts(paths: list[Path], traces: list[Trace]) -> tuple[float, float, i
     return reading, counting, len(texts), sum(len(body) for _, body in seen)
 
 
-#: where ``compare``'s own time goes: (category, class, method) timed in one process
+#: where ``compare``'s own time goes: (category, module, class, method) timed in one
+#: process; a part called inside another is taken out of that one's time
 PARTS = (
     ("rendering the strategies' prompts", "engine", "_Worker", "_render"),
+    ("checking each prompt against the previous", "reuse", "PromptTrack", "same"),
     ("the render context of each turn", "engine", "_Worker", "_context"),
-    ("counting tokens (past the floor's share)", "counting", "PromptCounter", "tokenize"),
+    ("counting tokens", "counting", "PromptCounter", "tokenize"),
     ("cache breakpoints", "counting", "PromptCounter", "points"),
     ("retention: searching facts", "retention", "FactIndex", "shown"),
     ("retention: searching facts", "retention", "FactIndex", "shown_tracked"),
@@ -174,25 +177,30 @@ PARTS = (
 
 def breakdown(traces: list[Trace]) -> tuple[float, dict[str, float]]:
     """CPU seconds of ``compare --jobs 1`` on ``traces`` and of each part of it
-    (:data:`PARTS`, timed at their outermost call; the rest is the engine's own loop)."""
+    (:data:`PARTS`: a part called inside one of another category counts for its own,
+    not for the outer one; inside one of its own category, for the outer one; the rest
+    is the engine's own loop)."""
     import importlib
 
     spent: dict[str, float] = defaultdict(float)
-    depth = [0]
+    stack: list[list[Any]] = []  # [category, seconds of inner parts] of the calls timed
     saved = []
 
     def timed(category: str, method: Any) -> Any:
         @functools.wraps(method)
         def call(*args: Any, **kwargs: Any) -> Any:
-            if depth[0]:
+            if stack and stack[-1][0] == category:
                 return method(*args, **kwargs)
-            depth[0] += 1
+            stack.append([category, 0.0])
             start = time.process_time()
             try:
                 return method(*args, **kwargs)
             finally:
-                spent[category] += time.process_time() - start
-                depth[0] -= 1
+                took = time.process_time() - start
+                _, inner = stack.pop()
+                spent[category] += took - inner
+                if stack:
+                    stack[-1][1] += took
         return call
 
     for category, module, cls_name, name in PARTS:
@@ -237,8 +245,10 @@ def speed(paths: list[Path], traces: list[Trace]) -> None:
         print(f"       {label}: {status}: {reason}")
     total, spent = breakdown(traces)
     print(f"where compare's time goes (--jobs 1, {total:.2f} s CPU = {total / floor:.2f}x the "
-          f"floor; the floor's counting is inside 'counting tokens'):")
+          f"floor; the runs are read already, so the floor's part of it is its counting):")
     rest = total - sum(spent.values())
+    spent["counting tokens past the floor's share"] = spent.pop("counting tokens") - counting
+    spent["the floor: counting each message once"] = counting
     for category, seconds in sorted([*spent.items(), ("the engine's own loop, results",
                                                       rest)], key=lambda kv: -kv[1]):
         print(f"       {category:42} {seconds:6.2f} s  {seconds / total:4.0%}  "

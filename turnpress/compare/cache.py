@@ -23,6 +23,7 @@ import bisect
 import heapq
 from array import array
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any, ClassVar
 
 from turnpress.core.tokens import Segment, TokenizedPrompt
@@ -104,18 +105,27 @@ class OpenAICache(CacheModel):
         self.states: dict[bytes, tuple[int, bytes]] = {b"": (0, b"")}
         self.blocks = DigestSet()  # the digest of every block prefix seen
         self._texts: _TextPrefixes | None = None  # count-only tokenizers
+        self._ids = False  # decided: the prompts carry token ids
 
     def shared_prefix(self, prompt: TokenizedPrompt) -> int:
         """The longest token prefix ``prompt`` shares with an earlier prompt of the run,
         rounded down to a multiple of ``step`` (the API caches whole blocks; with a
         count-only tokenizer: not rounded)."""
-        if self._texts is not None or _count_only(prompt):
-            return self._text_model().shared(prompt)[0]
+        texts = self._text_model(prompt)
+        if texts is not None:
+            return texts.shared(prompt)[0]
         return self._blocks(prompt, remember=False)
 
-    def _text_model(self) -> _TextPrefixes:
-        if self._texts is None:
-            self._texts = _TextPrefixes()
+    def _text_model(self, prompt: TokenizedPrompt) -> _TextPrefixes | None:
+        """The text model when the run's prompts are counted by a count-only tokenizer,
+        else None: decided once, on the first prompt with a message (a tokenizer gives
+        all its prompts the same kind of segments; later prompts hold light copies,
+        without ids nor texts, which tell nothing)."""
+        if self._texts is None and not self._ids:
+            if _count_only(prompt):
+                self._texts = _TextPrefixes()
+            elif prompt.segments:
+                self._ids = True
         return self._texts
 
     def _seen(self, prompt: TokenizedPrompt) -> int:
@@ -129,7 +139,10 @@ class OpenAICache(CacheModel):
         chain, segments, step_bytes = prompt.chain, prompt.segments, 4 * self.step
         digest, tail = self.states[chain[lo - 1] if lo else b""]
         blocks, states = self.blocks, self.states
-        newest, add = blocks.newest, blocks.add
+        # after the first block not seen, the chained digests are new (but for a 64-bit
+        # collision, which the merge drops): added to the set of the newest unchecked
+        newest = blocks.newest
+        add = newest.add
         matched = prompt.tokens_before(lo) // self.step  # every block of a seen prefix
         matching = True
         for i in range(lo, len(segments)):
@@ -154,12 +167,14 @@ class OpenAICache(CacheModel):
             tail = data[end:]
             if remember:
                 states[chain[i]] = (digest, tail)
+        if remember:
+            blocks.settle()
         return matched * self.step
 
     def account(self, prompt: TokenizedPrompt) -> CacheUsage:
         """The longest prefix shared with an earlier prompt, under OpenAI's rules."""
-        if self._texts is not None or _count_only(prompt):
-            texts = self._text_model()
+        texts = self._text_model(prompt)
+        if texts is not None:
             shared, seen = texts.shared(prompt)
             texts.remember(prompt, seen)
             shared = shared // self.step * self.step
@@ -199,8 +214,15 @@ class DigestSet:
         if digest in self:
             return
         self.newest.add(digest)
+        self.settle()
+
+    def settle(self) -> None:
+        """Merge the newest digests into the array once they are past an eighth of it
+        (digests added to :attr:`newest` directly, without :meth:`add`'s check, may be
+        in the array already: they are kept once)."""
         if len(self.newest) > max(self.MIN_NEWEST, len(self.merged) // 8):
-            self.merged = array("q", heapq.merge(self.merged, sorted(self.newest)))
+            self.merged = array("q", (d for d, _ in groupby(heapq.merge(
+                self.merged, sorted(self.newest)))))
             self.newest = set()
 
 

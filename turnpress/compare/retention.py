@@ -209,10 +209,11 @@ def _pattern(kind: str, value: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![{_SYMBOL}]){name}(?![{_SYMBOL}])")
 
 
-def _whole(needle: str, haystack: str) -> bool:
+def _whole(needle: str, haystack: str, at: int | None = None) -> bool:
     """``needle`` occurs in ``haystack`` and not as part of a longer word (``item-1`` is
-    not in ``item-16``)."""
-    at = haystack.find(needle)
+    not in ``item-16``); ``at``: where it first occurs (-1: nowhere), when known."""
+    if at is None:
+        at = haystack.find(needle)
     if at < 0:
         return False
     left, right = needle[0].isalnum(), needle[-1].isalnum()
@@ -233,21 +234,39 @@ def _escaped(needle: str) -> str:
     return json.dumps(needle, ensure_ascii=False)[1:-1]  # as inside JSON arguments
 
 
-def _literal(needle: str, haystack: str) -> bool:
-    if _whole(needle, haystack):
+def _literal(needle: str, haystack: str, at: int | None = None) -> bool:
+    if _whole(needle, haystack, at):
         return True
     escaped = _escaped(needle)
     return escaped != needle and _whole(escaped, haystack)
 
 
-def fact_present(fact: Fact, haystack: str) -> bool:
-    """Whether ``haystack`` (one message's text, or :func:`prompt_haystack`) shows ``fact``."""
+def fact_present(fact: Fact, haystack: str,
+                 symbols: dict[tuple[str, str], bool] | None = None,
+                 at: int | None = None) -> bool:
+    """Whether ``haystack`` (one message's text, or :func:`prompt_haystack`) shows ``fact``.
+    ``symbols``: what is known of this haystack's tool names and memory names shown as
+    symbols (filled as they are checked: the tool calls of a run share a few names, and
+    a long text would be scanned for each name once per call). ``at``: where the fact's
+    first probe (:func:`_probe`: its first argument, else its value) first occurs in
+    ``haystack`` (-1: nowhere), when the caller found it (it is not searched again)."""
     if fact.kind in ("tool call", "name"):
+        leaves = fact.leaves
         # the arguments first: far more selective than the name, and a plain search
-        if fact.value not in haystack or not all(_literal(a, haystack) for a in fact.leaves):
+        if leaves:
+            if fact.value not in haystack or not _literal(leaves[0], haystack, at) \
+                    or not all(_literal(a, haystack) for a in leaves[1:]):
+                return False
+        elif (at is None or at < 0) and fact.value not in haystack:
             return False
-        return _symbol_shown(fact.kind, fact.value, haystack)
-    return _literal(fact.value, haystack)
+        if symbols is None:
+            return _symbol_shown(fact.kind, fact.value, haystack)
+        key = (fact.kind, fact.value)
+        shown = symbols.get(key)
+        if shown is None:
+            shown = symbols[key] = _symbol_shown(fact.kind, fact.value, haystack)
+        return shown
+    return _literal(fact.value, haystack, at)
 
 
 _SYMBOL_CHARS = frozenset("-?!*+<>=/.:'_")
@@ -350,6 +369,10 @@ def _probe(fact: Fact) -> tuple[str, str | None]:
 
 
 TEXT_CHARS = 2_000_000  # message texts a FactIndex keeps per generation (see _entry)
+# what a FactIndex knows of one text: the text without the excluded parts, the ids found
+# shown, [eager ids searched, tracked ids searched], {lazy id: shown}, and the symbols
+# known shown or not (fact_present's ``symbols``)
+_Entry = tuple[str, set[int], list[int], dict[int, bool], dict[tuple[str, str], bool]]
 LAZY_RESULTS = 100_000  # (text, lazy fact) answers a FactIndex keeps (see shows)
 
 
@@ -373,12 +396,11 @@ class FactIndex:
         self._ids: dict[Fact, int] = {}
         self._tracked: list[int] = []  # the ids :meth:`shown_tracked` searches for, in order
         self._tracked_set: set[int] = set()
-        # text -> (text without the excluded parts, ids found shown, [eager ids searched,
-        #          tracked ids searched], {lazy id: shown})
-        self._texts: dict[str, tuple[str, set[int], list[int], dict[int, bool]]] = {}
+        # text -> what is known of it (_Entry)
+        self._texts: dict[str, _Entry] = {}
         # bounded like TokenCounter's texts: this generation and the one before (an
         # entry dropped and met again is searched again, to the same answers)
-        self._old_texts: dict[str, tuple[str, set[int], list[int], dict[int, bool]]] = {}
+        self._old_texts: dict[str, _Entry] = {}
         self._text_chars = 0
         self._lazy_results = 0  # answers in the entries' {lazy id: shown} dicts
 
@@ -404,7 +426,7 @@ class FactIndex:
             out.append(i)
         return out
 
-    def _entry(self, body: str) -> tuple[str, set[int], list[int], dict[int, bool]]:
+    def _entry(self, body: str) -> _Entry:
         entry = self._texts.get(body)
         if entry is None:
             entry = self._old_texts.get(body)
@@ -413,7 +435,7 @@ class FactIndex:
                 for part in self.exclude:
                     if part in text:
                         text = text.replace(part, "\x00")
-                entry = (text, set(), [0, 0], {})
+                entry = (text, set(), [0, 0], {}, {})
             self._texts[body] = entry
             self._text_chars += len(body)
             if self._text_chars > TEXT_CHARS:
@@ -457,7 +479,7 @@ class FactIndex:
             entry = get(body)
             if entry is None:
                 entry = self._entry(body)
-            text, present, upto, _lazy = entry
+            text, present, upto, _lazy, symbols = entry
             start = upto[slot]
             if start < n:
                 if upto[0] == all_eager:
@@ -469,10 +491,12 @@ class FactIndex:
                 if eager_at is not None and upto[0]:
                     known = upto[0]
                     new = [i for i in new if eager_at.get(i, known) >= known]
-                candidates = [i for i in new
-                              if i not in present and ((p := probes[i])[0] in text
+                find = text.find
+                candidates = [(i, at) for i in new
+                              if i not in present and ((at := find((p := probes[i])[0])) >= 0
                                                        or (p[1] is not None and p[1] in text))]
-                present.update(i for i in candidates if fact_present(facts[i], text))
+                present.update(i for i, at in candidates
+                               if fact_present(facts[i], text, symbols, at))
                 upto[slot] = n
             if present:
                 shown.append(present)
@@ -484,10 +508,10 @@ class FactIndex:
         wanted = list(ids)
         if not wanted:
             return set()
-        entries: list[tuple[str, set[int], list[int], dict[int, bool]]] = []
+        entries: list[_Entry] = []
         make = self._entry
 
-        def made() -> Iterator[tuple[str, set[int], list[int], dict[int, bool]]]:
+        def made() -> Iterator[_Entry]:
             for body in reversed(bodies):  # the newest text first, made as reached
                 entry = make(body)
                 entries.append(entry)
@@ -500,14 +524,15 @@ class FactIndex:
         for i in wanted:
             needle, other = probes[i]
             # the texts made for earlier ids, then the next ones
-            for text, present, _upto, lazy in chain(entries, later):
+            for text, present, _upto, lazy, symbols in chain(entries, later):
                 if i in present:
                     hit = True
                 else:
                     hit = lazy.get(i)
                     if hit is None:
-                        hit = lazy[i] = ((needle in text or (other is not None and other in text))
-                                         and fact_present(facts[i], text))
+                        at = text.find(needle)
+                        hit = lazy[i] = ((at >= 0 or (other is not None and other in text))
+                                         and fact_present(facts[i], text, symbols, at))
                         searched += 1
                 if hit:
                     out.add(i)

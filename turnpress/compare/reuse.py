@@ -21,14 +21,21 @@ segments of the new messages come from the counter, with their ids).
 
 from __future__ import annotations
 
-import copy
 import operator
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress, count
 from typing import Any
 
-from turnpress.core.tokens import Segment, TokenizedPrompt, common_prefix_length
+from turnpress.core.tokens import Segment, TokenizedPrompt
 
-__all__ = ["PromptTrack", "roles", "without_tokens"]
+__all__ = ["PromptTrack", "common_prefix_length", "roles", "without_tokens"]
+
+def common_prefix_length(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading items of two sequences are equal: the index of the first pair
+    that differs, found in C in one pass that stops there (a binary search over slices
+    compares the equal items once per step)."""
+    return next(compress(count(), map(operator.ne, a, b)), min(len(a), len(b)))
+
 
 LIGHT_BYTES = 512
 """Segments with more packed token ids than this are kept without them by a track."""
@@ -41,12 +48,11 @@ def without_tokens(prompt: TokenizedPrompt, earlier: TokenizedPrompt | None = No
     ``earlier`` (a result of this function) are that one's, already light."""
     segments = prompt.segments
     k = common_prefix_length(segments, earlier.segments) if earlier is not None else 0
-    light = copy.copy(prompt)
-    light.segments = (earlier.segments[:k] if earlier is not None and k else ()) + tuple(
-        Segment(s.count, s.digest, None, None)
-        if s.tokens is not None and len(s.tokens) > LIGHT_BYTES else s
-        for s in segments[k:])
-    return light
+    return prompt.with_segments(
+        (earlier.segments[:k] if earlier is not None and k else ()) + tuple(
+            Segment(s.count, s.digest, None, None)
+            if s.tokens is not None and len(s.tokens) > LIGHT_BYTES else s
+            for s in segments[k:]))
 
 _ROLE = operator.itemgetter("role")
 

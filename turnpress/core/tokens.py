@@ -15,8 +15,8 @@ message and the ``<|`` that starts the next (``tests/test_tokens.py`` checks it
 on every bundled prompt). ``chars4`` rounds each message down, so its totals
 can be a few tokens below ``len(prompt) // 4``. A long new message (a strategy's
 rebuilt summary, a cut tool output) is encoded line by line where the encoding
-allows it (:attr:`Tokenizer.splits_lines`), each distinct line once per run, so
-its lines that earlier messages carried cost nothing again.
+allows it (:attr:`Tokenizer.splits_lines`), each distinct line once (lines are kept
+across runs, bounded), so its lines that earlier messages carried cost nothing again.
 
 :meth:`TokenCounter.tokenize` also gives what the cache models need: per-message
 token sequences (or texts, for count-only tokenizers) to find the longest shared
@@ -58,7 +58,7 @@ DEFAULT_TOKENIZER = "o200k_base"
 # pre-token of the OpenAI BPE encodings spans it (the only ones holding a line break
 # are runs of whitespace, which such a character ends, and punctuation runs, which
 # may end in line breaks and slashes), and none looks behind, so a text cut there is
-# encoded piece by piece, each distinct piece once per run (a tokenizer says it may
+# encoded piece by piece, each distinct piece once (a tokenizer says it may
 # be, by a true ``splits_lines`` attribute on its count function).
 _LINE_START = re.compile(r"\n(?=[!-.0-~])")
 _CHUNKED_MIN_CHARS = 512  # shorter texts are encoded whole
@@ -217,6 +217,14 @@ class TokenizedPrompt:
                 chain.append(prev)
         self.chain = tuple(chain)
 
+    def with_segments(self, segments: tuple[Segment, ...]) -> TokenizedPrompt:
+        """A copy holding ``segments`` (the same counts and digests, some without token
+        ids); totals, chain and breakpoints are shared, not computed again."""
+        copy = TokenizedPrompt.__new__(TokenizedPrompt)
+        copy._count, copy.breakpoints, copy.chain = self._count, self.breakpoints, self.chain
+        copy.cumulative, copy.total, copy.segments = self.cumulative, self.total, segments
+        return copy
+
     def common_prefix(self, other: TokenizedPrompt) -> int:
         """The number of leading tokens this prompt shares with ``other``."""
         shared = 0
@@ -266,8 +274,8 @@ generations) before it forgets the ones least recently met: a text met again aft
 that is known by its digest, not encoded again."""
 
 PIECE_CHARS = 2_000_000
-"""Characters of lines (pieces of long texts) it keeps per run, likewise (a line
-forgotten and met again is encoded again)."""
+"""Characters of lines (pieces of long texts) it keeps, likewise, across runs (the runs
+of one agent share many; a line forgotten and met again is encoded again)."""
 
 
 class TokenCounter:
@@ -275,10 +283,10 @@ class TokenCounter:
 
     Call :meth:`start_run` between traces: the run cache is dropped (so memory
     stays flat however many traces stream through) while up to ``shared_chars``
-    characters of recently used texts are kept across runs. Within a run, the
-    texts themselves are kept up to a bound (``run_chars``, ``piece_chars``), so that
-    a huge run does not keep every text its strategies rendered: each cache is two
-    generations, the current one and the one before; a text found in the older
+    characters of recently used texts, and the lines of long texts, are kept across
+    runs. Texts (``run_chars``) and lines (``piece_chars``) are kept up to a bound, so
+    that a huge run does not keep every text its strategies rendered: each cache is
+    two generations, the current one and the one before; a text found in the older
     moves to the current, and when the current one passes its bound, the older is
     dropped and the current becomes the older. A message text met again under
     another key is found by its 16-byte digest (kept in the same generations); a text
@@ -291,7 +299,7 @@ class TokenCounter:
         self.tokenizer = get_tokenizer(tokenizer, registry)
         self._encode = self.tokenizer.encode
         self._chunked = self.tokenizer.splits_lines
-        # a line (piece) -> its token ids, per run: (current, older) generations
+        # a line (piece) -> its token ids, across runs: (current, older) generations
         self._pieces: dict[str, bytes] = {}
         self._old_pieces: dict[str, bytes] = {}
         self._piece_chars, self._piece_limit = 0, piece_chars
@@ -312,11 +320,10 @@ class TokenCounter:
         self.lookups = 0
 
     def start_run(self) -> None:
-        """Forget the texts of the previous run (the cross-run cache stays)."""
+        """Forget the texts of the previous run (the cross-run cache and lines stay)."""
         self._run, self._old_run, self._run_chars, self._by_digest = {}, {}, 0, {}
         self._old_digest = {}
         self._chains = {}
-        self._pieces, self._old_pieces, self._piece_chars = {}, {}, 0
         self._bodies = {}
 
     def body(self, message: Mapping[str, Any]) -> str:
@@ -368,7 +375,7 @@ class TokenCounter:
 
     def _encode_pieces(self, text: str) -> bytes:
         """The packed token ids of ``text``, encoded line by line (see ``_LINE_START``),
-        each distinct line once per run."""
+        each distinct line once (while it is in the two generations of lines)."""
         encode, pieces = self._encode, self._pieces
         assert encode is not None
         parts = _LINE_START.split(text)
