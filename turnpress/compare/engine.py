@@ -20,8 +20,10 @@ or has no turn is skipped (listed in ``ComparisonResult.skipped``) unless ``stri
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,6 +167,25 @@ class _Settings:
         return get_cache_rules(self.cache)
 
 
+#: The garbage collector's thresholds while a worker compares: a comparison keeps many
+#: long-lived containers (counted prompts, per-run caches), which the default
+#: thresholds (700, 10, 10) traverse again and again; the garbage it makes is freed by
+#: reference counting, not by the collector. About a tenth of compare's CPU time.
+COMPARE_GC_THRESHOLDS = (50_000, 50, 100)
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Run the body with :data:`COMPARE_GC_THRESHOLDS`, then restore the thresholds
+    that were set before (also when the body raises)."""
+    before = gc.get_threshold()
+    gc.set_threshold(*COMPARE_GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 class _Worker:
     """Compares the strategies on one trace at a time (one per worker): called with a
     task ``(index, task)``, it returns a :class:`TraceOutcome` (or, unless ``strict``,
@@ -181,6 +202,10 @@ class _Worker:
 
     def run(self, index: int, task: tuple[Any, ...]) -> list[TraceOutcome | Skipped]:
         """The outcomes of the trace(s) of ``task``, the first one numbered ``index``."""
+        with fewer_collections():
+            return self._run(index, task)
+
+    def _run(self, index: int, task: tuple[Any, ...]) -> list[TraceOutcome | Skipped]:
         out: list[TraceOutcome | Skipped] = []
         traces = load_task(task)
         while True:
