@@ -340,7 +340,9 @@ def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
             del data  # a big file is held once at a time: bytes, text, parsed, trace
             obj = _parse(text, str(p))
             del text
-            yield from read_runs(obj, p, str(p), _stem(p))
+            runs = read_runs(obj, p, str(p), _stem(p))
+            del obj  # the parsed document (provider metadata...) is not kept while the
+            yield from runs  # runs are used: only what the traces hold stays alive
 
 
 def _stem(path: Path) -> str:
