@@ -688,10 +688,14 @@ class PriceScheduled(CheckpointCoalesced):
         per run and rebuild."""
         if not c:
             return None
-        key = ("old-head", self._key(ctx, turns), id(nodes[c]), tuple(map(id, ctx.preamble)),
+        return self._per_rebuild("old-head", self._make_old_head, turns, nodes, c, ctx)
+
+    def _per_rebuild(self, name: str, make: Callable[..., str | None], turns: Sequence[Turn],
+                     nodes: list[_Prefix], c: int, ctx: RenderContext) -> str | None:
+        """``make(turns, nodes, c, ctx)``, made once per run, rebuild and ``name``."""
+        key = (name, self._key(ctx, turns), id(nodes[c]), tuple(map(id, ctx.preamble)),
                ctx.mission, ctx.system_prompt)
-        return ctx.per_turn(turns[c - 1], key,
-                            lambda: (nodes[c], self._make_old_head(turns, nodes, c, ctx)))[1]
+        return ctx.per_turn(turns[c - 1], key, lambda: (nodes[c], make(turns, nodes, c, ctx)))[1]
 
     def _make_old_head(self, turns: Sequence[Turn], nodes: list[_Prefix], c: int,
                        ctx: RenderContext) -> str | None:
@@ -714,10 +718,7 @@ class PriceScheduled(CheckpointCoalesced):
         repeats them too (None on a transcript or without a prelude)."""
         if not c or ctx.is_transcript:
             return None
-        key = ("slow-head", self._key(ctx, turns), id(nodes[c]), tuple(map(id, ctx.preamble)),
-               ctx.mission, ctx.system_prompt)
-        return ctx.per_turn(turns[c - 1], key,
-                            lambda: (nodes[c], self._make_slow_head(turns, nodes, c, ctx)))[1]
+        return self._per_rebuild("slow-head", self._make_slow_head, turns, nodes, c, ctx)
 
     def _make_slow_head(self, turns: Sequence[Turn], nodes: list[_Prefix], c: int,
                         ctx: RenderContext) -> str | None:
