@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -208,6 +210,24 @@ def test_needed_facts_with_wide_characters():
     assert [f.value for f in needed.for_turn(2)] == ["src/parser_utils.py", "parser_utils.py",
                                                      "48213"]
     assert needed.for_turn(3) == []
+
+
+def test_needed_facts_hold_a_wide_run_at_about_its_utf8_size():
+    """Issue 20 item 6: one emoji in a long run must not make what NeededFacts holds 4
+    bytes a character (a joined str did: the synthetic large run's growth went from
+    2.7x to 6.1x its file). Held here: under 1.5x the run's characters."""
+    feedback = "line of tool output src/app.py 48213\n" * 30_000  # ~1.1 M ASCII characters
+    turns = [("ls \U0001f680", feedback), ("cat src/app.py", "ok")]
+    size = len(feedback)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        needed = NeededFacts("mission", turns)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert [f.value for f in needed.for_turn(2)] == ["src/app.py", "app.py"]
+    assert held < 1.5 * size, f"NeededFacts holds {held:,} bytes for {size:,} characters"
 
 
 def test_fact_index_matches_per_message_search():

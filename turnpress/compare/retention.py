@@ -585,6 +585,13 @@ def identifiers(text: str) -> list[str]:
     return list(dict.fromkeys(f for f in found if len(f) >= 3))
 
 
+def _utf8(text: str) -> bytes:
+    """``text`` in UTF-8 (a lone surrogate kept as its own three bytes): a search for
+    one encoded text in another finds it where the texts do, since a UTF-8 character
+    never starts inside another."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 class NeededFacts:
     """The needed facts of each turn of one run.
 
@@ -596,19 +603,21 @@ class NeededFacts:
 
     def __init__(self, head: str, turns: Sequence[tuple[str, str]]) -> None:
         self.assistant = [a for a, _ in turns]
-        # the run's texts joined by "\x00" (in place of the parts: one search in C finds
-        # the first occurrence), where each part starts, and what each part is
-        parts = [head]
+        # the run's texts in UTF-8 joined by "\x00" (one search in C finds the first
+        # occurrence; UTF-8, not a str: one character outside Latin-1 would make a
+        # joined str 2-4 bytes a character, the whole run), where each part starts,
+        # and what each part is
+        parts = [_utf8(head)]
         self._kinds: list[Any] = ["head"]
         for k, (assistant, feedback) in enumerate(turns, 1):
-            parts += (assistant, feedback)
+            parts += (_utf8(assistant), _utf8(feedback))
             self._kinds += (("assistant", k), ("feedback", k))
         self._starts: list[int] = []
         at = 0
         for part in parts:
             self._starts.append(at)
             at += len(part) + 1
-        self._text = "\x00".join(parts)
+        self._text = b"\x00".join(parts)
         self._first: dict[str, Any] = {}
 
     def _first_seen(self, ident: str) -> Any:
@@ -620,7 +629,7 @@ class NeededFacts:
         return where
 
     def _find(self, ident: str) -> Any:
-        at = self._text.find(ident)
+        at = self._text.find(_utf8(ident))
         if at < 0:
             return "-"
         # the part it starts in (an ident holding "\x00" may start on a separator: the
