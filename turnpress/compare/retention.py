@@ -31,7 +31,6 @@ the oracle, so this measures what the agent went on to need, not a checklist.
 
 from __future__ import annotations
 
-import bisect
 import json
 import operator
 import re
@@ -585,13 +584,6 @@ def identifiers(text: str) -> list[str]:
     return list(dict.fromkeys(f for f in found if len(f) >= 3))
 
 
-def _utf8(text: str) -> bytes:
-    """``text`` in UTF-8 (a lone surrogate kept as its own three bytes): a search for
-    one encoded text in another finds it where the texts do, since a UTF-8 character
-    never starts inside another."""
-    return text.encode("utf-8", "surrogatepass")
-
-
 class NeededFacts:
     """The needed facts of each turn of one run.
 
@@ -603,21 +595,13 @@ class NeededFacts:
 
     def __init__(self, head: str, turns: Sequence[tuple[str, str]]) -> None:
         self.assistant = [a for a, _ in turns]
-        # the run's texts in UTF-8 joined by "\x00" (one search in C finds the first
-        # occurrence; UTF-8, not a str: one character outside Latin-1 would make a
-        # joined str 2-4 bytes a character, the whole run), where each part starts,
-        # and what each part is
-        parts = [_utf8(head)]
+        # the run's texts in order, and what each is: no joined copy of the run (it was
+        # as large as the run's text, and 4 bytes a character with one emoji in it)
+        self._parts = [head]
         self._kinds: list[Any] = ["head"]
         for k, (assistant, feedback) in enumerate(turns, 1):
-            parts += (_utf8(assistant), _utf8(feedback))
+            self._parts += (assistant, feedback)
             self._kinds += (("assistant", k), ("feedback", k))
-        self._starts: list[int] = []
-        at = 0
-        for part in parts:
-            self._starts.append(at)
-            at += len(part) + 1
-        self._text = b"\x00".join(parts)
         self._first: dict[str, Any] = {}
 
     def _first_seen(self, ident: str) -> Any:
@@ -629,12 +613,18 @@ class NeededFacts:
         return where
 
     def _find(self, ident: str) -> Any:
-        at = self._text.find(_utf8(ident))
-        if at < 0:
-            return "-"
-        # the part it starts in (an ident holding "\x00" may start on a separator: the
-        # part before it)
-        return self._kinds[bisect.bisect_right(self._starts, at) - 1]
+        if "\x00" in ident:  # it may span parts: search them joined, as they are
+            at = "\x00".join(self._parts).find(ident)
+            if at < 0:
+                return "-"
+            for part, kind in zip(self._parts, self._kinds, strict=True):
+                if at <= len(part):
+                    return kind
+                at -= len(part) + 1
+        for part, kind in zip(self._parts, self._kinds, strict=True):
+            if ident in part:  # the first part holding it holds the first occurrence
+                return kind
+        return "-"
 
     def for_turn(self, n: int) -> list[Fact]:
         """The needed facts of the prompt for turn ``n`` (1-based)."""
