@@ -12,11 +12,15 @@ from turnpress.compare import cache as cache_module
 from turnpress.compare import retention
 from turnpress.compare.cache import OpenAICache
 from turnpress.compare.retention import Fact, FactIndex, fact_present
-from turnpress.compare.reuse import common_prefix_length as items_prefix
 from turnpress.compare.reuse import without_tokens
 from turnpress.core import tokens as tokens_module
 from turnpress.core.tokens import TokenCounter, Tokenizer, get_tokenizer
-from turnpress.core.tokens import common_prefix_length as sliced_prefix
+from turnpress.core.tokens import common_prefix_length as items_prefix
+
+
+def sliced_prefix(a, b):
+    """The longest common prefix by slice equality, the plain way (the reference)."""
+    return max(k for k in range(min(len(a), len(b)) + 1) if a[:k] == b[:k])
 
 
 class _Spy:

@@ -23,18 +23,11 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress, count
 from typing import Any
 
-from turnpress.core.tokens import Segment, TokenizedPrompt
+from turnpress.core.tokens import Segment, TokenizedPrompt, common_prefix_length
 
-__all__ = ["PromptTrack", "common_prefix_length", "roles", "without_tokens"]
-
-def common_prefix_length(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many leading items of two sequences are equal: the index of the first pair
-    that differs, found in C in one pass that stops there (a binary search over slices
-    compares the equal items once per step)."""
-    return next(compress(count(), map(operator.ne, a, b)), min(len(a), len(b)))
+__all__ = ["PromptTrack", "roles", "without_tokens"]
 
 
 LIGHT_BYTES = 512

@@ -9,14 +9,13 @@ rough ``len / 4``). A prompt's tokens are the tokens of the concatenation of
 trace: the prompts of its turns under every strategy share most of their
 messages) and keeps a small, size-bounded cache across runs for what repeats
 between traces (system prompts). A message is counted on its own and the counts
-are added: for the BPE encodings that *is* the count of the concatenation,
-because their pre-tokenizer always splits between the ``\\n`` that ends one
-message and the ``<|`` that starts the next (``tests/test_tokens.py`` checks it
-on every bundled prompt). ``chars4`` rounds each message down, so its totals
-can be a few tokens below ``len(prompt) // 4``. A long new message (a strategy's
-rebuilt summary, a cut tool output) is encoded line by line where the encoding
-allows it (:attr:`Tokenizer.splits_lines`), each distinct line once (lines are kept
-across runs, bounded), so its lines that earlier messages carried cost nothing again.
+are added: for the BPE encodings that *is* the count of the concatenation, because their
+pre-tokenizer always splits between the ``\\n`` that ends one message and the ``<|`` that starts
+the next (``tests/test_tokens.py`` checks it on every bundled prompt). ``chars4`` rounds each
+message down, so its totals can be a few tokens below ``len(prompt) // 4``. A long new message (a
+strategy's rebuilt summary, a cut tool output) is encoded line by line where the encoding allows it
+(:attr:`Tokenizer.splits_lines`), each distinct line once (lines are kept across runs, bounded), so
+its lines that earlier messages carried cost nothing again.
 
 :meth:`TokenCounter.tokenize` also gives what the cache models need: per-message
 token sequences (or texts, for count-only tokenizers) to find the longest shared
@@ -27,11 +26,13 @@ breakpoint.
 from __future__ import annotations
 
 import hashlib
+import operator
 import re
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress, count
 from typing import Any
 
 from turnpress.core.message_text import message_body, message_text, prompt_text
@@ -128,18 +129,17 @@ def _digest(data: bytes) -> bytes:
 
 
 def common_prefix_length(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """The length of the longest common prefix of two strings/bytes (binary search on
-    slice equality, so the comparing runs in C)."""
+    """How many leading items two sequences share, found in C: strings and bytes by a binary
+    search on slice equality, other sequences in one pass that stops at the first difference."""
     lo, hi = 0, min(len(a), len(b))
+    if not isinstance(a, (str, bytes)):
+        return next(compress(count(), map(operator.ne, a, b)), hi)
     if a[:hi] == b[:hi]:
         return hi
     hi -= 1  # a[:hi + 1] != b[:hi + 1]
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
+        lo, hi = (mid, hi) if a[:mid] == b[:mid] else (lo, mid - 1)
     return lo
 
 
