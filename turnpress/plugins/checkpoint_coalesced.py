@@ -439,12 +439,15 @@ class CheckpointCoalesced(Strategy):
         c, previous = nodes[-1].c, nodes[-1].previous
         if not turns:
             return self.coalesced(turns, c, ctx, previous)
-        anchor = (nodes[c], ctx.preamble)  # kept in the value: their ids are in the key
-        key = ("view", self._key(ctx, turns), id(nodes[c]), tuple(map(id, ctx.preamble)),
-               ctx.mission, ctx.system_prompt)
-        # kept with the checkpoint's last turn (with the first turn for the view of none)
-        return ctx.per_turn(turns[max(c, 1) - 1], key,
-                            lambda: (anchor, self.coalesced(turns, c, ctx, previous)))[1]
+        anchor = (nodes[c], ctx.preamble)  # kept in the slot: their ids are in the key
+        key = (id(nodes[c]), tuple(map(id, ctx.preamble)), ctx.mission, ctx.system_prompt)
+        # one slot per run and options, kept with the first turn: only the last
+        # checkpoint's view is kept, not one per checkpoint passed (a long run's prompts
+        # never ask for an earlier one again)
+        slot: list[Any] = ctx.per_turn(turns[0], ("view", self._key(ctx, turns)), list)
+        if not (slot and slot[0] == key):
+            slot[:] = (key, anchor, self.coalesced(turns, c, ctx, previous))
+        return slot[2]  # type: ignore[no-any-return]
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
