@@ -93,18 +93,24 @@ def key_rows(text: str, *, lines: int, keys: int, line_chars: int,
     rows = text.split("\n")
     ends = set(range(min(lines, len(rows)))) | set(range(max(0, len(rows) - lines), len(rows)))
     shown = {i: _cut(rows[i], line_chars) for i in ends}
-    known = set(seen).union(*(line_names(r) for r in shown.values()))
+    if keys <= 0:
+        return shown
+    # the names known are ``seen`` and ``kept``'s (``seen``, a whole run's names, is
+    # not copied: each row's few names are looked up in it)
+    kept = set().union(*(line_names(r) for r in shown.values()))
     found = 0
     for i, row in enumerate(rows):
         if found >= keys:
             break
         if i in ends:
             continue
-        new = line_names(row) - known
+        new = line_names(row) - kept
+        if new:
+            new = new.difference(seen)
         if new:
             limit = min(max(line_chars, _names_end(row, new) + 4), 3 * line_chars)
             shown[i] = _cut(row, limit)
-            known |= line_names(shown[i])
+            kept |= line_names(shown[i])
             found += 1
     return shown
 
