@@ -187,3 +187,28 @@ def test_transcript_pieces_are_cut_and_rendered_once_per_turn(monkeypatch) -> No
     assert first == again and first is not again
     assert all(a is b for a, b in zip(first, again, strict=True))
     assert "lines elided" in first[1]["content"]
+
+
+@pytest.mark.parametrize("spec", ["rolling-window:window=1,step=2",
+                                  "checkpoint-coalesced:every=3,delta_chars=0"])
+def test_only_the_current_coalesced_view_is_kept(spec) -> None:
+    """A long run's prompts do not keep one coalesced view per boundary (rolling-window)
+    or checkpoint (checkpoint-coalesced) they passed: the run's cache keeps the current
+    one only, and it is the one the last prompt shows (issue 20 item 6)."""
+    trace = ptc_run(20)
+    for n in range(1, len(trace.turns) + 2):
+        messages, _ = _render(trace, spec, n)
+    args = trace.prompt_arguments(len(trace.turns) + 1)
+    ctx = RenderContext(mission=args["mission"], system_prompt=args["system_prompt"],
+                        tools=args["tools"], data=args["data"], turns_left=args["turns_left"])
+
+    def view(value: object) -> bool:  # a value ending with messages that start a prompt
+        return (type(value) in (list, tuple) and bool(value)  # type: ignore[arg-type]
+                and type(value[-1]) in (list, tuple) and bool(value[-1])  # type: ignore[index]
+                and all(type(m) is dict for m in value[-1])  # type: ignore[index]
+                and value[-1][0].get("role") == "system")  # type: ignore[index]
+
+    views = [value for _, value in ctx.run_cache.per_turn.values() if view(value)]
+    assert len(views) == 1
+    kept = views[0][-1]
+    assert [dict(m) for m in kept] == messages[:len(kept)]

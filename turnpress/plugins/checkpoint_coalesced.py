@@ -93,18 +93,24 @@ def key_rows(text: str, *, lines: int, keys: int, line_chars: int,
     rows = text.split("\n")
     ends = set(range(min(lines, len(rows)))) | set(range(max(0, len(rows) - lines), len(rows)))
     shown = {i: _cut(rows[i], line_chars) for i in ends}
-    known = set(seen).union(*(line_names(r) for r in shown.values()))
+    if keys <= 0:
+        return shown
+    # the names known are ``seen`` and ``kept``'s (``seen``, a whole run's names, is
+    # not copied: each row's few names are looked up in it)
+    kept = set().union(*(line_names(r) for r in shown.values()))
     found = 0
     for i, row in enumerate(rows):
         if found >= keys:
             break
         if i in ends:
             continue
-        new = line_names(row) - known
+        new = line_names(row) - kept
+        if new:
+            new = new.difference(seen)
         if new:
             limit = min(max(line_chars, _names_end(row, new) + 4), 3 * line_chars)
             shown[i] = _cut(row, limit)
-            known |= line_names(shown[i])
+            kept |= line_names(shown[i])
             found += 1
     return shown
 
@@ -439,12 +445,15 @@ class CheckpointCoalesced(Strategy):
         c, previous = nodes[-1].c, nodes[-1].previous
         if not turns:
             return self.coalesced(turns, c, ctx, previous)
-        anchor = (nodes[c], ctx.preamble)  # kept in the value: their ids are in the key
-        key = ("view", self._key(ctx, turns), id(nodes[c]), tuple(map(id, ctx.preamble)),
-               ctx.mission, ctx.system_prompt)
-        # kept with the checkpoint's last turn (with the first turn for the view of none)
-        return ctx.per_turn(turns[max(c, 1) - 1], key,
-                            lambda: (anchor, self.coalesced(turns, c, ctx, previous)))[1]
+        anchor = (nodes[c], ctx.preamble)  # kept in the slot: their ids are in the key
+        key = (id(nodes[c]), tuple(map(id, ctx.preamble)), ctx.mission, ctx.system_prompt)
+        # one slot per run and options, kept with the first turn: only the last
+        # checkpoint's view is kept, not one per checkpoint passed (a long run's prompts
+        # never ask for an earlier one again)
+        slot: list[Any] = ctx.per_turn(turns[0], ("view", self._key(ctx, turns)), list)
+        if not (slot and slot[0] == key):
+            slot[:] = (key, anchor, self.coalesced(turns, c, ctx, previous))
+        return slot[2]  # type: ignore[no-any-return]
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:

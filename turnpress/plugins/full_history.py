@@ -44,17 +44,24 @@ def same_turns(walked: tuple[Turn, ...], turns: Sequence[Turn]) -> int:
     if turns is walked:
         return len(walked)
     if type(turns) is not tuple:
-        flags = list(map(is_, turns, walked))
-        return flags.index(False) if False in flags else len(flags)
+        return _leading_same(walked, turns)
     for done in _COMPARED:
         if done[0] is walked and done[1] is turns:
             return done[2]
-    flags = list(map(is_, turns, walked))
-    same = flags.index(False) if False in flags else len(flags)
+    same = _leading_same(walked, turns)
     # kept alive here, so no other tuple takes their ids while they are remembered
     _COMPARED.insert(0, (walked, turns, same))
     del _COMPARED[4:]
     return same
+
+
+def _leading_same(walked: Sequence[Turn], turns: Sequence[Turn]) -> int:
+    """How many leading items of the two are the same objects: one pass without a list
+    when all are (the usual case: the next prompt's turns start with the last ones)."""
+    if all(map(is_, turns, walked)):
+        return min(len(turns), len(walked))
+    flags = list(map(is_, turns, walked))
+    return flags.index(False)
 
 
 class TurnWalk(Generic[_T]):

@@ -63,24 +63,22 @@ class RollingWindow(Strategy):
         """``[SYSTEM, USER]`` for the ``c`` oldest turns: what single-user-coalesced
         rendered just after turn ``c`` (a pure function of the coalesced turns), so it
         stays byte-identical while the boundary holds. Made once per boundary for the
-        run and reused by the later prompts until it moves."""
+        run and reused by the later prompts until it moves. Only the current boundary's
+        part is kept (one slot per run and options), not one per boundary passed."""
         older = tuple(turns[:c])
         turns_left = ctx.turns_left_after(turns, c)
         stamp = (ctx.mission, ctx.system_prompt, ctx.preamble)
-
-        def make() -> tuple[tuple[Turn, ...], Any, tuple[Message, ...]]:
+        slot: list[Any] = ctx.per_turn(older[0], (
+            self.name, "coalesced", self.println_limit, self.tool_call_limit, self.errors),
+            list)
+        # the same turns (so the same boundary and run) and mission, preamble, budget
+        if not (slot and len(slot[0]) == c and all(map(is_, slot[0], older))
+                and slot[1] == stamp and slot[2] == turns_left):
             # the context as of just after turn c (made only when the part is made)
             older_ctx = replace(ctx, turns_left=turns_left)
-            return older, stamp, tuple(self._coalesced.to_messages(
-                older, older[-1].memory, older_ctx))
-
-        key = (self.name, "coalesced", c, turns_left, self.println_limit,
-               self.tool_call_limit, self.errors)
-        kept = ctx.per_turn(older[-1], key, make)
-        # the same turns before it, in the same run (mission and preamble too)
-        if not (len(kept[0]) == c and all(map(is_, kept[0], older)) and kept[1] == stamp):
-            kept = make()
-        return list(kept[2])
+            slot[:] = (older, stamp, turns_left, tuple(
+                self._coalesced.to_messages(older, older[-1].memory, older_ctx)))
+        return list(slot[3])
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
