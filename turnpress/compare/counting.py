@@ -57,12 +57,13 @@ class PromptCounter:
             else:
                 bodies = counter.bodies(messages)
                 kinds = roles(messages)
+            light = None
             if reference is not None and reference[0].matches(kinds, bodies, points):
-                prompt = reference[1]
+                prompt, light = reference[1], reference[0].prompt
             else:
                 prompt = counter.tokenize(messages, points, bodies,
                                           track.prefix(kinds, bodies))
-            track.update(kinds, bodies, prompt, messages, same)
+            track.update(kinds, bodies, prompt, messages, same, light)
             return prompt, bodies
         except Exception as exc:
             name = self.tokenizer.name

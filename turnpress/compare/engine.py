@@ -177,8 +177,14 @@ COMPARE_GC_THRESHOLDS = (50_000, 50, 100)
 @contextmanager
 def fewer_collections() -> Iterator[None]:
     """Run the body with :data:`COMPARE_GC_THRESHOLDS`, then restore the thresholds
-    that were set before (also when the body raises)."""
+    that were set before (also when the body raises). Inside another such body it
+    changes nothing (restoring the default thresholds collects the young objects of
+    the comparison: once per comparison, not once per trace, when it runs in this
+    process)."""
     before = gc.get_threshold()
+    if before == COMPARE_GC_THRESHOLDS:
+        yield
+        return
     gc.set_threshold(*COMPARE_GC_THRESHOLDS)
     try:
         yield
@@ -648,7 +654,8 @@ def compare_traces(
         per_trace, same_file = resume, True
     sources = (trace_tasks(as_sources(traces), strict=bool(strict)) if drawing is None
                else drawing.tasks(as_sources(traces), strict=bool(strict)))
-    with get_executor(executor, jobs) as runner:  # before the file: an error leaves it be
+    with get_executor(executor, jobs) as runner, fewer_collections():
+        # the executor before the file: an error leaves it be
         writer = None
         if per_trace is not None:
             if same_file and index is not None and index.path.exists() \

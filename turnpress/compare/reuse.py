@@ -103,11 +103,18 @@ class PromptTrack:
         return [(p.index, p.offset) for p in prompt.breakpoints] == list(points)
 
     def update(self, roles: list[str], bodies: list[str], prompt: TokenizedPrompt,
-               messages: Sequence[Mapping[str, Any]] = (), same: int = 0) -> None:
+               messages: Sequence[Mapping[str, Any]] = (), same: int = 0,
+               light: TokenizedPrompt | None = None) -> None:
         """Remember the prompt just counted (and a copy of its ``messages``, for
         :meth:`same`; the first ``same`` equal the previous prompt's, whose copies are
-        kept)."""
-        kept = list(self.messages[:same])
+        kept). ``light``: ``prompt`` already kept without its token ids by another
+        track (the reference's, when this prompt is its prompt)."""
+        kept = self.messages
+        if type(kept) is list:  # this track's own copies: cut and extended in place
+            del kept[same:]
+        else:
+            kept = list(kept[:same])
         kept.extend(map(dict, messages[same:]))
-        light = without_tokens(prompt, self.prompt)
+        if light is None:
+            light = without_tokens(prompt, self.prompt)
         self.roles, self.bodies, self.prompt, self.messages = roles, bodies, light, kept
