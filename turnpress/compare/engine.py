@@ -271,6 +271,10 @@ class _Worker:
         run_facts = RunFacts(index_, trace.mission)
         base_track = PromptTrack()
         tracks = [PromptTrack() for _ in strategies]
+        # decided once per strategy: is it the baseline, does it make model calls
+        is_base = [st is self.baseline or st == self.baseline for st in strategies]
+        makes_calls = [getattr(st, "model_calls", None) is not None for st in strategies]
+        anthropic = s.cache == "anthropic"  # the only cache model that reads breakpoints
         base_tokens, base_cost, billed_base_cost = 0, 0.0, 0.0
         floor, head, seen = 0.0, 0, 0  # the floor; the system prompt's and the last tokens
         for n in range(1, last + 1):
@@ -302,13 +306,14 @@ class _Worker:
                 if i in base_shown or j in base_shown))
             index_.track(counted)
             need = [i for i in need_ids if i in base_need]
-            kept_messages, kept_tokens = [], []
+            kept_messages: list[list[Message]] = []
+            kept_tokens: list[int] = []
             for i, strategy in enumerate(strategies):
                 if status[i] is not None:
                     kept_messages.append([])
                     kept_tokens.append(0)
                     continue
-                if strategy is self.baseline or strategy == self.baseline:
+                if is_base[i]:
                     messages = base
                 else:
                     try:
@@ -325,7 +330,8 @@ class _Worker:
                         kept_tokens.append(0)
                         continue
                     try:
-                        points = self.counting.points(strategy, messages, turns, memory, ctx)
+                        points = (self.counting.points(strategy, messages, turns, memory, ctx)
+                                  if anthropic else [])
                     except Exception as exc:
                         status[i] = ("failed", f"{strategy_origin(strategy.name)}: "
                                      f"cache_breakpoints() failed on {where}, turn {n}: "
@@ -333,7 +339,8 @@ class _Worker:
                         kept_messages.append([])
                         kept_tokens.append(0)
                         continue
-                    calls[i].extend(_model_calls(strategy, turns, memory, ctx, n))
+                    if makes_calls[i]:
+                        calls[i].extend(_model_calls(strategy, turns, memory, ctx, n))
                 if messages is base:
                     prompt, shown, need_shown = base_prompt, base_shown, base_need
                 else:
@@ -349,7 +356,7 @@ class _Worker:
                         else [j for j in counted if j not in shown])
                 score = 1.0 - len(lost) / len(counted) if counted else 1.0
                 rows[i].append((n, prompt.total, used.cached, used.written, score,
-                                len(need), sum(1 for j in need if j in need_shown)))
+                                len(need), sum(map(need_shown.__contains__, need))))
                 for j in lost:  # counted, not listed per prompt: a long run has many
                     first = drops[i].get(j)
                     if first is None:
