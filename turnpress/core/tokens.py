@@ -190,7 +190,7 @@ class TokenizedPrompt:
         if prefix is not None and prefix[1] > 0:
             earlier, start = prefix
             chain = list(earlier.chain[:start])
-            cumulative = list(earlier.cumulative[:start + 1])
+            cumulative = earlier.cumulative[:start + 1]  # a list slice: a new list
         # cumulative[i]: the tokens of the first i messages
         running = cumulative[-1]
         for s in self.segments[start:]:
