@@ -167,7 +167,8 @@ class _Settings:
         return get_cache_rules(self.cache)
 
 
-#: The garbage collector's thresholds while a worker compares: a comparison keeps many
+#: The garbage collector's thresholds while a worker compares (and, in the process that
+#: calls :func:`compare_traces`, for the whole comparison): a comparison keeps many
 #: long-lived containers (counted prompts, per-run caches), which the default
 #: thresholds (700, 10, 10) traverse again and again; the garbage it makes is freed by
 #: reference counting, not by the collector. About a tenth of compare's CPU time.
