@@ -52,3 +52,13 @@ def test_the_thresholds_come_back_when_the_body_raises(caller_thresholds):
         assert gc.get_threshold() == COMPARE_GC_THRESHOLDS
         raise RuntimeError("a strategy failed")
     assert gc.get_threshold() == caller_thresholds
+
+
+def test_inside_another_the_thresholds_stay_until_the_outer_one_ends(caller_thresholds):
+    """compare sets the thresholds once for the whole comparison; each trace's worker
+    call inside it leaves them be (so the young objects are collected once)."""
+    with fewer_collections():
+        with fewer_collections():
+            assert gc.get_threshold() == COMPARE_GC_THRESHOLDS
+        assert gc.get_threshold() == COMPARE_GC_THRESHOLDS
+    assert gc.get_threshold() == caller_thresholds

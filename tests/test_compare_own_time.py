@@ -7,6 +7,7 @@ its totals and digests."""
 from __future__ import annotations
 
 import random
+from array import array
 
 from turnpress.compare import cache as cache_module
 from turnpress.compare import retention
@@ -209,3 +210,30 @@ def test_digests_added_directly_are_kept_once_by_the_merge():
     digests.settle()
     assert not digests.newest and len(digests) == len(values) + 5000
     assert list(digests.merged) == sorted({*values, *range(10**6, 10**6 + 5000)})
+
+
+def test_lines_known_as_cut_or_as_last_are_told_apart_across_generations():
+    """A line is kept under its text without the cut line break, the last line of a text
+    under a 1-tuple: the same string as a cut line and as a last line gives each its own
+    tokens, also once the lines have moved to the older generation and back."""
+    pad = "z" * 600
+    texts = [f"<|user|>\nfoo\n\nBar\n{pad}\n", f"<|user|>\nBar\nfoo\n\n{pad}\nfoo\n",
+             f"<|user|>\n{pad}\nfoo\n", f"<|user|>\nfoo\n\n{pad}\nBar"]
+    encode = get_tokenizer("o200k_base").count_fn.encode
+    for limit in (10, 10_000):
+        counter = TokenCounter("o200k_base", piece_chars=limit)
+        for _ in range(3):
+            for text in texts:
+                segment = counter.text(text)
+                assert segment.tokens == array("I", encode(text)).tobytes()
+                assert segment.count == len(encode(text))
+            counter.start_run()
+
+
+def test_a_known_line_is_not_encoded_again():
+    spy = _Spy()
+    counter = TokenCounter(Tokenizer("spy", spy))
+    counter.text(_long("first line", "second line"))
+    spy.texts.clear()
+    counter.text(_long("first line", "second line") + "!")
+    assert spy.texts == ["x" * 600 + "!"]

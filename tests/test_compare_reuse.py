@@ -349,3 +349,56 @@ def test_a_track_keeps_its_prompt_without_token_ids_and_the_cache_model_agrees()
             assert all(s.tokens is None for s in tracks.prompt.segments)
             assert tracks.prompt.total == prompt.total
             assert reused.account(prompt) == fresh.account(counter.tokenize(messages))
+
+
+def test_a_prompt_that_is_the_references_keeps_the_references_light_copy():
+    """A strategy whose prompt is the baseline's (same roles, bodies, breakpoints) takes
+    the baseline's counted prompt and the light copy its track keeps, not a new one; its
+    next prompt, counted from that copy, is counted as from scratch."""
+    from turnpress.compare.counting import PromptCounter
+    from turnpress.core.tokens import get_tokenizer
+
+    counting = PromptCounter(get_tokenizer("o200k_base"), "openai")
+    counting.counter.start_run()
+    base_track, track = PromptTrack(), PromptTrack()
+    long = " ".join(f"w{j}" for j in range(400))
+    base = [{"role": "system", "content": long}, {"role": "user", "content": "hi"}]
+    mine = [dict(m) for m in base]
+    base_prompt, _ = counting.tokenize(base, (), base_track)
+    prompt, _ = counting.tokenize(mine, (), track, 0, (base_track, base_prompt))
+    assert prompt is base_prompt
+    assert track.prompt is base_track.prompt
+    assert all(s.tokens is None for s in track.prompt.segments if s.count > 128)
+    after = [*mine, {"role": "assistant", "content": long + " more"}]
+    nxt, _ = counting.tokenize(after, (), track, track.same(after), (base_track, base_prompt))
+    fresh = TokenCounter("o200k_base").tokenize(after)
+    assert (nxt.total, nxt.chain) == (fresh.total, fresh.chain)
+    assert [s.count for s in nxt.segments] == [s.count for s in fresh.segments]
+
+
+def test_a_track_keeps_fresh_copies_after_cutting_its_list_in_place():
+    track = PromptTrack()
+    counter = TokenCounter("chars4")
+    first = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    prompt = counter.tokenize(first)
+    track.update(roles(first), counter.bodies(first), prompt, first)
+    second = [first[0], {"role": "assistant", "content": "c"}]
+    track.update(roles(second), counter.bodies(second), counter.tokenize(second), second,
+                 track.same(second))
+    assert track.messages == second
+    assert all(a is not b for a, b in zip(track.messages, second, strict=True))
+    second[0]["content"] = "changed"
+    assert track.same(second) == 0
+
+
+def test_prefix_from_a_known_start_is_the_common_prefix():
+    from turnpress.compare.reuse import prefix_from
+    from turnpress.core.tokens import common_prefix_length
+
+    rng = random.Random(7)
+    for _ in range(300):
+        a = [rng.choice("ab") for _ in range(rng.randint(0, 8))]
+        b = a[:rng.randint(0, len(a))] + [rng.choice("abc") for _ in range(rng.randint(0, 4))]
+        k = common_prefix_length(a, b)
+        for start in range(k + 1):
+            assert prefix_from(a, b, start) == k

@@ -30,6 +30,7 @@ from turnpress.core.tokens import Segment, TokenizedPrompt
 
 __all__ = [
     "CACHE_MODELS",
+    "NOTHING_CACHED",
     "AnthropicCache",
     "CacheModel",
     "CacheUsage",
@@ -49,6 +50,10 @@ class CacheUsage:
     written: int = 0
 
 
+NOTHING_CACHED = CacheUsage()
+"""The usage of a prompt the cache did nothing for (one instance: usages are frozen)."""
+
+
 class CacheModel:
     """The cache of one provider over one run; subclasses implement :meth:`account`."""
 
@@ -66,7 +71,7 @@ class NoCache(CacheModel):
 
     def account(self, prompt: TokenizedPrompt) -> CacheUsage:
         """Always nothing cached."""
-        return CacheUsage()
+        return NOTHING_CACHED
 
 
 class OpenAICache(CacheModel):
@@ -128,22 +133,20 @@ class OpenAICache(CacheModel):
                 self._ids = True
         return self._texts
 
-    def _seen(self, prompt: TokenizedPrompt) -> int:
-        """How many leading messages of ``prompt`` form a prefix seen before."""
-        return _seen_prefix(prompt.chain, self.states)
-
     def _blocks(self, prompt: TokenizedPrompt, remember: bool) -> int:
         """The shared prefix in tokens, a multiple of ``step``; ``remember``: record the
         prompt's block digests and message-prefix states."""
-        lo = self._seen(prompt)
         chain, segments, step_bytes = prompt.chain, prompt.segments, 4 * self.step
+        lo = _seen_prefix(chain, self.states)
+        if lo == len(segments):  # sent before as it is: every block of it was seen
+            return prompt.cumulative[lo] // self.step * self.step
         digest, tail = self.states[chain[lo - 1] if lo else b""]
         blocks, states = self.blocks, self.states
         # after the first block not seen, the chained digests are new (but for a 64-bit
         # collision, which the merge drops): added to the set of the newest unchecked
         newest = blocks.newest
         add = newest.add
-        matched = prompt.tokens_before(lo) // self.step  # every block of a seen prefix
+        matched = prompt.cumulative[lo] // self.step  # every block of a seen prefix
         matching = True
         for i in range(lo, len(segments)):
             tokens = segments[i].tokens
@@ -167,22 +170,22 @@ class OpenAICache(CacheModel):
             tail = data[end:]
             if remember:
                 states[chain[i]] = (digest, tail)
-        if remember:
+        if remember and len(newest) > blocks.MIN_NEWEST:
             blocks.settle()
         return matched * self.step
 
     def account(self, prompt: TokenizedPrompt) -> CacheUsage:
         """The longest prefix shared with an earlier prompt, under OpenAI's rules."""
-        texts = self._text_model(prompt)
+        texts = None if self._ids else self._text_model(prompt)
         if texts is not None:
             shared, seen = texts.shared(prompt)
             texts.remember(prompt, seen)
             shared = shared // self.step * self.step
         else:
             shared = self._blocks(prompt, remember=True)
-        if prompt.total < self.min_prompt:
-            return CacheUsage()
-        return CacheUsage(shared if shared >= self.min_cached else 0)
+        if prompt.total < self.min_prompt or shared < self.min_cached:
+            return NOTHING_CACHED
+        return CacheUsage(shared)
 
 
 class DigestSet:
@@ -312,7 +315,7 @@ class AnthropicCache(CacheModel):
         last breakpoint."""
         points = [p for p in prompt.breakpoints if p.tokens >= self.min_tokens]
         if not points:
-            return CacheUsage()
+            return NOTHING_CACHED
         last = max(p.tokens for p in points)
         cached = 0
         for p in points:

@@ -57,12 +57,14 @@ class PromptCounter:
             else:
                 bodies = counter.bodies(messages)
                 kinds = roles(messages)
+            light, reused = None, 0
             if reference is not None and reference[0].matches(kinds, bodies, points):
-                prompt = reference[1]
+                prompt, light = reference[1], reference[0].prompt
             else:
-                prompt = counter.tokenize(messages, points, bodies,
-                                          track.prefix(kinds, bodies))
-            track.update(kinds, bodies, prompt, messages, same)
+                earlier = track.prefix(kinds, bodies, same)
+                prompt = counter.tokenize(messages, points, bodies, earlier)
+                reused = earlier[1] if earlier is not None else 0
+            track.update(kinds, bodies, prompt, messages, same, light, reused)
             return prompt, bodies
         except Exception as exc:
             name = self.tokenizer.name

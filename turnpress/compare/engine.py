@@ -167,7 +167,8 @@ class _Settings:
         return get_cache_rules(self.cache)
 
 
-#: The garbage collector's thresholds while a worker compares: a comparison keeps many
+#: The garbage collector's thresholds while a worker compares (and, in the process that
+#: calls :func:`compare_traces`, for the whole comparison): a comparison keeps many
 #: long-lived containers (counted prompts, per-run caches), which the default
 #: thresholds (700, 10, 10) traverse again and again; the garbage it makes is freed by
 #: reference counting, not by the collector. About a tenth of compare's CPU time.
@@ -177,8 +178,14 @@ COMPARE_GC_THRESHOLDS = (50_000, 50, 100)
 @contextmanager
 def fewer_collections() -> Iterator[None]:
     """Run the body with :data:`COMPARE_GC_THRESHOLDS`, then restore the thresholds
-    that were set before (also when the body raises)."""
+    that were set before (also when the body raises). Inside another such body it
+    changes nothing (restoring the default thresholds collects the young objects of
+    the comparison: once per comparison, not once per trace, when it runs in this
+    process)."""
     before = gc.get_threshold()
+    if before == COMPARE_GC_THRESHOLDS:
+        yield
+        return
     gc.set_threshold(*COMPARE_GC_THRESHOLDS)
     try:
         yield
@@ -265,6 +272,10 @@ class _Worker:
         run_facts = RunFacts(index_, trace.mission)
         base_track = PromptTrack()
         tracks = [PromptTrack() for _ in strategies]
+        # decided once per strategy: is it the baseline, does it make model calls
+        is_base = [st is self.baseline or st == self.baseline for st in strategies]
+        makes_calls = [getattr(st, "model_calls", None) is not None for st in strategies]
+        anthropic = s.cache == "anthropic"  # the only cache model that reads breakpoints
         base_tokens, base_cost, billed_base_cost = 0, 0.0, 0.0
         floor, head, seen = 0.0, 0, 0  # the floor; the system prompt's and the last tokens
         for n in range(1, last + 1):
@@ -296,13 +307,14 @@ class _Worker:
                 if i in base_shown or j in base_shown))
             index_.track(counted)
             need = [i for i in need_ids if i in base_need]
-            kept_messages, kept_tokens = [], []
+            kept_messages: list[list[Message]] = []
+            kept_tokens: list[int] = []
             for i, strategy in enumerate(strategies):
                 if status[i] is not None:
                     kept_messages.append([])
                     kept_tokens.append(0)
                     continue
-                if strategy is self.baseline or strategy == self.baseline:
+                if is_base[i]:
                     messages = base
                 else:
                     try:
@@ -319,7 +331,8 @@ class _Worker:
                         kept_tokens.append(0)
                         continue
                     try:
-                        points = self.counting.points(strategy, messages, turns, memory, ctx)
+                        points = (self.counting.points(strategy, messages, turns, memory, ctx)
+                                  if anthropic else [])
                     except Exception as exc:
                         status[i] = ("failed", f"{strategy_origin(strategy.name)}: "
                                      f"cache_breakpoints() failed on {where}, turn {n}: "
@@ -327,7 +340,8 @@ class _Worker:
                         kept_messages.append([])
                         kept_tokens.append(0)
                         continue
-                    calls[i].extend(_model_calls(strategy, turns, memory, ctx, n))
+                    if makes_calls[i]:
+                        calls[i].extend(_model_calls(strategy, turns, memory, ctx, n))
                 if messages is base:
                     prompt, shown, need_shown = base_prompt, base_shown, base_need
                 else:
@@ -343,7 +357,7 @@ class _Worker:
                         else [j for j in counted if j not in shown])
                 score = 1.0 - len(lost) / len(counted) if counted else 1.0
                 rows[i].append((n, prompt.total, used.cached, used.written, score,
-                                len(need), sum(1 for j in need if j in need_shown)))
+                                len(need), sum(map(need_shown.__contains__, need))))
                 for j in lost:  # counted, not listed per prompt: a long run has many
                     first = drops[i].get(j)
                     if first is None:
@@ -648,7 +662,8 @@ def compare_traces(
         per_trace, same_file = resume, True
     sources = (trace_tasks(as_sources(traces), strict=bool(strict)) if drawing is None
                else drawing.tasks(as_sources(traces), strict=bool(strict)))
-    with get_executor(executor, jobs) as runner:  # before the file: an error leaves it be
+    with get_executor(executor, jobs) as runner, fewer_collections():
+        # the executor before the file: an error leaves it be
         writer = None
         if per_trace is not None:
             if same_file and index is not None and index.path.exists() \

@@ -23,24 +23,38 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress, count, islice
 from typing import Any
 
 from turnpress.core.tokens import Segment, TokenizedPrompt, common_prefix_length
 
-__all__ = ["PromptTrack", "roles", "without_tokens"]
+__all__ = ["PromptTrack", "prefix_from", "roles", "without_tokens"]
 
 
 LIGHT_BYTES = 512
 """Segments with more packed token ids than this are kept without them by a track."""
 
 
-def without_tokens(prompt: TokenizedPrompt, earlier: TokenizedPrompt | None = None
-                   ) -> TokenizedPrompt:
+def prefix_from(a: Sequence[Any], b: Sequence[Any], start: int) -> int:
+    """:func:`~turnpress.core.tokens.common_prefix_length` of two lists whose first
+    ``start`` items the caller knows are shared (only the rest is compared, in C)."""
+    hi = min(len(a), len(b))
+    if start <= 0:
+        return common_prefix_length(a, b)
+    if start >= hi:
+        return hi
+    return next(compress(count(start), map(operator.ne, islice(a, start, hi),
+                                           islice(b, start, hi))), hi)
+
+
+def without_tokens(prompt: TokenizedPrompt, earlier: TokenizedPrompt | None = None,
+                   start: int = 0) -> TokenizedPrompt:
     """A copy of ``prompt`` whose segments of more than :data:`LIGHT_BYTES` of token ids
     are copies without them (count and digest kept); the leading segments it took from
-    ``earlier`` (a result of this function) are that one's, already light."""
+    ``earlier`` (a result of this function) are that one's, already light (the first
+    ``start`` of them, the caller knows)."""
     segments = prompt.segments
-    k = common_prefix_length(segments, earlier.segments) if earlier is not None else 0
+    k = prefix_from(segments, earlier.segments, start) if earlier is not None else 0
     return prompt.with_segments(
         (earlier.segments[:k] if earlier is not None and k else ()) + tuple(
             Segment(s.count, s.digest, None, None)
@@ -75,19 +89,20 @@ class PromptTrack:
             return 0
         return common_prefix_length(messages, self.messages)
 
-    def shared(self, roles: Sequence[str], bodies: Sequence[str]) -> int:
+    def shared(self, roles: Sequence[str], bodies: Sequence[str], start: int = 0) -> int:
         """How many leading messages (given by their ``roles`` and ``bodies``) are the
-        previous prompt's, role and body."""
+        previous prompt's, role and body (the first ``start`` are, the caller knows:
+        the :meth:`same` ones)."""
         if self.prompt is None:
             return 0
-        return min(common_prefix_length(bodies, self.bodies),
-                   common_prefix_length(roles, self.roles))
+        return min(prefix_from(bodies, self.bodies, start),
+                   prefix_from(roles, self.roles, start))
 
-    def prefix(self, roles: Sequence[str], bodies: Sequence[str]
+    def prefix(self, roles: Sequence[str], bodies: Sequence[str], start: int = 0
                ) -> tuple[TokenizedPrompt, int] | None:
         """``(previous prompt, shared messages)`` for ``TokenCounter.tokenize``, or None
-        when nothing is shared."""
-        k = self.shared(roles, bodies)
+        when nothing is shared (the first ``start`` are, the caller knows)."""
+        k = self.shared(roles, bodies, start)
         return (self.prompt, k) if k and self.prompt is not None else None
 
     def matches(self, roles: Sequence[str], bodies: Sequence[str],
@@ -103,11 +118,19 @@ class PromptTrack:
         return [(p.index, p.offset) for p in prompt.breakpoints] == list(points)
 
     def update(self, roles: list[str], bodies: list[str], prompt: TokenizedPrompt,
-               messages: Sequence[Mapping[str, Any]] = (), same: int = 0) -> None:
+               messages: Sequence[Mapping[str, Any]] = (), same: int = 0,
+               light: TokenizedPrompt | None = None, reused: int = 0) -> None:
         """Remember the prompt just counted (and a copy of its ``messages``, for
         :meth:`same`; the first ``same`` equal the previous prompt's, whose copies are
-        kept)."""
-        kept = list(self.messages[:same])
+        kept). ``light``: ``prompt`` already kept without its token ids by another
+        track (the reference's, when this prompt is its prompt); ``reused``: how many
+        leading segments ``prompt`` took from this track's previous prompt."""
+        kept = self.messages
+        if type(kept) is list:  # this track's own copies: cut and extended in place
+            del kept[same:]
+        else:
+            kept = list(kept[:same])
         kept.extend(map(dict, messages[same:]))
-        light = without_tokens(prompt, self.prompt)
+        if light is None:
+            light = without_tokens(prompt, self.prompt, reused)
         self.roles, self.bodies, self.prompt, self.messages = roles, bodies, light, kept

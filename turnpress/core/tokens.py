@@ -1,26 +1,25 @@
 """Token counting for prompts, with a per-run cache of every distinct message.
 
-Tokenizers come from the ``register_tokenizers`` hook (built-ins: ``o200k_base``,
-the default, and ``cl100k_base``, exact through ``bpe-openai``; ``chars4``, a
-rough ``len / 4``). A prompt's tokens are the tokens of the concatenation of
-``<|role|>\\n{content}\\n`` per message (:func:`prompt_text`).
+Tokenizers come from the ``register_tokenizers`` hook (built-ins: ``o200k_base``, the default,
+and ``cl100k_base``, exact through ``bpe-openai``; ``chars4``, a rough ``len / 4``). A prompt's
+tokens are the tokens of the concatenation of ``<|role|>\\n{content}\\n`` per message
+(:func:`prompt_text`).
 
-:class:`TokenCounter` encodes each distinct message once per run (a run is one
-trace: the prompts of its turns under every strategy share most of their
-messages) and keeps a small, size-bounded cache across runs for what repeats
-between traces (system prompts). A message is counted on its own and the counts
-are added: for the BPE encodings that *is* the count of the concatenation, because their
-pre-tokenizer always splits between the ``\\n`` that ends one message and the ``<|`` that starts
-the next (``tests/test_tokens.py`` checks it on every bundled prompt). ``chars4`` rounds each
-message down, so its totals can be a few tokens below ``len(prompt) // 4``. A long new message (a
-strategy's rebuilt summary, a cut tool output) is encoded line by line where the encoding allows it
-(:attr:`Tokenizer.splits_lines`), each distinct line once (lines are kept across runs, bounded), so
-its lines that earlier messages carried cost nothing again.
+:class:`TokenCounter` encodes each distinct message once per run (a run is one trace: the prompts
+of its turns under every strategy share most of their messages) and keeps a small, size-bounded
+cache across runs for what repeats between traces (system prompts). A message is counted on its
+own and the counts are added: for the BPE encodings that *is* the count of the concatenation,
+because their pre-tokenizer always splits between the ``\\n`` that ends one message and the
+``<|`` that starts the next (``tests/test_tokens.py`` checks it on every bundled prompt).
+``chars4`` rounds each message down, so its totals can be a few tokens below
+``len(prompt) // 4``. A long new message (a strategy's rebuilt summary, a cut tool output) is
+encoded line by line where the encoding allows it (:attr:`Tokenizer.splits_lines`), each distinct
+line once (lines are kept across runs, bounded), so its lines that earlier messages carried cost
+nothing again.
 
-:meth:`TokenCounter.tokenize` also gives what the cache models need: per-message
-token sequences (or texts, for count-only tokenizers) to find the longest shared
-token prefix of two prompts, and the token position and identity of each cache
-breakpoint.
+:meth:`TokenCounter.tokenize` also gives what the cache models need: per-message token sequences
+(or texts, for count-only tokenizers) to find the longest shared token prefix of two prompts, and
+the token position and identity of each cache breakpoint.
 """
 
 from __future__ import annotations
@@ -55,12 +54,11 @@ __all__ = [
 
 DEFAULT_TOKENIZER = "o200k_base"
 
-# A line break followed by a printable ASCII character other than a space or "/": no
-# pre-token of the OpenAI BPE encodings spans it (the only ones holding a line break
-# are runs of whitespace, which such a character ends, and punctuation runs, which
-# may end in line breaks and slashes), and none looks behind, so a text cut there is
-# encoded piece by piece, each distinct piece once (a tokenizer says it may
-# be, by a true ``splits_lines`` attribute on its count function).
+# A line break followed by a printable ASCII character other than a space or "/": no pre-token
+# of the OpenAI BPE encodings spans it (the only ones holding a line break are runs of whitespace,
+# which such a character ends, and punctuation runs, which may end in line breaks and slashes),
+# and none looks behind, so a text cut there is encoded piece by piece, each distinct piece once
+# (a tokenizer says it may be, by a true ``splits_lines`` attribute on its count function).
 _LINE_START = re.compile(r"\n(?=[!-.0-~])")
 _CHUNKED_MIN_CHARS = 512  # shorter texts are encoded whole
 
@@ -192,7 +190,7 @@ class TokenizedPrompt:
         if prefix is not None and prefix[1] > 0:
             earlier, start = prefix
             chain = list(earlier.chain[:start])
-            cumulative = list(earlier.cumulative[:start + 1])
+            cumulative = earlier.cumulative[:start + 1]  # a list slice: a new list
         # cumulative[i]: the tokens of the first i messages
         running = cumulative[-1]
         for s in self.segments[start:]:
@@ -300,8 +298,8 @@ class TokenCounter:
         self._encode = self.tokenizer.encode
         self._chunked = self.tokenizer.splits_lines
         # a line (piece) -> its token ids, across runs: (current, older) generations
-        self._pieces: dict[str, bytes] = {}
-        self._old_pieces: dict[str, bytes] = {}
+        self._pieces: dict[Any, bytes] = {}
+        self._old_pieces: dict[Any, bytes] = {}
         self._piece_chars, self._piece_limit = 0, piece_chars
         self._run: dict[tuple[str, str], Segment] = {}
         self._old_run: dict[tuple[str, str], Segment] = {}
@@ -374,28 +372,27 @@ class TokenCounter:
         return Segment(self.tokenizer.count(text), digest, None, text)
 
     def _encode_pieces(self, text: str) -> bytes:
-        """The packed token ids of ``text``, encoded line by line (see ``_LINE_START``),
-        each distinct line once (while it is in the two generations of lines)."""
+        """The packed token ids of ``text``, encoded line by line (``_LINE_START``), each
+        distinct line once while kept (under its text without the cut line break; the
+        last one under a 1-tuple)."""
+        parts: list[Any] = _LINE_START.split(text)
+        parts[-1] = (parts[-1],)
+        found = list(map(self._pieces.get, parts))  # in C: most lines are known
+        if None not in found:
+            return b"".join(found)  # type: ignore[arg-type]
         encode, pieces = self._encode, self._pieces
         assert encode is not None
-        parts = _LINE_START.split(text)
-        last = len(parts) - 1
-        out = []
-        for i, part in enumerate(parts):
-            if i < last:
-                part += "\n"
-            tokens = pieces.get(part)
-            if tokens is None:
-                tokens = self._old_pieces.get(part)
-                if tokens is None:
-                    tokens = array("I", encode(part)).tobytes()
-                pieces[part] = tokens
-                self._piece_chars += len(part)
+        for i, tokens in enumerate(found):
+            if tokens is None:  # from the older generation, or encoded
+                part = parts[i]
+                line = part[0] if type(part) is tuple else part + "\n"
+                tokens = self._old_pieces.get(part) or array("I", encode(line)).tobytes()
+                found[i] = pieces[part] = tokens
+                self._piece_chars += len(line)
                 if self._piece_chars > self._piece_limit:  # a new generation
                     self._old_pieces, self._piece_chars = pieces, 0
                     pieces = self._pieces = {}
-            out.append(tokens)
-        return b"".join(out)
+        return b"".join(found)  # type: ignore[arg-type]
 
     def _lookup(self, role: str, content: str) -> Segment:
         self.lookups += 1
