@@ -55,8 +55,8 @@ def test_needed_facts_word_index_is_built_only_past_its_threshold():
     needed = NeededFacts("head", turns)
     first = needed._first_seen("file_1.py")
     assert needed._words is None and first == ("assistant", 1)
-    for k in range(2, 60):
-        needed._first_seen(f"file_{k}0")  # in no part: scans the whole run
+    for k in range(retention.FIRST_SEEN_SCAN + 1):
+        needed._first_seen(f"missing_{k}")  # in no part: scans the whole run
     assert needed._words is not None
     assert needed._find("file_1.py") == ("assistant", 1)
     assert needed._find("out 7") == ("feedback", 7)
@@ -82,6 +82,16 @@ def test_fact_index_answers_as_a_search_of_each_text(texts, data):
     per text) are scored: ``shown`` is every eager fact that ``fact_present`` finds in
     one of the prompt's texts, ``shown_tracked`` agrees on every tracked fact, and
     ``shows`` on the facts asked."""
+    # the C-level passes from the first text and the first fact on, or as configured
+    saved = retention._MANY, retention._GROUPED
+    retention._MANY, retention._GROUPED = data.draw(st.sampled_from([(1, 1), saved]))
+    try:
+        _check_fact_index(texts, data)
+    finally:
+        retention._MANY, retention._GROUPED = saved
+
+
+def _check_fact_index(texts: list[str], data: st.DataObject) -> None:
     index = FactIndex(exclude=["é😀"])
     for _turn in range(data.draw(st.integers(1, 4))):
         new = data.draw(st.lists(FACTS, max_size=6))

@@ -39,7 +39,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import accumulate, chain, compress, count, groupby, islice, repeat
+from itertools import accumulate, chain, compress, count, islice, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -376,7 +376,10 @@ TEXT_CHARS = 2_000_000  # message texts a FactIndex keeps per generation (see _e
 # known shown or not (fact_present's ``symbols``)
 _Entry = tuple[str, set[int], list[int], dict[int, bool], dict[tuple[str, str], bool]]
 LAZY_RESULTS = 100_000  # (text, lazy fact) answers a FactIndex keeps (see shows)
-_FIRST, _PRESENT, _UPTO = itemgetter(0), itemgetter(1), itemgetter(2)
+_FIRST = itemgetter(0)
+_WORD = re.compile(r"\w+")
+_MANY = 32  # facts from which one text is searched for them by one C-level pass
+_GROUPED = 8  # texts needing the same facts, from which one pass per fact searches them
 
 
 def _scan_texts(entries: Sequence[_Entry], new: Sequence[int], facts: Sequence[Fact],
@@ -471,14 +474,6 @@ class FactIndex:
                 self._old_texts, self._texts, self._text_chars = self._texts, {}, 0
         return entry
 
-    def _entries(self, bodies: list[str]) -> list[_Entry]:
-        """The entry of each of ``bodies`` (made for the texts met the first time)."""
-        entries = list(map(self._texts.get, bodies))
-        if None in entries:
-            entries = [e if e is not None else self._entry(b)
-                       for e, b in zip(entries, bodies, strict=True)]
-        return entries
-
     def shown(self, bodies: Iterable[str]) -> set[int]:
         """The ids of the facts (all but the lazy ones) that any of the message texts
         ``bodies`` shows."""
@@ -511,54 +506,65 @@ class FactIndex:
         by passes in C, one per fact over the texts or one per text over the facts
         (whichever is fewer): no Python step per (text, fact)."""
         n = len(ids)
-        entries = self._entries(bodies if isinstance(bodies, list) else list(bodies))
-        uptos = list(map(_UPTO, entries))
-        starts = list(map(itemgetter(slot), uptos))
-        todo = list(compress(range(len(entries)), map(n.__gt__, starts)))
-        if todo:
-            if slot:
-                # a text searched for every eager fact knows every tracked one (tracked
-                # ids are eager ids): the common case, a text of this turn's reference
-                known = list(map(_FIRST, uptos))
-                done = len(self._eager)
-                for k in compress(todo, map(done.__eq__, map(known.__getitem__, todo))):
-                    uptos[k][1] = n
-                todo = list(compress(todo, map(done.__ne__, map(known.__getitem__, todo))))
-                keys = list(zip(starts, known, strict=True))
-            else:
-                keys = starts  # type: ignore[assignment]
-            for key, group in groupby(sorted(todo, key=keys.__getitem__), keys.__getitem__):
-                start, known_ = key if slot else (key, 0)  # type: ignore[misc]
-                new = ids[start:n]
-                if slot and known_:
-                    eager_at = self._eager_at
-                    new = [i for i in new if eager_at.get(i, known_) >= known_]
-                # one entry per distinct text (a prompt may hold a text twice)
-                grouped = list(map(entries.__getitem__, group))
-                members = list(dict(zip(map(id, grouped), grouped, strict=True)).values())
-                if len(members) >= len(new):
-                    _scan_texts(members, new, self.facts, self._probes)
+        get = self._texts.get
+        # a text searched for every eager fact knows every tracked one (tracked ids are
+        # eager ids): the common case, a text of this turn's reference prompt
+        all_eager = len(self._eager) if slot else -1
+        shown: list[set[int]] = []
+        # (first id to search, eager ids known) -> {text: entry} of the texts to search
+        groups: dict[tuple[int, int], dict[str, _Entry]] = {}
+        for body in bodies:
+            entry = get(body)
+            if entry is None:
+                entry = self._entry(body)
+            present, upto = entry[1], entry[2]
+            if upto[slot] < n:
+                if upto[0] == all_eager:
+                    upto[1] = n
                 else:
-                    for entry in members:
-                        self._scan_text(entry, new)
-                for upto in map(_UPTO, members):
-                    upto[slot] = n
-        return set().union(*map(_PRESENT, entries))
+                    key = (upto[slot], upto[0] if slot else 0)
+                    group = groups.get(key)
+                    if group is None:
+                        group = groups[key] = {}
+                    group[entry[0]] = entry
+                    shown.append(present)  # filled below, before the union is taken
+                    continue
+            if present:
+                shown.append(present)
+        for (start, known), group in groups.items():
+            new = ids[start:n]
+            if slot and known:
+                eager_at = self._eager_at
+                new = [i for i in new if eager_at.get(i, known) >= known]
+            members = list(group.values())
+            if len(members) >= _GROUPED and len(members) >= len(new):
+                _scan_texts(members, new, self.facts, self._probes)
+            else:
+                for entry in members:
+                    self._scan_text(entry, new)
+            for entry in members:
+                entry[2][slot] = n
+        return set().union(*shown)
 
     def _scan_text(self, entry: _Entry, new: list[int]) -> None:
         """Add to ``entry``'s present ids those of ``new`` its text shows."""
         text, present, _upto, _lazy, symbols = entry
-        if not new:
+        find, probes, facts = text.find, self._probes, self.facts
+        if len(new) >= _MANY:  # one C-level pass over the facts' first probes
+            first, alt = self._first_probes, self._has_alt
+            ats = list(map(find, map(first.__getitem__, new)))
+            hits = dict(compress(zip(new, ats, strict=True), map((-1).__lt__, ats)))
+            for i in compress(new, map(alt.__getitem__, new)):
+                if i not in hits and probes[i][1] in text:  # type: ignore[operator]
+                    hits[i] = -1
+            present.update([i for i, at in hits.items()
+                            if i not in present and fact_present(facts[i], text, symbols, at)])
             return
-        first, alt = self._first_probes, self._has_alt
-        ats = list(map(text.find, map(first.__getitem__, new)))
-        hits = dict(compress(zip(new, ats, strict=True), map((-1).__lt__, ats)))
-        for i in compress(new, map(alt.__getitem__, new)):
-            if i not in hits and self._probes[i][1] in text:  # type: ignore[operator]
-                hits[i] = -1
-        facts = self.facts
-        present.update([i for i, at in hits.items()
-                        if i not in present and fact_present(facts[i], text, symbols, at)])
+        candidates = [(i, at) for i in new
+                      if i not in present and ((at := find((p := probes[i])[0])) >= 0
+                                               or (p[1] is not None and p[1] in text))]
+        present.update(i for i, at in candidates
+                       if fact_present(facts[i], text, symbols, at))
 
     def shows(self, bodies: Sequence[str], ids: Iterable[int]) -> set[int]:
         """The ids among ``ids`` (of any facts, lazy ones included) that any of the
@@ -643,8 +649,7 @@ def identifiers(text: str) -> list[str]:
     return list(dict.fromkeys(f for f in found if len(f) >= 3))
 
 
-_WORD = re.compile(r"\w+")
-FIRST_SEEN_SCAN = 4  # see NeededFacts._find
+FIRST_SEEN_SCAN = 256  # see NeededFacts._find
 
 
 class _Words:
