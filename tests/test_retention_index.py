@@ -83,12 +83,13 @@ def test_fact_index_answers_as_a_search_of_each_text(texts, data):
     one of the prompt's texts, ``shown_tracked`` agrees on every tracked fact, and
     ``shows`` on the facts asked."""
     # the C-level passes from the first text and the first fact on, or as configured
-    saved = retention._MANY, retention._GROUPED
-    retention._MANY, retention._GROUPED = data.draw(st.sampled_from([(1, 1), saved]))
+    saved = retention._MANY, retention._GROUPED, retention._LARGE
+    retention._MANY, retention._GROUPED, retention._LARGE = data.draw(
+        st.sampled_from([(1, 1, 1), (1, 1, 10**6), saved]))
     try:
         _check_fact_index(texts, data)
     finally:
-        retention._MANY, retention._GROUPED = saved
+        retention._MANY, retention._GROUPED, retention._LARGE = saved
 
 
 def _check_fact_index(texts: list[str], data: st.DataObject) -> None:
@@ -111,5 +112,11 @@ def _check_fact_index(texts: list[str], data: st.DataObject) -> None:
             tracked = index.shown_tracked(prompt)
             assert {i for i in index._tracked if i in tracked} == \
                 {i for i in index._tracked if plain(i)}
+            # a strategy's prompt: texts the reference never had, or not searched yet
+            other = data.draw(st.lists(st.sampled_from([*texts, "x"]), max_size=12))
+            in_other = [t.replace("é😀", "\x00") for t in other]
+            tracked = index.shown_tracked(other)
+            assert {i for i in index._tracked if i in tracked} == \
+                {i for i in index._tracked if plain(i, in_other)}
             asked = [*lazy_ids, *ids]
             assert index.shows(prompt, asked) == {i for i in asked if plain(i)}

@@ -39,7 +39,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import accumulate, chain, compress, count, islice, repeat
+from itertools import accumulate, chain, compress, count, groupby, islice, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -376,7 +376,8 @@ TEXT_CHARS = 2_000_000  # message texts a FactIndex keeps per generation (see _e
 # known shown or not (fact_present's ``symbols``)
 _Entry = tuple[str, set[int], list[int], dict[int, bool], dict[tuple[str, str], bool]]
 LAZY_RESULTS = 100_000  # (text, lazy fact) answers a FactIndex keeps (see shows)
-_FIRST = itemgetter(0)
+_FIRST, _PRESENT, _UPTO = itemgetter(0), itemgetter(1), itemgetter(2)
+_LARGE = 256  # texts from which a prompt's texts are sorted out by C-level passes
 _WORD = re.compile(r"\w+")
 _MANY = 32  # facts from which one text is searched for them by one C-level pass
 _GROUPED = 8  # texts needing the same facts, from which one pass per fact searches them
@@ -502,16 +503,42 @@ class FactIndex:
         exactly when it is in ``present``.
 
         The texts are grouped by the ids they still need (a prompt's older texts need
-        the few facts a turn adds, its new texts every fact), and each group is searched
-        by passes in C, one per fact over the texts or one per text over the facts
-        (whichever is fewer): no Python step per (text, fact)."""
+        the few facts a turn adds, its new texts every fact); a large group is searched
+        by one C-level pass per fact over its texts, a text needing many facts by one
+        pass over them (:meth:`_scan_text`), a long prompt sorted out by C-level passes
+        (:meth:`_classify_large`): a long run's prompts take no Python step per
+        (text, fact), nor per text for a text already searched."""
         n = len(ids)
+        bodies = bodies if isinstance(bodies, list) else list(bodies)
+        if len(bodies) >= _LARGE:
+            shown, groups = self._classify_large(bodies, n, slot)
+        else:
+            shown, groups = self._classify(bodies, n, slot)
+        for (start, known), group in groups.items():
+            new = ids[start:n]
+            if slot and known:
+                eager_at = self._eager_at
+                new = [i for i in new if eager_at.get(i, known) >= known]
+            members = list(group.values())
+            if len(members) >= _GROUPED and len(members) >= len(new):
+                _scan_texts(members, new, self.facts, self._probes)
+            else:
+                for entry in members:
+                    self._scan_text(entry, new)
+            for entry in members:
+                entry[2][slot] = n
+        return set().union(*shown)
+
+    def _classify(self, bodies: list[str], n: int, slot: int
+                  ) -> tuple[list[set[int]], dict[tuple[int, int], dict[str, _Entry]]]:
+        """The present ids of the texts of ``bodies`` (those to search, filled later),
+        and the texts to search grouped by (first id to search, eager ids known); each
+        text known to show every tracked id is marked searched."""
         get = self._texts.get
         # a text searched for every eager fact knows every tracked one (tracked ids are
         # eager ids): the common case, a text of this turn's reference prompt
         all_eager = len(self._eager) if slot else -1
         shown: list[set[int]] = []
-        # (first id to search, eager ids known) -> {text: entry} of the texts to search
         groups: dict[tuple[int, int], dict[str, _Entry]] = {}
         for body in bodies:
             entry = get(body)
@@ -527,24 +554,39 @@ class FactIndex:
                     if group is None:
                         group = groups[key] = {}
                     group[entry[0]] = entry
-                    shown.append(present)  # filled below, before the union is taken
+                    shown.append(present)
                     continue
             if present:
                 shown.append(present)
-        for (start, known), group in groups.items():
-            new = ids[start:n]
-            if slot and known:
-                eager_at = self._eager_at
-                new = [i for i in new if eager_at.get(i, known) >= known]
-            members = list(group.values())
-            if len(members) >= _GROUPED and len(members) >= len(new):
-                _scan_texts(members, new, self.facts, self._probes)
+        return shown, groups
+
+    def _classify_large(self, bodies: list[str], n: int, slot: int
+                        ) -> tuple[list[set[int]], dict[tuple[int, int], dict[str, _Entry]]]:
+        """What :meth:`_classify` gives, by C-level passes over the texts (a long run's
+        prompt: most texts need the same few new facts, or none)."""
+        entries = list(map(self._texts.get, bodies))
+        if None in entries:
+            entries = [e if e is not None else self._entry(b)
+                       for e, b in zip(entries, bodies, strict=True)]
+        uptos = list(map(_UPTO, entries))
+        starts = list(map(itemgetter(slot), uptos))
+        todo = list(compress(range(len(entries)), map(n.__gt__, starts)))
+        groups: dict[tuple[int, int], dict[str, _Entry]] = {}
+        if todo:
+            known = list(map(_FIRST, uptos))
+            if slot:
+                done = len(self._eager)
+                for k in compress(todo, map(done.__eq__, map(known.__getitem__, todo))):
+                    uptos[k][1] = n
+                todo = list(compress(todo, map(done.__ne__, map(known.__getitem__, todo))))
+                keys = list(zip(starts, known, strict=True))
             else:
-                for entry in members:
-                    self._scan_text(entry, new)
-            for entry in members:
-                entry[2][slot] = n
-        return set().union(*shown)
+                keys = list(zip(starts, repeat(0), strict=False))
+            for key, group in groupby(sorted(todo, key=keys.__getitem__), keys.__getitem__):
+                grouped = list(map(entries.__getitem__, group))
+                texts = list(map(_FIRST, grouped))
+                groups[key] = dict(zip(texts, grouped, strict=True))
+        return list(map(_PRESENT, entries)), groups
 
     def _scan_text(self, entry: _Entry, new: list[int]) -> None:
         """Add to ``entry``'s present ids those of ``new`` its text shows."""
