@@ -34,10 +34,13 @@ from __future__ import annotations
 import json
 import operator
 import re
+from array import array
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import chain
+from itertools import accumulate, chain, compress, count, groupby, islice, repeat
+from operator import itemgetter
 from typing import Any
 
 from turnpress.core.compression import error_message
@@ -373,6 +376,32 @@ TEXT_CHARS = 2_000_000  # message texts a FactIndex keeps per generation (see _e
 # known shown or not (fact_present's ``symbols``)
 _Entry = tuple[str, set[int], list[int], dict[int, bool], dict[tuple[str, str], bool]]
 LAZY_RESULTS = 100_000  # (text, lazy fact) answers a FactIndex keeps (see shows)
+_FIRST, _PRESENT, _UPTO = itemgetter(0), itemgetter(1), itemgetter(2)
+_LARGE = 256  # texts from which a prompt's texts are sorted out by C-level passes
+_WORD = re.compile(r"\w+")
+_MANY = 32  # facts from which one text is searched for them by one C-level pass
+_GROUPED = 8  # texts needing the same facts, from which one pass per fact searches them
+
+
+def _scan_texts(entries: Sequence[_Entry], new: Sequence[int], facts: Sequence[Fact],
+                probes: Sequence[tuple[str, str | None]]) -> None:
+    """Add to each of ``entries``' present ids those of ``new`` its text shows: each
+    fact's probes searched in every text by one C-level pass (``map(str.find, ...)``),
+    ``fact_present`` run on the texts holding one, with where the first probe first
+    occurs (-1: only the second one occurs)."""
+    texts = list(map(_FIRST, entries))
+    positions = range(len(texts))
+    for i in new:
+        first, other = probes[i]
+        ats = list(map(str.find, texts, repeat(first)))
+        hits = dict(compress(zip(positions, ats, strict=True), map((-1).__lt__, ats)))
+        if other is not None:
+            for k in compress(positions, map(str.__contains__, texts, repeat(other))):
+                hits.setdefault(k, -1)
+        for k, at in hits.items():
+            text, present, _upto, _lazy, symbols = entries[k]
+            if i not in present and fact_present(facts[i], text, symbols, at):
+                present.add(i)
 
 
 class FactIndex:
@@ -389,6 +418,8 @@ class FactIndex:
         self.exclude = tuple(p for p in exclude if p)
         self.facts: list[Fact] = []
         self._probes: list[tuple[str, str | None]] = []
+        self._first_probes: list[str] = []  # each id's first probe (``_probes[i][0]``)
+        self._has_alt: list[bool] = []  # whether it has a second one
         self._eager: list[int] = []  # the ids :meth:`shown` searches for, in order
         self._eager_at: dict[int, int] = {}  # id -> its position in ``_eager``
         self._lazy: set[int] = set()
@@ -412,7 +443,10 @@ class FactIndex:
             if i is None:
                 i = self._ids[f] = len(self.facts)
                 self.facts.append(f)
-                self._probes.append(_probe(f))
+                probe = _probe(f)
+                self._probes.append(probe)
+                self._first_probes.append(probe[0])
+                self._has_alt.append(probe[1] is not None)
                 if lazy:
                     self._lazy.add(i)
                 else:
@@ -466,40 +500,113 @@ class FactIndex:
         remembers how far into ``ids`` it was searched (``upto[slot]``); the union of
         what the texts show. A tracked id that the text was already searched for as an
         eager one (its position in ``_eager`` is below ``upto[0]``) is known: shown
-        exactly when it is in ``present``."""
+        exactly when it is in ``present``.
+
+        The texts are grouped by the ids they still need (a prompt's older texts need
+        the few facts a turn adds, its new texts every fact); a large group is searched
+        by one C-level pass per fact over its texts, a text needing many facts by one
+        pass over them (:meth:`_scan_text`), a long prompt sorted out by C-level passes
+        (:meth:`_classify_large`): a long run's prompts take no Python step per
+        (text, fact), nor per text for a text already searched."""
         n = len(ids)
-        facts, probes, get = self.facts, self._probes, self._texts.get
-        eager_at = self._eager_at if slot else None
+        bodies = bodies if isinstance(bodies, list) else list(bodies)
+        if len(bodies) >= _LARGE:
+            shown, groups = self._classify_large(bodies, n, slot)
+        else:
+            shown, groups = self._classify(bodies, n, slot)
+        for (start, known), group in groups.items():
+            new = ids[start:n]
+            if slot and known:
+                eager_at = self._eager_at
+                new = [i for i in new if eager_at.get(i, known) >= known]
+            members = list(group.values())
+            if len(members) >= _GROUPED and len(members) >= len(new):
+                _scan_texts(members, new, self.facts, self._probes)
+            else:
+                for entry in members:
+                    self._scan_text(entry, new)
+            for entry in members:
+                entry[2][slot] = n
+        return set().union(*shown)
+
+    def _classify(self, bodies: list[str], n: int, slot: int
+                  ) -> tuple[list[set[int]], dict[tuple[int, int], dict[str, _Entry]]]:
+        """The present ids of the texts of ``bodies`` (those to search, filled later),
+        and the texts to search grouped by (first id to search, eager ids known); each
+        text known to show every tracked id is marked searched."""
+        get = self._texts.get
         # a text searched for every eager fact knows every tracked one (tracked ids are
         # eager ids): the common case, a text of this turn's reference prompt
         all_eager = len(self._eager) if slot else -1
         shown: list[set[int]] = []
+        groups: dict[tuple[int, int], dict[str, _Entry]] = {}
         for body in bodies:
             entry = get(body)
             if entry is None:
                 entry = self._entry(body)
-            text, present, upto, _lazy, symbols = entry
-            start = upto[slot]
-            if start < n:
+            present, upto = entry[1], entry[2]
+            if upto[slot] < n:
                 if upto[0] == all_eager:
                     upto[1] = n
-                    if present:
-                        shown.append(present)
+                else:
+                    key = (upto[slot], upto[0] if slot else 0)
+                    group = groups.get(key)
+                    if group is None:
+                        group = groups[key] = {}
+                    group[entry[0]] = entry
+                    shown.append(present)
                     continue
-                new = ids[start:n]
-                if eager_at is not None and upto[0]:
-                    known = upto[0]
-                    new = [i for i in new if eager_at.get(i, known) >= known]
-                find = text.find
-                candidates = [(i, at) for i in new
-                              if i not in present and ((at := find((p := probes[i])[0])) >= 0
-                                                       or (p[1] is not None and p[1] in text))]
-                present.update(i for i, at in candidates
-                               if fact_present(facts[i], text, symbols, at))
-                upto[slot] = n
             if present:
                 shown.append(present)
-        return set().union(*shown)
+        return shown, groups
+
+    def _classify_large(self, bodies: list[str], n: int, slot: int
+                        ) -> tuple[list[set[int]], dict[tuple[int, int], dict[str, _Entry]]]:
+        """What :meth:`_classify` gives, by C-level passes over the texts (a long run's
+        prompt: most texts need the same few new facts, or none)."""
+        entries = list(map(self._texts.get, bodies))
+        if None in entries:
+            entries = [e if e is not None else self._entry(b)
+                       for e, b in zip(entries, bodies, strict=True)]
+        uptos = list(map(_UPTO, entries))
+        starts = list(map(itemgetter(slot), uptos))
+        todo = list(compress(range(len(entries)), map(n.__gt__, starts)))
+        groups: dict[tuple[int, int], dict[str, _Entry]] = {}
+        if todo:
+            known = list(map(_FIRST, uptos))
+            if slot:
+                done = len(self._eager)
+                for k in compress(todo, map(done.__eq__, map(known.__getitem__, todo))):
+                    uptos[k][1] = n
+                todo = list(compress(todo, map(done.__ne__, map(known.__getitem__, todo))))
+                keys = list(zip(starts, known, strict=True))
+            else:
+                keys = list(zip(starts, repeat(0), strict=False))
+            for key, group in groupby(sorted(todo, key=keys.__getitem__), keys.__getitem__):
+                grouped = list(map(entries.__getitem__, group))
+                texts = list(map(_FIRST, grouped))
+                groups[key] = dict(zip(texts, grouped, strict=True))
+        return list(map(_PRESENT, entries)), groups
+
+    def _scan_text(self, entry: _Entry, new: list[int]) -> None:
+        """Add to ``entry``'s present ids those of ``new`` its text shows."""
+        text, present, _upto, _lazy, symbols = entry
+        find, probes, facts = text.find, self._probes, self.facts
+        if len(new) >= _MANY:  # one C-level pass over the facts' first probes
+            first, alt = self._first_probes, self._has_alt
+            ats = list(map(find, map(first.__getitem__, new)))
+            hits = dict(compress(zip(new, ats, strict=True), map((-1).__lt__, ats)))
+            for i in compress(new, map(alt.__getitem__, new)):
+                if i not in hits and probes[i][1] in text:  # type: ignore[operator]
+                    hits[i] = -1
+            present.update([i for i, at in hits.items()
+                            if i not in present and fact_present(facts[i], text, symbols, at)])
+            return
+        candidates = [(i, at) for i in new
+                      if i not in present and ((at := find((p := probes[i])[0])) >= 0
+                                               or (p[1] is not None and p[1] in text))]
+        present.update(i for i, at in candidates
+                       if fact_present(facts[i], text, symbols, at))
 
     def shows(self, bodies: Sequence[str], ids: Iterable[int]) -> set[int]:
         """The ids among ``ids`` (of any facts, lazy ones included) that any of the
@@ -584,6 +691,42 @@ def identifiers(text: str) -> list[str]:
     return list(dict.fromkeys(f for f in found if len(f) >= 3))
 
 
+FIRST_SEEN_SCAN = 256  # see NeededFacts._find
+
+
+class _Words:
+    """The distinct words (maximal runs of ``\\w``) of a run's texts, in the order they
+    first occur, as UTF-8 joined by ``"\\x00"``, each with the index of the first text
+    holding it: about the run's vocabulary, not a copy of the run.
+
+    An occurrence of a text ``x`` lies in a text ``t`` only if each word of ``x`` lies
+    inside a word of ``t`` (``\\w`` is a property of one character), so the first text
+    with a word containing a word of ``x`` is a lower bound of where ``x`` first occurs,
+    and where it first occurs when ``x`` is one word: an exact necessary condition."""
+
+    def __init__(self, parts: Sequence[str]) -> None:
+        seen: set[str] = set()
+        words: list[str] = []
+        starts, where = array("q"), array("l")
+        at = 0
+        for k, part in enumerate(parts):
+            fresh = [w for w in dict.fromkeys(_WORD.findall(part)) if w not in seen]
+            seen.update(fresh)
+            words.extend(fresh)
+            for w in fresh:
+                starts.append(at)
+                at += len(w.encode()) + 1
+            where.extend(repeat(k, len(fresh)))
+        self.text = "\x00".join(words).encode()
+        self.starts, self.where = starts, where
+
+    def first(self, word: str) -> int | None:
+        """The index of the first text with a word containing ``word`` (one or more
+        ``\\w`` characters), or None."""
+        at = self.text.find(word.encode())
+        return None if at < 0 else self.where[bisect_right(self.starts, at) - 1]
+
+
 class NeededFacts:
     """The needed facts of each turn of one run.
 
@@ -603,6 +746,11 @@ class NeededFacts:
             self._parts += (assistant, feedback)
             self._kinds += (("assistant", k), ("feedback", k))
         self._first: dict[str, Any] = {}
+        # characters the plain scans went through; past FIRST_SEEN_SCAN times the run's
+        # text, its words are indexed (_Words) and the scans start where they can first hit
+        self._ends = list(accumulate([len(p) + 1 for p in self._parts]))
+        self._scanned = 0
+        self._words: _Words | None = None
 
     def _first_seen(self, ident: str) -> Any:
         """What holds the first occurrence of ``ident`` in the run's texts joined by
@@ -621,10 +769,25 @@ class NeededFacts:
                 if at <= len(part):
                     return kind
                 at -= len(part) + 1
-        for part, kind in zip(self._parts, self._kinds, strict=True):
-            if ident in part:  # the first part holding it holds the first occurrence
-                return kind
-        return "-"
+        low = 0
+        if self._words is None and self._scanned > FIRST_SEEN_SCAN * self._ends[-1]:
+            self._words = _Words(self._parts)
+        if self._words is not None:
+            runs = _WORD.findall(ident)
+            if runs:
+                bounds = list(map(self._words.first, runs))
+                if None in bounds:  # a word of it is in no part: neither is it
+                    return "-"
+                if len(runs) == 1 and runs[0] == ident:  # one word: its first part
+                    return self._kinds[bounds[0]]  # type: ignore[index]
+                low = max(bounds)  # type: ignore[type-var]
+        # the first part holding it holds the first occurrence: found by a C-level scan
+        # (``ident in part`` for each part, no Python step per part)
+        parts = self._parts if not low else islice(self._parts, low, None)
+        at = next(compress(count(low), map(operator.contains, parts, repeat(ident))), None)
+        self._scanned += (self._ends[-1] if at is None else self._ends[at]) - (
+            self._ends[low - 1] if low else 0)
+        return "-" if at is None else self._kinds[at]
 
     def for_turn(self, n: int) -> list[Fact]:
         """The needed facts of the prompt for turn ``n`` (1-based)."""

@@ -1,0 +1,122 @@
+"""The exact indexes of retention and recall (issue 20 item 4) against plain searches:
+FactIndex's grouped C-level passes against ``fact_present`` on each text, and
+NeededFacts' word index against a search of the run's texts joined by NUL."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from turnpress.compare import retention
+from turnpress.compare.retention import Fact, FactIndex, NeededFacts, fact_present
+
+# word and non-word characters, 2- and 4-byte ones, JSON escapes and the NUL of the joins
+ALPHABET = "ab_1 .-/\"'()\n\\é😀\x00"
+TEXTS = st.text(alphabet=ALPHABET, max_size=12)
+
+
+def _joined_first(parts: list[str], kinds: list[object], ident: str) -> object:
+    at = "\x00".join(parts).find(ident)
+    if at < 0:
+        return "-"
+    for part, kind in zip(parts, kinds, strict=True):
+        if at <= len(part):
+            return kind
+        at -= len(part) + 1
+    raise AssertionError
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS, st.lists(st.tuples(TEXTS, TEXTS), max_size=5),
+       st.lists(st.text(alphabet=ALPHABET, min_size=1, max_size=5), min_size=1, max_size=8))
+def test_needed_facts_word_index_finds_what_the_joined_search_finds(head, turns, idents):
+    """With the word index built from the first search on, every identifier's first
+    part is the one the joined text gives (incl. identifiers of several words, of none,
+    of non-ASCII characters, and spanning a NUL)."""
+    parts, kinds = [head], ["head"]
+    for k, (assistant, feedback) in enumerate(turns, 1):
+        parts += [assistant, feedback]
+        kinds += [("assistant", k), ("feedback", k)]
+    saved = retention.FIRST_SEEN_SCAN
+    retention.FIRST_SEEN_SCAN = -1  # index at once
+    try:
+        needed = NeededFacts(head, turns)
+        for ident in idents:
+            assert needed._first_seen(ident) == _joined_first(parts, kinds, ident), ident
+        assert needed._words is not None or all("\x00" in i for i in idents)
+    finally:
+        retention.FIRST_SEEN_SCAN = saved
+
+
+def test_needed_facts_word_index_is_built_only_past_its_threshold():
+    """A short run is scanned plainly; one scanned past FIRST_SEEN_SCAN times its text
+    gets the index, and answers the same afterwards."""
+    turns = [(f"cat file_{k}.py", f"out {k} file_{k}.py") for k in range(1, 60)]
+    needed = NeededFacts("head", turns)
+    first = needed._first_seen("file_1.py")
+    assert needed._words is None and first == ("assistant", 1)
+    for k in range(retention.FIRST_SEEN_SCAN + 1):
+        needed._first_seen(f"missing_{k}")  # in no part: scans the whole run
+    assert needed._words is not None
+    assert needed._find("file_1.py") == ("assistant", 1)
+    assert needed._find("out 7") == ("feedback", 7)
+    assert needed._find("file_59") == ("assistant", 59)
+    assert needed._find("nowhere") == "-"
+
+
+FACTS = st.one_of(
+    st.builds(Fact, st.sampled_from(["printed line", "last error", "mission"]),
+              st.text(alphabet=ALPHABET, min_size=1, max_size=4)),
+    st.builds(Fact, st.just("name"), st.text(alphabet=ALPHABET, min_size=1, max_size=3)),
+    st.builds(Fact, st.just("tool call"), st.text(alphabet="ab_", min_size=1, max_size=2),
+              st.lists(st.text(alphabet=ALPHABET, min_size=1, max_size=3), max_size=2)
+              .map(tuple)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(TEXTS, min_size=1, max_size=12), st.data())
+def test_fact_index_answers_as_a_search_of_each_text(texts, data):
+    """Facts are added turn by turn, and prompts of many texts (the older ones needing
+    the new facts: one pass per fact) or few (a new text needing every fact: one pass
+    per text) are scored: ``shown`` is every eager fact that ``fact_present`` finds in
+    one of the prompt's texts, ``shown_tracked`` agrees on every tracked fact, and
+    ``shows`` on the facts asked."""
+    # the C-level passes from the first text and the first fact on, or as configured
+    saved = retention._MANY, retention._GROUPED, retention._LARGE
+    retention._MANY, retention._GROUPED, retention._LARGE = data.draw(
+        st.sampled_from([(1, 1, 1), (1, 1, 10**6), saved]))
+    try:
+        _check_fact_index(texts, data)
+    finally:
+        retention._MANY, retention._GROUPED, retention._LARGE = saved
+
+
+def _check_fact_index(texts: list[str], data: st.DataObject) -> None:
+    index = FactIndex(exclude=["é😀"])
+    for _turn in range(data.draw(st.integers(1, 4))):
+        new = data.draw(st.lists(FACTS, max_size=6))
+        lazy = data.draw(st.lists(FACTS, max_size=2))
+        ids = index.ids(new)
+        lazy_ids = index.ids(lazy, lazy=True)
+        eager = set(index._eager)
+        for _prompt in range(data.draw(st.integers(1, 3))):
+            prompt = data.draw(st.lists(st.sampled_from(texts), max_size=len(texts) + 2))
+            searched = [t.replace("é😀", "\x00") for t in prompt]
+
+            def plain(i: int, searched: list[str] = searched) -> bool:
+                return any(fact_present(index.facts[i], t) for t in searched)
+
+            assert index.shown(prompt) == {i for i in eager if plain(i)}
+            index.track(ids)
+            tracked = index.shown_tracked(prompt)
+            assert {i for i in index._tracked if i in tracked} == \
+                {i for i in index._tracked if plain(i)}
+            # a strategy's prompt: texts the reference never had, or not searched yet
+            other = data.draw(st.lists(st.sampled_from([*texts, "x"]), max_size=12))
+            in_other = [t.replace("é😀", "\x00") for t in other]
+            tracked = index.shown_tracked(other)
+            assert {i for i in index._tracked if i in tracked} == \
+                {i for i in index._tracked if plain(i, in_other)}
+            asked = [*lazy_ids, *ids]
+            assert index.shows(prompt, asked) == {i for i in asked if plain(i)}
