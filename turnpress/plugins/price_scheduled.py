@@ -823,8 +823,8 @@ class PriceScheduled(CheckpointCoalesced):
             return marks
         # the provider keeps four: the longest mark it can read, the end, then the marks
         # a later rebuild most likely repeats (the older turns change least, then the
-        # functions of user/, then its values)
-        kept = dict.fromkeys([_ordered(reads)[-1], *points, *writes])
+        # functions of user/, then its values), then the longest of the others
+        kept = dict.fromkeys([_ordered(reads)[-1], *points, *writes, *reversed(marks)])
         return _ordered(list(kept)[:MAX_ANTHROPIC_BREAKPOINTS])
 
     @staticmethod
