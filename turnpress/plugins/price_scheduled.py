@@ -779,9 +779,10 @@ class PriceScheduled(CheckpointCoalesced):
         a rebuild only the stable head and the older turns are repeated: then the end of
         what the previous prompt showed the same way is marked, to read what it cached
         and write nothing the next prompt would not repeat. A rebuild
-        also marks where the older turns and ``user/`` of the view before it ended, when
-        it repeats them: it reads up to there from the cache and writes only the rest
-        (the provider keeps the last four marks, the longest prefixes)."""
+        also marks where the older turns, the functions of ``user/`` and ``user/`` of the
+        view before it ended, when it repeats them: it reads up to there from the cache
+        and writes only the rest. Of more than four marks (the provider keeps four) it
+        keeps the longest it can read, the end, then its own (DESIGN §11)."""
         nodes = self._prefixes(turns, ctx)
         last = nodes[-1]
         later = nodes[last.c + 1:]
