@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from turn_strategies import History, breakpoints_hold, histories, is_prefix
 
-from turnpress import ToolCall, Turn, render
+from turnpress import Fn, ToolCall, Turn, render
 from turnpress.core.compression import RenderContext
 from turnpress.plugins import price_scheduled
 from turnpress.plugins.price_scheduled import (
@@ -462,6 +462,39 @@ def test_a_rebuild_re_reads_the_prelude_the_view_before_it_wrote() -> None:
         points = strategy.cache_breakpoints(quiet[:after], {"x": 1}, _anthropic_ctx(after))
         assert (1, end) in marks and (1, end) in points
         assert old["content"][:end] == new["content"][:end]
+
+
+def test_a_rebuild_re_reads_the_functions_of_the_prelude_the_view_before_it_wrote() -> None:
+    """When the older turns' key lines and the functions of ``user/`` are unchanged but a
+    value's label changed (``list[3]`` to ``list[4]``), a rebuild repeats the view before
+    it up to the end of its functions: both views mark that end, so under Anthropic's
+    cache the rebuild reads it (not only the older turns) and writes the rest."""
+    f = Fn(("x",), "the row of x")
+    turns = [Turn.succeeded(k, "(def rows (range k))", k,
+                            memory={"f": f, "rows": list(range(k % 7 + 1))},
+                            prints=[f"plain {k} {j}" for j in range(60)],
+                            raw_response="```clojure\n(def rows (range k))\n```")
+             for k in range(1, 81)]
+    strategy = PriceScheduled()
+    rebuilds = _rebuilds(strategy, turns)
+    assert len(rebuilds) >= 3
+    repeated = 0
+    for before, after in itertools.pairwise(rebuilds[1:]):
+        old = strategy.to_messages(turns[:before], turns[before - 1].memory,
+                                   _anthropic_ctx(before))[1]["content"]
+        new = strategy.to_messages(turns[:after], turns[after - 1].memory,
+                                   _anthropic_ctx(after))[1]["content"]
+        end = old.index("\n", old.index("(f [x])"))  # the end of the functions
+        marks = strategy.cache_breakpoints(turns[:before], turns[before - 1].memory,
+                                           _anthropic_ctx(before))
+        points = strategy.cache_breakpoints(turns[:after], turns[after - 1].memory,
+                                            _anthropic_ctx(after))
+        assert (1, end) in marks and len(marks) <= 4 and len(points) <= 4
+        if old[:end] == new[:end] and old[end:old.index("\n\n", end)] != \
+                new[end:new.index("\n\n", end)]:
+            assert (1, end) in points  # the values changed: read up to the functions
+            repeated += 1
+    assert repeated, "some rebuild repeats the functions but not the values"
 
 
 def test_a_compact_argument_is_never_longer_than_the_whole_one() -> None:

@@ -64,6 +64,7 @@ from turnpress.core.compression import (
 )
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Message, Turn
+from turnpress.core.providers import MAX_ANTHROPIC_BREAKPOINTS
 from turnpress.plugins._imported_messages import (
     assistant_messages,
     content_text,
@@ -88,6 +89,9 @@ from turnpress.plugins.checkpoint_coalesced import (
     turn_names,
 )
 from turnpress.plugins.single_user_coalesced import ERROR_MODES
+
+#: the first line of the ``user/`` section (``namespaces/user.j2``)
+USER_HEADER = ";; === user/ (your prelude) ==="
 
 #: about this many characters make a token (the scheduler counts characters: only the
 #: ratio of two costs decides, and ``max_tokens`` is a ceiling, not a bill)
@@ -730,6 +734,27 @@ class PriceScheduled(CheckpointCoalesced):
         lead = self._old_head(turns, nodes, c, ctx) or view.stable_head(ctx)
         return "\n\n".join(p for p in (lead, *namespaces) if p)
 
+    def _fn_head(self, turns: Sequence[Turn], nodes: list[_Prefix], c: int,
+                 ctx: RenderContext) -> str | None:
+        """The head of the PTC-Lisp view rebuilt at the ``c``-th turn up to the end of the
+        functions its ``user/`` prelude lists: :meth:`_slow_head` less the values, whose
+        labels (``list[19]``) change with the data, where the functions change only when
+        the agent defines one; None without a function."""
+        slow = self._slow_head(turns, nodes, c, ctx)
+        if slow is None:
+            return None
+        at = slow.rfind(USER_HEADER)
+        if at < 0:
+            return None
+        end = slow.find("\n", at)
+        cut = None
+        while end >= 0 and slow.startswith("(", end + 1):
+            cut = slow.find("\n", end + 1)
+            if cut < 0:
+                return None  # the functions end the head: the slow head is the same mark
+            end = cut
+        return slow[:cut] if cut is not None else None
+
     @staticmethod
     def _shown_before(view: Sequence[Message], later: Sequence[_Prefix]) -> int:
         """How many leading messages of the prompt (the ``view``, then the turns since the
@@ -754,17 +779,19 @@ class PriceScheduled(CheckpointCoalesced):
         a rebuild only the stable head and the older turns are repeated: then the end of
         what the previous prompt showed the same way is marked, to read what it cached
         and write nothing the next prompt would not repeat. A rebuild
-        also marks where the older turns and ``user/`` of the view before it ended, when
-        it repeats them: it reads up to there from the cache and writes only the rest
-        (the provider keeps the last four marks, the longest prefixes)."""
+        also marks where the older turns, the functions of ``user/`` and ``user/`` of the
+        view before it ended, when it repeats them: it reads up to there from the cache
+        and writes only the rest. Of more than four marks (the provider keeps four) it
+        keeps the longest it can read, the end, then its own (DESIGN §11)."""
         nodes = self._prefixes(turns, ctx)
         last = nodes[-1]
         later = nodes[last.c + 1:]
         messages = self._view(turns, nodes, ctx)
         if ctx.is_transcript:
-            points: list[Breakpoint] = transcript_head_breakpoints(ctx)
+            head: list[Breakpoint] = transcript_head_breakpoints(ctx)
         else:
-            points = [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
+            head = [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
+        points: list[Breakpoint] = []
         reread = len(messages) + sum(len(n.compact) for n in later[:-1])  # type: ignore[attr-defined]
         end = reread + (len(self._latest(later[-1])) if later else 0) - 1
         if later and getattr(later[-1], "rest", None) is not None:
@@ -781,17 +808,38 @@ class PriceScheduled(CheckpointCoalesced):
             points += [(len(messages) - 1, None), (reread - 1, None)]
         at = len(preamble_head(ctx)) if ctx.is_transcript else 1
         view = messages[at]["content"] if at < len(messages) else None
-        heads = [self._old_head(turns, nodes, last.c, ctx)]
-        if not later:  # a rebuild: it may repeat the view before it up to either mark
-            heads += [self._old_head(turns, nodes, last.previous, ctx),
-                      self._slow_head(turns, nodes, last.previous, ctx)]
-            if not moves:  # written here for a later rebuild (which may change user/)
-                heads.append(self._slow_head(turns, nodes, last.c, ctx))
-        for head in heads:
-            if head and isinstance(view, str) and len(head) < len(view) \
-                    and view.startswith(head):
-                points.append((at, len(head)))
-        return sorted(set(points), key=lambda p: (p[0], p[1] is None, p[1] or 0))
+        mark = partial(self._mark, view, at)
+        if later:
+            return _ordered([*head, *points, *mark([self._old_head(turns, nodes, last.c, ctx)])])
+        # a rebuild: it may repeat the view before it up to any of its marks, and marks
+        # its own for a later rebuild (which may change the functions or values of user/)
+        reads = [*head, *mark([self._old_head(turns, nodes, last.previous, ctx),
+                                     self._fn_head(turns, nodes, last.previous, ctx),
+                                     self._slow_head(turns, nodes, last.previous, ctx)])]
+        writes = mark([self._old_head(turns, nodes, last.c, ctx)] + (
+            [] if moves else [self._fn_head(turns, nodes, last.c, ctx),
+                              self._slow_head(turns, nodes, last.c, ctx)]))
+        marks = _ordered([*points, *reads, *writes])
+        if len(marks) <= MAX_ANTHROPIC_BREAKPOINTS:
+            return marks
+        # the provider keeps four: the longest mark it can read, the end, then the marks
+        # a later rebuild most likely repeats (the older turns change least, then the
+        # functions of user/, then its values), then the longest of the others
+        kept = dict.fromkeys([_ordered(reads)[-1], *points, *writes, *reversed(marks)])
+        return _ordered(list(kept)[:MAX_ANTHROPIC_BREAKPOINTS])
+
+    @staticmethod
+    def _mark(view: Any, at: int, heads: Sequence[str | None]) -> list[Breakpoint]:
+        """The marks at the end of each of ``heads`` that the view (the content of its
+        ``at``-th message) starts with and is longer than."""
+        return [(at, len(head)) for head in heads
+                if head and isinstance(view, str) and len(head) < len(view)
+                and view.startswith(head)]
+
+
+def _ordered(points: Sequence[Breakpoint]) -> list[Breakpoint]:
+    """``points`` without duplicates, shortest prefix first."""
+    return sorted(set(points), key=lambda p: (p[0], p[1] is None, p[1] or 0))
 
 
 @hookimpl
