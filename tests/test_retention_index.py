@@ -120,3 +120,27 @@ def _check_fact_index(texts: list[str], data: st.DataObject) -> None:
                 {i for i in index._tracked if plain(i, in_other)}
             asked = [*lazy_ids, *ids]
             assert index.shows(prompt, asked) == {i for i in asked if plain(i)}
+
+
+def test_fact_index_keeps_a_turn_longer_than_a_generation(monkeypatch):
+    """A turn's texts longer than TEXT_CHARS are still known on the next turn: each
+    (text, fact) is searched once (a generation started within a turn had made a long
+    run's every text searched again on every turn), and the answers stay the same."""
+    monkeypatch.setattr(retention, "TEXT_CHARS", 10)
+    searched: list[str] = []
+    real = retention.fact_present
+
+    def counting(fact, text, *args, **kwargs):
+        searched.append(text)
+        return real(fact, text, *args, **kwargs)
+
+    monkeypatch.setattr(retention, "fact_present", counting)
+    index = FactIndex()
+    ids = index.ids([Fact("name", "alpha"), Fact("name", "beta")])
+    texts = [f"alpha text {k}" for k in range(4)]  # 4 x 12 chars: past the generation
+    answers = []
+    for turn in range(3):
+        index.next_turn()
+        answers.append(index.shown(texts[: turn + 2]))
+    assert answers == [{ids[0]}] * 3
+    assert sorted(searched) == sorted(texts)  # each text once, for the fact it shows

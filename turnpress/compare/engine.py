@@ -299,6 +299,7 @@ class _Worker:
             if trace.turns[n - 1].usage is not None:
                 billed_base_cost += prompt_cost
             pairs = run_facts.pairs(turns)
+            index_.next_turn()
             need_ids = index_.ids(needed.for_turn(n), lazy=True)
             base_shown = index_.shown(base_bodies)
             base_need = index_.shows(base_bodies, need_ids)

@@ -370,7 +370,7 @@ def _probe(fact: Fact) -> tuple[str, str | None]:
     return needle, (escaped if escaped != needle else None)
 
 
-TEXT_CHARS = 2_000_000  # message texts a FactIndex keeps per generation (see _entry)
+TEXT_CHARS = 2_000_000  # message texts from which a FactIndex starts a generation (see next_turn)
 # what a FactIndex knows of one text: the text without the excluded parts, the ids found
 # shown, [eager ids searched, tracked ids searched], {lazy id: shown}, and the symbols
 # known shown or not (fact_present's ``symbols``)
@@ -411,7 +411,8 @@ class FactIndex:
     per fact (lazily, the first time a prompt holding it is scored), so scoring
     a prompt is a union of small sets, not a search of its whole text. Facts added
     with ``lazy=True`` (a turn's needed facts, asked about on that turn only) are
-    left out of :meth:`shown` and searched on demand by :meth:`shows`.
+    left out of :meth:`shown` and searched on demand by :meth:`shows`. The caller
+    calls :meth:`next_turn` before each turn's prompts, which bounds what is kept.
     """
 
     def __init__(self, exclude: Iterable[str] = ()) -> None:
@@ -428,8 +429,9 @@ class FactIndex:
         self._tracked_set: set[int] = set()
         # text -> what is known of it (_Entry)
         self._texts: dict[str, _Entry] = {}
-        # bounded like TokenCounter's texts: this generation and the one before (an
-        # entry dropped and met again is searched again, to the same answers)
+        # bounded like TokenCounter's texts: this generation and the one before, a new
+        # one started by next_turn (an entry dropped and met again is searched again,
+        # to the same answers)
         self._old_texts: dict[str, _Entry] = {}
         self._text_chars = 0
         self._lazy_results = 0  # answers in the entries' {lazy id: shown} dicts
@@ -471,9 +473,15 @@ class FactIndex:
                 entry = (text, set(), [0, 0], {}, {})
             self._texts[body] = entry
             self._text_chars += len(body)
-            if self._text_chars > TEXT_CHARS:
-                self._old_texts, self._texts, self._text_chars = self._texts, {}, 0
         return entry
+
+    def next_turn(self) -> None:
+        """Start a new turn's prompts: past ``TEXT_CHARS``, what is known of the texts
+        starts a new generation, the last one kept. Never within a turn, so every text
+        of the turn before is still known, however long its prompts (a generation
+        dropped within a turn longer than it made every text searched again)."""
+        if self._text_chars > TEXT_CHARS:
+            self._old_texts, self._texts, self._text_chars = self._texts, {}, 0
 
     def shown(self, bodies: Iterable[str]) -> set[int]:
         """The ids of the facts (all but the lazy ones) that any of the message texts
