@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from retention_helpers import joined_first
 
 from turnpress.compare import compare_traces
 from turnpress.compare.retention import Fact, FactIndex, NeededFacts
@@ -85,18 +86,6 @@ def test_a_prompt_with_the_baselines_texts_is_counted_and_searched_as_the_baseli
     assert len(counted) == full.prompts  # the baseline's prompts only
 
 
-def _brute_first(parts, kinds, ident):
-    joined = "\x00".join(parts)
-    at = joined.find(ident)
-    if at < 0:
-        return "-"
-    for part, kind in zip(parts, kinds, strict=True):
-        if at <= len(part):
-            return kind
-        at -= len(part) + 1
-    raise AssertionError
-
-
 def test_needed_facts_find_the_part_of_the_first_occurrence():
     rng = random.Random(7)
     words = ["src/app.py", "parse_line", "404", "x", "\x00", "'quoted text'", "\n", "abc"]
@@ -110,7 +99,7 @@ def test_needed_facts_find_the_part_of_the_first_occurrence():
         kinds = ["head", *(k for n in range(1, len(turns) + 1)
                            for k in (("assistant", n), ("feedback", n)))]
         for ident in [*words, "app.py\x00", "\x00parse", "404\x00x", "abcabc", "nowhere"]:
-            assert facts._find(ident) == _brute_first(parts, kinds, ident), (ident, parts)
+            assert facts._find(ident) == joined_first(parts, kinds, ident), (ident, parts)
 
 
 def test_paths_are_found_as_by_the_pattern_tried_at_every_position():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from retention_helpers import joined_first
 
 from turnpress.compare import retention
 from turnpress.compare.retention import Fact, FactIndex, NeededFacts, fact_present
@@ -13,17 +14,6 @@ from turnpress.compare.retention import Fact, FactIndex, NeededFacts, fact_prese
 # word and non-word characters, 2- and 4-byte ones, JSON escapes and the NUL of the joins
 ALPHABET = "ab_1 .-/\"'()\n\\é😀\x00"
 TEXTS = st.text(alphabet=ALPHABET, max_size=12)
-
-
-def _joined_first(parts: list[str], kinds: list[object], ident: str) -> object:
-    at = "\x00".join(parts).find(ident)
-    if at < 0:
-        return "-"
-    for part, kind in zip(parts, kinds, strict=True):
-        if at <= len(part):
-            return kind
-        at -= len(part) + 1
-    raise AssertionError
 
 
 @settings(max_examples=300, deadline=None)
@@ -42,7 +32,7 @@ def test_needed_facts_word_index_finds_what_the_joined_search_finds(head, turns,
     try:
         needed = NeededFacts(head, turns)
         for ident in idents:
-            assert needed._first_seen(ident) == _joined_first(parts, kinds, ident), ident
+            assert needed._first_seen(ident) == joined_first(parts, kinds, ident), ident
         assert needed._words is not None or all("\x00" in i for i in idents)
     finally:
         retention.FIRST_SEEN_SCAN = saved
