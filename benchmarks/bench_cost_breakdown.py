@@ -58,7 +58,7 @@ from bench_cost import DEFAULT, SETTINGS, bundled, corpus
 from turnpress import get_strategy, load_trace
 from turnpress.compare import compare_traces
 from turnpress.compare.counting import split_turns
-from turnpress.compare.retention import NeededFacts
+from turnpress.compare.needed_facts import NeededFacts
 from turnpress.core.compression import RenderContext
 from turnpress.core.model import Message
 from turnpress.core.pricing import Price, get_cache_rules, get_price

@@ -12,7 +12,9 @@ import pytest
 from retention_helpers import joined_first
 
 from turnpress.compare import compare_traces
-from turnpress.compare.retention import Fact, FactIndex, NeededFacts
+from turnpress.compare.fact_index import FactIndex
+from turnpress.compare.needed_facts import NeededFacts
+from turnpress.compare.retention import Fact
 from turnpress.examples import example_trace_paths
 
 
@@ -60,7 +62,7 @@ def _copying_history():
 def test_a_prompt_with_the_baselines_texts_is_counted_and_searched_as_the_baselines(
         fresh_registry, monkeypatch, cache):
     from turnpress import hookimpl
-    from turnpress.compare.retention import FactIndex as Index
+    from turnpress.compare.fact_index import FactIndex as Index
     from turnpress.core.registry import get_registry
     from turnpress.core.tokens import TokenCounter
 
@@ -108,26 +110,27 @@ def test_paths_are_found_as_by_the_pattern_tried_at_every_position():
     long word), on texts made to tell them apart."""
     import re
 
-    from turnpress.compare import retention
+    from turnpress.compare import needed_facts
 
-    everywhere = re.compile(r"(?:[\w.\-]*/)+[\w.\-]+|" + retention._PATH.pattern.split("|", 1)[1])
-    assert everywhere.pattern != retention._PATH.pattern
+    rest = needed_facts._PATH.pattern.split("|", 1)[1]
+    everywhere = re.compile(r"(?:[\w.\-]*/)+[\w.\-]+|" + rest)
+    assert everywhere.pattern != needed_facts._PATH.pattern
     rng = random.Random(3)
     pieces = ["a", "/", ".py", "-", "_", " ", ".", "x.json", "\u00e9", "//", "1", "src",
               "\n", "'", "setup.cfg.bak", "./", "-/"]
     for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 20)))
-        assert retention._PATH.findall(text) == everywhere.findall(text), text
-        assert retention.identifiers(text) == list(dict.fromkeys(
+        assert needed_facts._PATH.findall(text) == everywhere.findall(text), text
+        assert needed_facts.identifiers(text) == list(dict.fromkeys(
             f for f in _identifiers_with(everywhere, text) if len(f) >= 3))
 
 
 def _identifiers_with(path, text):
-    from turnpress.compare import retention
+    from turnpress.compare import needed_facts
 
     found = [p.strip(".") for p in path.findall(text)]
-    found.extend([w for w in retention._NAME.findall(text) if len(w) >= 4 and not (
-        w.isalpha() and (w.islower() or w.isupper())) and retention._is_name(w)])
-    found.extend(retention._NUMBER.findall(text))
-    found.extend([(a or b).strip() for a, b in retention._QUOTED.findall(text)])
+    found.extend([w for w in needed_facts._NAME.findall(text) if len(w) >= 4 and not (
+        w.isalpha() and (w.islower() or w.isupper())) and needed_facts._is_name(w)])
+    found.extend(needed_facts._NUMBER.findall(text))
+    found.extend([(a or b).strip() for a, b in needed_facts._QUOTED.findall(text)])
     return found

@@ -12,7 +12,8 @@ from array import array
 from turnpress.compare import cache as cache_module
 from turnpress.compare import retention
 from turnpress.compare.cache import OpenAICache
-from turnpress.compare.retention import Fact, FactIndex, fact_present
+from turnpress.compare.fact_index import FactIndex
+from turnpress.compare.retention import Fact, fact_present
 from turnpress.compare.reuse import without_tokens
 from turnpress.core import tokens as tokens_module
 from turnpress.core.tokens import TokenCounter, Tokenizer, get_tokenizer

@@ -8,7 +8,8 @@ import random
 
 from turnpress import ToolCall, Turn
 from turnpress.compare.cache import OpenAICache
-from turnpress.compare.retention import Fact, FactIndex, RunFacts, history_facts, name_only
+from turnpress.compare.fact_index import FactIndex, RunFacts
+from turnpress.compare.retention import Fact, history_facts, name_only
 from turnpress.compare.reuse import PromptTrack, roles
 from turnpress.core.model import Failure
 from turnpress.core.tokens import TokenCounter, message_body
@@ -49,11 +50,11 @@ def test_run_facts_are_history_facts_in_any_order_of_prompts():
 
 
 def test_run_facts_make_each_turns_facts_once(monkeypatch):
-    import turnpress.compare.retention as retention
+    from turnpress.compare import fact_index
 
     made = []
-    real = retention._tool_call_fact
-    monkeypatch.setattr(retention, "_tool_call_fact",
+    real = fact_index.tool_call_fact
+    monkeypatch.setattr(fact_index, "tool_call_fact",
                         lambda name, args: made.append(name) or real(name, args))
     turns = _turns()
     run = RunFacts(FactIndex(), "m")

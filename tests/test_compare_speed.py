@@ -12,7 +12,8 @@ import pytest
 from turnpress import ToolCall, Trace, Turn
 from turnpress.compare import compare_traces
 from turnpress.compare.cache import OpenAICache
-from turnpress.compare.retention import Fact, FactIndex, fact_present
+from turnpress.compare.fact_index import FactIndex
+from turnpress.compare.retention import Fact, fact_present
 from turnpress.core import render_context, run_cache
 from turnpress.core.clojure import to_clojure
 from turnpress.core.templates import get_environment

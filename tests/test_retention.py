@@ -9,13 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnpress import Failure, Fn, Strategy, Tool, ToolCall, Trace, Turn, load_trace, render
+from turnpress.compare.fact_index import FactIndex
+from turnpress.compare.needed_facts import NeededFacts, identifiers
 from turnpress.compare.retention import (
     Fact,
-    FactIndex,
-    NeededFacts,
     fact_present,
     history_facts,
-    identifiers,
     prompt_haystack,
     retention,
     score_facts,
@@ -344,14 +343,14 @@ def test_fact_index_keeps_a_bounded_number_of_texts(monkeypatch):
     """Issue 20 item 6: a huge run's rendered texts are not all kept (two generations of
     TEXT_CHARS, started between turns); a text dropped and met again is searched again,
     to the same answers."""
-    import turnpress.compare.retention as retention
+    from turnpress.compare import fact_index
 
     facts = [Fact("name", f"name_{i}") for i in range(40)]
     texts = [" ".join(f"name_{(k * 7 + j) % 50}" for j in range(k % 9)) + f" view {k}"
              for k in range(300)]
     answers = []
     for limit in (10**9, 200):
-        monkeypatch.setattr(retention, "TEXT_CHARS", limit)
+        monkeypatch.setattr(fact_index, "TEXT_CHARS", limit)
         index = FactIndex()
         ids = index.ids(facts)
         index.track(ids[::2])
@@ -373,14 +372,14 @@ def test_fact_index_keeps_a_bounded_number_of_lazy_answers(monkeypatch):
     """Issue 20 item 6: the (text, needed fact) answers of :meth:`FactIndex.shows` are
     not all kept (a long run asks new facts of the same texts every turn: turns x
     texts); past LAZY_RESULTS they are dropped, and asked again give the same answers."""
-    import turnpress.compare.retention as retention
+    from turnpress.compare import fact_index
 
     texts = [f"shared head name_{k % 13} " + " ".join(f"name_{(k * 5 + j) % 60}"
                                                      for j in range(k % 7))
              for k in range(120)]
     answers = []
     for limit in (10**9, 50):
-        monkeypatch.setattr(retention, "LAZY_RESULTS", limit)
+        monkeypatch.setattr(fact_index, "LAZY_RESULTS", limit)
         index = FactIndex()
         got, most = [], 0
         for turn in range(2 * len(texts)):  # the second half asks every fact again

@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from retention_helpers import joined_first
 
-from turnpress.compare import retention
-from turnpress.compare.retention import Fact, FactIndex, NeededFacts, fact_present
+from turnpress.compare import fact_index, needed_facts
+from turnpress.compare.fact_index import FactIndex
+from turnpress.compare.needed_facts import NeededFacts
+from turnpress.compare.retention import Fact, fact_present
 
 # word and non-word characters, 2- and 4-byte ones, JSON escapes and the NUL of the joins
 ALPHABET = "ab_1 .-/\"'()\n\\é😀\x00"
@@ -27,15 +29,15 @@ def test_needed_facts_word_index_finds_what_the_joined_search_finds(head, turns,
     for k, (assistant, feedback) in enumerate(turns, 1):
         parts += [assistant, feedback]
         kinds += [("assistant", k), ("feedback", k)]
-    saved = retention.FIRST_SEEN_SCAN
-    retention.FIRST_SEEN_SCAN = -1  # index at once
+    saved = needed_facts.FIRST_SEEN_SCAN
+    needed_facts.FIRST_SEEN_SCAN = -1  # index at once
     try:
         needed = NeededFacts(head, turns)
         for ident in idents:
             assert needed._first_seen(ident) == joined_first(parts, kinds, ident), ident
         assert needed._words is not None or all("\x00" in i for i in idents)
     finally:
-        retention.FIRST_SEEN_SCAN = saved
+        needed_facts.FIRST_SEEN_SCAN = saved
 
 
 def test_needed_facts_word_index_is_built_only_past_its_threshold():
@@ -45,7 +47,7 @@ def test_needed_facts_word_index_is_built_only_past_its_threshold():
     needed = NeededFacts("head", turns)
     first = needed._first_seen("file_1.py")
     assert needed._words is None and first == ("assistant", 1)
-    for k in range(retention.FIRST_SEEN_SCAN + 1):
+    for k in range(needed_facts.FIRST_SEEN_SCAN + 1):
         needed._first_seen(f"missing_{k}")  # in no part: scans the whole run
     assert needed._words is not None
     assert needed._find("file_1.py") == ("assistant", 1)
@@ -73,13 +75,13 @@ def test_fact_index_answers_as_a_search_of_each_text(texts, data):
     one of the prompt's texts, ``shown_tracked`` agrees on every tracked fact, and
     ``shows`` on the facts asked."""
     # the C-level passes from the first text and the first fact on, or as configured
-    saved = retention._MANY, retention._GROUPED, retention._LARGE
-    retention._MANY, retention._GROUPED, retention._LARGE = data.draw(
+    saved = fact_index._MANY, fact_index._GROUPED, fact_index._LARGE
+    fact_index._MANY, fact_index._GROUPED, fact_index._LARGE = data.draw(
         st.sampled_from([(1, 1, 1), (1, 1, 10**6), saved]))
     try:
         _check_fact_index(texts, data)
     finally:
-        retention._MANY, retention._GROUPED, retention._LARGE = saved
+        fact_index._MANY, fact_index._GROUPED, fact_index._LARGE = saved
 
 
 def _check_fact_index(texts: list[str], data: st.DataObject) -> None:
@@ -116,15 +118,15 @@ def test_fact_index_keeps_a_turn_longer_than_a_generation(monkeypatch):
     """A turn's texts longer than TEXT_CHARS are still known on the next turn: each
     (text, fact) is searched once (a generation started within a turn had made a long
     run's every text searched again on every turn), and the answers stay the same."""
-    monkeypatch.setattr(retention, "TEXT_CHARS", 10)
+    monkeypatch.setattr(fact_index, "TEXT_CHARS", 10)
     searched: list[str] = []
-    real = retention.fact_present
+    real = fact_index.fact_present
 
     def counting(fact, text, *args, **kwargs):
         searched.append(text)
         return real(fact, text, *args, **kwargs)
 
-    monkeypatch.setattr(retention, "fact_present", counting)
+    monkeypatch.setattr(fact_index, "fact_present", counting)
     index = FactIndex()
     ids = index.ids([Fact("name", "alpha"), Fact("name", "beta")])
     texts = [f"alpha text {k}" for k in range(4)]  # 4 x 12 chars: past the generation

@@ -30,12 +30,14 @@ from typing import Any
 
 from turnpress.compare.cache import new_cache_model
 from turnpress.compare.counting import PromptCounter, leading_system, split_turns
+from turnpress.compare.fact_index import FactIndex, RunFacts
 from turnpress.compare.failures import (
     CompareError,
     describe_failure,
     is_template_problem,
     strategy_origin,
 )
+from turnpress.compare.needed_facts import NeededFacts
 from turnpress.compare.per_trace import PerTraceWriter, ResumeIndex, TraceKey
 from turnpress.compare.pricing import Price, cost_usd, floor_cost, get_price
 from turnpress.compare.results import (
@@ -52,7 +54,7 @@ from turnpress.compare.results import (
     add_outcome,
     billed_usage,
 )
-from turnpress.compare.retention import Fact, FactIndex, NeededFacts, RunFacts
+from turnpress.compare.retention import Fact
 from turnpress.compare.reuse import PromptTrack
 from turnpress.compare.sources import (
     TraceSample,

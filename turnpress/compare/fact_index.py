@@ -1,0 +1,378 @@
+"""Which facts each distinct message text of a run shows, searched once per (text, fact).
+
+``compare`` scores every prompt of every strategy against the facts of
+``compare/retention.py``; most of a long run's prompts are the same texts turn after
+turn, so :class:`FactIndex` remembers, per distinct text, which facts it was searched
+for and which it shows, and :class:`RunFacts` gives each prompt's facts as ids of the
+index, made once per run. Both give exactly what :func:`~turnpress.compare.retention.fact_present`
+gives on each text.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain, compress, groupby, repeat
+from operator import itemgetter
+
+from turnpress.compare.retention import (
+    Fact,
+    fact_present,
+    fact_probes,
+    history_facts,
+    name_only,
+    tool_call_fact,
+)
+from turnpress.core.compression import error_message
+from turnpress.core.model import Turn
+
+__all__ = ["LAZY_RESULTS", "TEXT_CHARS", "FactIndex", "RunFacts"]
+
+TEXT_CHARS = 2_000_000  # message texts from which a FactIndex starts a generation (see next_turn)
+# what a FactIndex knows of one text: the text without the excluded parts, the ids found
+# shown, [eager ids searched, tracked ids searched], {lazy id: shown}, and the symbols
+# known shown or not (fact_present's ``symbols``)
+_Entry = tuple[str, set[int], list[int], dict[int, bool], dict[tuple[str, str], bool]]
+LAZY_RESULTS = 100_000  # (text, lazy fact) answers a FactIndex keeps (see shows)
+_FIRST, _PRESENT, _UPTO = itemgetter(0), itemgetter(1), itemgetter(2)
+_LARGE = 256  # texts from which a prompt's texts are sorted out by C-level passes
+_MANY = 32  # facts from which one text is searched for them by one C-level pass
+_GROUPED = 8  # texts needing the same facts, from which one pass per fact searches them
+
+
+def _scan_texts(entries: Sequence[_Entry], new: Sequence[int], facts: Sequence[Fact],
+                probes: Sequence[tuple[str, str | None]]) -> None:
+    """Add to each of ``entries``' present ids those of ``new`` its text shows: each
+    fact's probes searched in every text by one C-level pass (``map(str.find, ...)``),
+    ``fact_present`` run on the texts holding one, with where the first probe first
+    occurs (-1: only the second one occurs)."""
+    texts = list(map(_FIRST, entries))
+    positions = range(len(texts))
+    for i in new:
+        first, other = probes[i]
+        ats = list(map(str.find, texts, repeat(first)))
+        hits = dict(compress(zip(positions, ats, strict=True), map((-1).__lt__, ats)))
+        if other is not None:
+            for k in compress(positions, map(str.__contains__, texts, repeat(other))):
+                hits.setdefault(k, -1)
+        for k, at in hits.items():
+            text, present, _upto, _lazy, symbols = entries[k]
+            if i not in present and fact_present(facts[i], text, symbols, at):
+                present.add(i)
+
+
+class FactIndex:
+    """Which facts each distinct message text shows, for the prompts of one run.
+
+    Facts get ids as they are added; each distinct message text is searched once
+    per fact (lazily, the first time a prompt holding it is scored), so scoring
+    a prompt is a union of small sets, not a search of its whole text. Facts added
+    with ``lazy=True`` (a turn's needed facts, asked about on that turn only) are
+    left out of :meth:`shown` and searched on demand by :meth:`shows`. The caller
+    calls :meth:`next_turn` before each turn's prompts, which bounds what is kept.
+    """
+
+    def __init__(self, exclude: Iterable[str] = ()) -> None:
+        self.exclude = tuple(p for p in exclude if p)
+        self.facts: list[Fact] = []
+        self._probes: list[tuple[str, str | None]] = []
+        self._first_probes: list[str] = []  # each id's first probe (``_probes[i][0]``)
+        self._has_alt: list[bool] = []  # whether it has a second one
+        self._eager: list[int] = []  # the ids :meth:`shown` searches for, in order
+        self._eager_at: dict[int, int] = {}  # id -> its position in ``_eager``
+        self._lazy: set[int] = set()
+        self._ids: dict[Fact, int] = {}
+        self._tracked: list[int] = []  # the ids :meth:`shown_tracked` searches for, in order
+        self._tracked_set: set[int] = set()
+        # text -> what is known of it (_Entry)
+        self._texts: dict[str, _Entry] = {}
+        # bounded like TokenCounter's texts: this generation and the one before, a new
+        # one started by next_turn (an entry dropped and met again is searched again,
+        # to the same answers)
+        self._old_texts: dict[str, _Entry] = {}
+        self._text_chars = 0
+        self._lazy_results = 0  # answers in the entries' {lazy id: shown} dicts
+
+    def ids(self, facts: Iterable[Fact], *, lazy: bool = False) -> list[int]:
+        """The ids of ``facts``, adding the new ones (``lazy``: searched only on demand,
+        by :meth:`shows`)."""
+        out = []
+        for f in facts:
+            i = self._ids.get(f)
+            if i is None:
+                i = self._ids[f] = len(self.facts)
+                self.facts.append(f)
+                probe = fact_probes(f)
+                self._probes.append(probe)
+                self._first_probes.append(probe[0])
+                self._has_alt.append(probe[1] is not None)
+                if lazy:
+                    self._lazy.add(i)
+                else:
+                    self._eager_at[i] = len(self._eager)
+                    self._eager.append(i)
+            elif not lazy and i in self._lazy:
+                self._lazy.discard(i)
+                self._eager_at[i] = len(self._eager)
+                self._eager.append(i)
+            out.append(i)
+        return out
+
+    def _entry(self, body: str) -> _Entry:
+        entry = self._texts.get(body)
+        if entry is None:
+            entry = self._old_texts.get(body)
+            if entry is None:
+                text = body
+                for part in self.exclude:
+                    if part in text:
+                        text = text.replace(part, "\x00")
+                entry = (text, set(), [0, 0], {}, {})
+            self._texts[body] = entry
+            self._text_chars += len(body)
+        return entry
+
+    def next_turn(self) -> None:
+        """Start a new turn's prompts: past ``TEXT_CHARS``, what is known of the texts
+        starts a new generation, the last one kept. Never within a turn, so every text
+        of the turn before is still known, however long its prompts (a generation
+        dropped within a turn longer than it made every text searched again)."""
+        if self._text_chars > TEXT_CHARS:
+            self._old_texts, self._texts, self._text_chars = self._texts, {}, 0
+
+    def shown(self, bodies: Iterable[str]) -> set[int]:
+        """The ids of the facts (all but the lazy ones) that any of the message texts
+        ``bodies`` shows."""
+        return self._search(bodies, self._eager, 0)
+
+    def track(self, ids: Iterable[int]) -> None:
+        """Add ``ids`` (eager facts) to those :meth:`shown_tracked` searches for."""
+        tracked, seen = self._tracked, self._tracked_set
+        for i in ids:
+            if i not in seen:
+                seen.add(i)
+                tracked.append(i)
+
+    def shown_tracked(self, bodies: Iterable[str]) -> set[int]:
+        """Like :meth:`shown`, searching only for the :meth:`track`-ed facts: every
+        tracked id that any of ``bodies`` shows is in the result (it may hold other
+        ids, found shown by earlier searches of the same texts). For the prompts of
+        a strategy, where only the facts the reference shows count."""
+        return self._search(bodies, self._tracked, 1)
+
+    def _search(self, bodies: Iterable[str], ids: list[int], slot: int) -> set[int]:
+        """The facts each text shows, found once per (text, fact): each text's entry
+        remembers how far into ``ids`` it was searched (``upto[slot]``); the union of
+        what the texts show. A tracked id that the text was already searched for as an
+        eager one (its position in ``_eager`` is below ``upto[0]``) is known: shown
+        exactly when it is in ``present``.
+
+        The texts are grouped by the ids they still need (a prompt's older texts need
+        the few facts a turn adds, its new texts every fact); a large group is searched
+        by one C-level pass per fact over its texts, a text needing many facts by one
+        pass over them (:meth:`_scan_text`), a long prompt sorted out by C-level passes
+        (:meth:`_classify_large`): a long run's prompts take no Python step per
+        (text, fact), nor per text for a text already searched."""
+        n = len(ids)
+        bodies = bodies if isinstance(bodies, list) else list(bodies)
+        if len(bodies) >= _LARGE:
+            shown, groups = self._classify_large(bodies, n, slot)
+        else:
+            shown, groups = self._classify(bodies, n, slot)
+        for (start, known), group in groups.items():
+            new = ids[start:n]
+            if slot and known:
+                eager_at = self._eager_at
+                new = [i for i in new if eager_at.get(i, known) >= known]
+            members = list(group.values())
+            if len(members) >= _GROUPED and len(members) >= len(new):
+                _scan_texts(members, new, self.facts, self._probes)
+            else:
+                for entry in members:
+                    self._scan_text(entry, new)
+            for entry in members:
+                entry[2][slot] = n
+        return set().union(*shown)
+
+    def _classify(self, bodies: list[str], n: int, slot: int
+                  ) -> tuple[list[set[int]], dict[tuple[int, int], dict[str, _Entry]]]:
+        """The present ids of the texts of ``bodies`` (those to search, filled later),
+        and the texts to search grouped by (first id to search, eager ids known); each
+        text known to show every tracked id is marked searched."""
+        get = self._texts.get
+        # a text searched for every eager fact knows every tracked one (tracked ids are
+        # eager ids): the common case, a text of this turn's reference prompt
+        all_eager = len(self._eager) if slot else -1
+        shown: list[set[int]] = []
+        groups: dict[tuple[int, int], dict[str, _Entry]] = {}
+        for body in bodies:
+            entry = get(body)
+            if entry is None:
+                entry = self._entry(body)
+            present, upto = entry[1], entry[2]
+            if upto[slot] < n:
+                if upto[0] == all_eager:
+                    upto[1] = n
+                else:
+                    key = (upto[slot], upto[0] if slot else 0)
+                    group = groups.get(key)
+                    if group is None:
+                        group = groups[key] = {}
+                    group[entry[0]] = entry
+                    shown.append(present)
+                    continue
+            if present:
+                shown.append(present)
+        return shown, groups
+
+    def _classify_large(self, bodies: list[str], n: int, slot: int
+                        ) -> tuple[list[set[int]], dict[tuple[int, int], dict[str, _Entry]]]:
+        """What :meth:`_classify` gives, by C-level passes over the texts (a long run's
+        prompt: most texts need the same few new facts, or none)."""
+        entries = list(map(self._texts.get, bodies))
+        if None in entries:
+            entries = [e if e is not None else self._entry(b)
+                       for e, b in zip(entries, bodies, strict=True)]
+        uptos = list(map(_UPTO, entries))
+        starts = list(map(itemgetter(slot), uptos))
+        todo = list(compress(range(len(entries)), map(n.__gt__, starts)))
+        groups: dict[tuple[int, int], dict[str, _Entry]] = {}
+        if todo:
+            known = list(map(_FIRST, uptos))
+            if slot:
+                done = len(self._eager)
+                for k in compress(todo, map(done.__eq__, map(known.__getitem__, todo))):
+                    uptos[k][1] = n
+                todo = list(compress(todo, map(done.__ne__, map(known.__getitem__, todo))))
+                keys = list(zip(starts, known, strict=True))
+            else:
+                keys = list(zip(starts, repeat(0), strict=False))
+            for key, group in groupby(sorted(todo, key=keys.__getitem__), keys.__getitem__):
+                grouped = list(map(entries.__getitem__, group))
+                texts = list(map(_FIRST, grouped))
+                groups[key] = dict(zip(texts, grouped, strict=True))
+        return list(map(_PRESENT, entries)), groups
+
+    def _scan_text(self, entry: _Entry, new: list[int]) -> None:
+        """Add to ``entry``'s present ids those of ``new`` its text shows."""
+        text, present, _upto, _lazy, symbols = entry
+        find, probes, facts = text.find, self._probes, self.facts
+        if len(new) >= _MANY:  # one C-level pass over the facts' first probes
+            first, alt = self._first_probes, self._has_alt
+            ats = list(map(find, map(first.__getitem__, new)))
+            hits = dict(compress(zip(new, ats, strict=True), map((-1).__lt__, ats)))
+            for i in compress(new, map(alt.__getitem__, new)):
+                if i not in hits and probes[i][1] in text:  # type: ignore[operator]
+                    hits[i] = -1
+            present.update([i for i, at in hits.items()
+                            if i not in present and fact_present(facts[i], text, symbols, at)])
+            return
+        candidates = [(i, at) for i in new
+                      if i not in present and ((at := find((p := probes[i])[0])) >= 0
+                                               or (p[1] is not None and p[1] in text))]
+        present.update(i for i, at in candidates
+                       if fact_present(facts[i], text, symbols, at))
+
+    def shows(self, bodies: Sequence[str], ids: Iterable[int]) -> set[int]:
+        """The ids among ``ids`` (of any facts, lazy ones included) that any of the
+        message texts ``bodies`` shows; each text is searched for a fact at most once."""
+        wanted = list(ids)
+        if not wanted:
+            return set()
+        entries: list[_Entry] = []
+        make = self._entry
+
+        def made() -> Iterator[_Entry]:
+            for body in reversed(bodies):  # the newest text first, made as reached
+                entry = make(body)
+                entries.append(entry)
+                yield entry
+
+        later = made()  # one for the call: a text is made once, for the first id reaching it
+        out = set()
+        facts, probes = self.facts, self._probes
+        searched = 0
+        for i in wanted:
+            needle, other = probes[i]
+            # the texts made for earlier ids, then the next ones
+            for text, present, _upto, lazy, symbols in chain(entries, later):
+                if i in present:
+                    hit = True
+                else:
+                    hit = lazy.get(i)
+                    if hit is None:
+                        at = text.find(needle)
+                        hit = lazy[i] = ((at >= 0 or (other is not None and other in text))
+                                         and fact_present(facts[i], text, symbols, at))
+                        searched += 1
+                if hit:
+                    out.add(i)
+                    break
+        self._lazy_results += searched
+        if self._lazy_results > LAZY_RESULTS:
+            self._forget_lazy()
+        return out
+
+    def _forget_lazy(self) -> None:
+        """Drop every remembered (text, lazy fact) answer: a long run asks each turn
+        about new facts in texts that stay, so they would grow as turns x texts (one
+        asked again is searched again, to the same answer)."""
+        for generation in (self._texts, self._old_texts):
+            for entry in generation.values():
+                entry[3].clear()
+        self._lazy_results = 0
+
+
+class RunFacts:
+    """:func:`history_facts` of each prompt of one run, as ids of a :class:`FactIndex`,
+    built turn by turn: each turn's tool calls and printed lines are made into facts
+    once, not again for every later prompt.
+
+    :meth:`pairs` gives, for each fact of ``history_facts(turns, mission)`` in order,
+    ``(id of the fact, id of name_only(fact) or of the fact)``. Calls may come in any
+    order: when ``turns`` does not extend the turns seen so far, it starts again.
+    """
+
+    def __init__(self, index: FactIndex, mission: str) -> None:
+        self.index = index
+        self.mission = mission
+        self._head = [self._pair(f) for f in history_facts((), mission)]
+        self._reset()
+
+    def _reset(self) -> None:
+        self._turns: tuple[Turn, ...] = ()
+        self._calls: dict[Fact, tuple[int, int]] = {}
+        self._lines: dict[str, tuple[int, int]] = {}
+
+    def _pair(self, fact: Fact) -> tuple[int, int]:
+        ids = self.index.ids((fact, name_only(fact) or fact))
+        return ids[0], ids[1]
+
+    def pairs(self, turns: Sequence[Turn]) -> list[tuple[int, int]]:
+        """The ``(fact id, fallback id)`` of each fact of ``history_facts(turns, mission)``."""
+        turns = tuple(turns)
+        done = len(self._turns)
+        if len(turns) < done or not all(map(operator.is_, turns, self._turns)):
+            self._reset()
+            done = 0
+        calls, lines = self._calls, self._lines
+        for t in turns[done:]:
+            for c in t.tool_calls:
+                fact = tool_call_fact(c.name, c.args)
+                if fact not in calls:
+                    calls[fact] = self._pair(fact)
+            for p in t.prints:
+                for ln in p.splitlines():
+                    ln = ln.strip()
+                    if ln and ln not in lines:
+                        lines[ln] = self._pair(Fact("printed line", ln))
+        self._turns = turns
+        out = [*self._head, *calls.values()]
+        if turns:
+            out.extend(self._pair(Fact("name", str(name))) for name in turns[-1].memory)
+        out.extend(lines.values())
+        if turns and not turns[-1].success:
+            message = error_message(turns[-1]).strip()
+            if message:
+                out.append(self._pair(Fact("last error", message)))
+        return out
