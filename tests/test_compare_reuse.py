@@ -392,8 +392,7 @@ def test_a_track_keeps_fresh_copies_after_cutting_its_list_in_place():
     assert track.same(second) == 0
 
 
-def test_prefix_from_a_known_start_is_the_common_prefix():
-    from turnpress.compare.reuse import prefix_from
+def test_common_prefix_from_a_known_start_is_the_common_prefix():
     from turnpress.core.tokens import common_prefix_length
 
     rng = random.Random(7)
@@ -401,5 +400,6 @@ def test_prefix_from_a_known_start_is_the_common_prefix():
         a = [rng.choice("ab") for _ in range(rng.randint(0, 8))]
         b = a[:rng.randint(0, len(a))] + [rng.choice("abc") for _ in range(rng.randint(0, 4))]
         k = common_prefix_length(a, b)
-        for start in range(k + 1):
-            assert prefix_from(a, b, start) == k
+        for start in range(k + 1):  # lists, and the same items as a string
+            assert common_prefix_length(a, b, start) == k
+            assert common_prefix_length("".join(a), "".join(b), start) == k

@@ -23,28 +23,15 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress, count, islice
 from typing import Any
 
 from turnpress.core.tokens import Segment, TokenizedPrompt, common_prefix_length
 
-__all__ = ["PromptTrack", "prefix_from", "roles", "without_tokens"]
+__all__ = ["PromptTrack", "roles", "without_tokens"]
 
 
 LIGHT_BYTES = 512
 """Segments with more packed token ids than this are kept without them by a track."""
-
-
-def prefix_from(a: Sequence[Any], b: Sequence[Any], start: int) -> int:
-    """:func:`~turnpress.core.tokens.common_prefix_length` of two lists whose first
-    ``start`` items the caller knows are shared (only the rest is compared, in C)."""
-    hi = min(len(a), len(b))
-    if start <= 0:
-        return common_prefix_length(a, b)
-    if start >= hi:
-        return hi
-    return next(compress(count(start), map(operator.ne, islice(a, start, hi),
-                                           islice(b, start, hi))), hi)
 
 
 def without_tokens(prompt: TokenizedPrompt, earlier: TokenizedPrompt | None = None,
@@ -54,7 +41,7 @@ def without_tokens(prompt: TokenizedPrompt, earlier: TokenizedPrompt | None = No
     ``earlier`` (a result of this function) are that one's, already light (the first
     ``start`` of them, the caller knows)."""
     segments = prompt.segments
-    k = prefix_from(segments, earlier.segments, start) if earlier is not None else 0
+    k = common_prefix_length(segments, earlier.segments, start) if earlier is not None else 0
     return prompt.with_segments(
         (earlier.segments[:k] if earlier is not None and k else ()) + tuple(
             Segment(s.count, s.digest, None, None)
@@ -95,8 +82,8 @@ class PromptTrack:
         the :meth:`same` ones)."""
         if self.prompt is None:
             return 0
-        return min(prefix_from(bodies, self.bodies, start),
-                   prefix_from(roles, self.roles, start))
+        return min(common_prefix_length(bodies, self.bodies, start),
+                   common_prefix_length(roles, self.roles, start))
 
     def prefix(self, roles: Sequence[str], bodies: Sequence[str], start: int = 0
                ) -> tuple[TokenizedPrompt, int] | None:

@@ -31,7 +31,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress, count
+from itertools import compress, count, islice
 from typing import Any
 
 from turnpress.core.message_text import message_body, message_text, prompt_text
@@ -126,12 +126,15 @@ def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-def common_prefix_length(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many leading items two sequences share, found in C: strings and bytes by a binary
-    search on slice equality, other sequences in one pass that stops at the first difference."""
-    lo, hi = 0, min(len(a), len(b))
+def common_prefix_length(a: Sequence[Any], b: Sequence[Any], start: int = 0) -> int:
+    """How many leading items two sequences share (the first ``start`` known shared), found in
+    C: strings and bytes by a binary search on slice equality, other sequences in one pass that
+    stops at the first difference."""
+    hi = min(len(a), len(b))
+    lo = min(max(start, 0), hi)  # a[:lo] == b[:lo]
     if not isinstance(a, (str, bytes)):
-        return next(compress(count(), map(operator.ne, a, b)), hi)
+        pairs = (a, b) if not lo else (islice(a, lo, hi), islice(b, lo, hi))
+        return next(compress(count(lo), map(operator.ne, *pairs)), hi)
     if a[:hi] == b[:hi]:
         return hi
     hi -= 1  # a[:hi + 1] != b[:hi + 1]
