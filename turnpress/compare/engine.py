@@ -277,7 +277,6 @@ class _Worker:
         # decided once per strategy: is it the baseline, does it make model calls
         is_base = [st is self.baseline or st == self.baseline for st in strategies]
         makes_calls = [getattr(st, "model_calls", None) is not None for st in strategies]
-        anthropic = s.cache == "anthropic"  # the only cache model that reads breakpoints
         base_tokens, base_cost, billed_base_cost = 0, 0.0, 0.0
         floor, head, seen = 0.0, 0, 0  # the floor; the system prompt's and the last tokens
         for n in range(1, last + 1):
@@ -334,8 +333,7 @@ class _Worker:
                         kept_tokens.append(0)
                         continue
                     try:
-                        points = (self.counting.points(strategy, messages, turns, memory, ctx)
-                                  if anthropic else [])
+                        points = self.counting.points(strategy, messages, turns, memory, ctx)
                     except Exception as exc:
                         status[i] = ("failed", f"{strategy_origin(strategy.name)}: "
                                      f"cache_breakpoints() failed on {where}, turn {n}: "
