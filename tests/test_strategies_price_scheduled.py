@@ -299,6 +299,29 @@ def test_the_view_lists_the_names_the_run_went_on_to_use() -> None:
         turns, len(turns), _ctx())[-1]["content"]
 
 
+def test_names_in_use_goes_on_from_the_turns_it_walked() -> None:
+    """names_in_use keeps the tallies of the last turns it walked: a longer run, a
+    shorter one, another run and another context give what a fresh walk gives."""
+    t1 = _ok(1, ["config_key_alpha = 3", "ids 12345"])
+    t2 = _ok(2, ["ok 12345"], program="(println config_key_alpha 12345)")
+    turns = (t1, t2, *_long_run(12)[2:])
+    ctx = _ctx()
+
+    def fresh(ts: tuple[Turn, ...], c: RenderContext) -> list[str]:
+        price_scheduled._NAMES_WALK.clear()
+        return names_in_use(ts, c)
+
+    expected = {n: fresh(turns[:n], ctx) for n in range(len(turns) + 1)}
+    price_scheduled._NAMES_WALK.clear()
+    for n in [*range(len(turns) + 1), 3, 1, len(turns), 0, 5]:
+        assert names_in_use(turns[:n], ctx) == expected[n]
+        assert names_in_use(list(turns[:n]), ctx) == expected[n]
+    other = (t2, t1)
+    assert names_in_use(other, ctx) == fresh(other, ctx)
+    assert names_in_use(turns, _ctx()) == expected[len(turns)]
+    assert "config_key_alpha" in expected[2] and "12345" in expected[2]
+
+
 def test_refs_finds_paths_names_and_numbers() -> None:
     text = "see ./pvlib/irradiance.py line 1234: np.nan in sky_diffuse, RuntimeWarning 1e-10"
     assert refs(text) >= {"./pvlib/irradiance.py", "1234", "np.nan", "sky_diffuse",
@@ -314,6 +337,27 @@ def test_shows_name_is_the_whole_name_search(text: str, name: str) -> None:
     pattern = r"(?<![\w.\-/])" + re.escape(name) + r"(?![\w\-/])"
     assert shows_name(text, name) is (re.search(pattern, text) is not None)
     assert shows_name("x ab_c ab", "ab") and not shows_name("x ab_c .ab", "ab")
+
+
+_NAMES = ["ab", "a.b", "1a", "b/", "é²", "a b", "ab\nab", ""]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab_.-/ 1(é²\n", max_size=20),
+       st.text(alphabet="ab_.-/ 1(é²\n", max_size=20), st.booleans())
+def test_names_section_with_a_head_is_the_search_of_the_whole(
+        head: str, rest: str, joined: bool) -> None:
+    """names_section told the head the view starts with (searched once per run) lists
+    the names the search of the whole text does not find, whatever follows the head."""
+    view = PriceScheduled()._coalesced
+    shown = f"{head}\n\n{rest}" if joined else head + rest
+    original = price_scheduled.names_in_use
+    price_scheduled.names_in_use = lambda turns, ctx: list(_NAMES)  # type: ignore[assignment]
+    try:
+        assert view.names_section([], _ctx(), shown, head) == view.names_section(
+            [], _ctx(), shown)
+    finally:
+        price_scheduled.names_in_use = original
 
 
 def test_max_tokens_bounds_the_prompt() -> None:

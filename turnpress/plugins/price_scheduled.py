@@ -88,6 +88,7 @@ from turnpress.plugins.checkpoint_coalesced import (
     key_text,
     turn_names,
 )
+from turnpress.plugins.full_history import same_turns
 from turnpress.plugins.single_user_coalesced import ERROR_MODES
 
 #: the first line of the ``user/`` section (``namespaces/user.j2``)
@@ -139,6 +140,16 @@ def shows_name(text: str, name: str) -> bool:
             return True
         at = text.find(name, at + 1)
     return False
+
+
+#: a name that no line break can split (:meth:`_PricedView.names_section`)
+_WORD = re.compile(r"[\w.\-/]+")
+
+
+@lru_cache(maxsize=1 << 15)
+def _shows_in_head(head: str, name: str) -> bool:
+    """:func:`shows_name` in a text every rebuild of a run repeats (its mission)."""
+    return shows_name(head, name)
 
 
 # -- the rule ----------------------------------------------------------------------------
@@ -253,11 +264,22 @@ def compact_arg(value: Any, ctx: RenderContext) -> str:
 def names_in_use(turns: Sequence[Turn], ctx: RenderContext) -> list[str]:
     """The names, paths and numbers that a turn's output showed and a later turn's own
     message used, most recently used first (then the most used first); then those that
-    the outputs of several turns showed (recurring), the most frequent first."""
+    the outputs of several turns showed (recurring), the most frequent first.
+
+    The tallies of the last turns asked about are kept (:data:`_NAMES_WALK`): the next
+    rebuild's turns start with them, so only its new turns are walked."""
+    walked = turns if type(turns) is tuple else tuple(turns)
     origin: dict[str, int] = {}
     last: dict[str, int] = {}
     count: dict[str, int] = {}
-    for pos, turn in enumerate(turns, 1):
+    start = 0
+    kept = _NAMES_WALK[0] if _NAMES_WALK else None
+    if (kept is not None and kept[0] is ctx.run_cache and len(kept[1]) <= len(walked)
+            and same_turns(kept[1], walked) == len(kept[1])):
+        # the kept tallies are never changed: copies go on from them
+        start, origin, last, count = len(kept[1]), dict(kept[2]), dict(kept[3]), dict(kept[4])
+    for pos in range(start + 1, len(walked) + 1):
+        turn = walked[pos - 1]
         shown, used = ctx.per_turn(turn, ("price-scheduled.refs",), partial(_turn_refs, turn))
         for name in (used & origin.keys() if len(used) < len(origin) else
                      [n for n in origin if n in used]):
@@ -265,10 +287,17 @@ def names_in_use(turns: Sequence[Turn], ctx: RenderContext) -> list[str]:
             count[name] = count.get(name, 0) + 1
         for name in shown:
             origin[name] = origin.get(name, 0) + 1
+    _NAMES_WALK[:] = [(ctx.run_cache, walked, origin, last, count)]
     used_first = sorted(last, key=lambda n: (-last[n], -count[n], n))
     recurring = sorted((n for n, k in origin.items() if k >= RECURRING and n not in last),
                        key=lambda n: (-origin[n], n))
     return used_first + recurring
+
+
+#: the last :func:`names_in_use` tallies: (run cache, the turns walked, origin, last,
+#: count); the turns are kept alive here, so :func:`same_turns` compares their objects
+_NAMES_WALK: list[tuple[Any, tuple[Turn, ...], dict[str, int], dict[str, int],
+                        dict[str, int]]] = []
 
 
 class _PricedView(_CheckpointView):
@@ -358,15 +387,29 @@ class _PricedView(_CheckpointView):
         return ctx.template("price_scheduled/latest_calls.j2", number=latest.number,
                             counts=list(counts.items()), calls=calls[:self.tool_call_limit])
 
-    def names_section(self, turns: Sequence[Turn], ctx: RenderContext, shown: str) -> str | None:
-        """The ``;; Names in use`` section, or None when there is nothing to add."""
+    def names_section(self, turns: Sequence[Turn], ctx: RenderContext, shown: str,
+                      head: str = "") -> str | None:
+        """The ``;; Names in use`` section, or None when there is nothing to add.
+
+        ``head``: a text every rebuild of the run starts ``shown`` with (the mission),
+        before a line break or the end: whether it shows a name is remembered, and only
+        the rest of ``shown`` is searched (a name of word characters and ``.-/``, as
+        :func:`refs` finds them, never spans a line break)."""
         if not self.names:
             return None
+        rest = shown
+        if head and shown.startswith(head) and shown[len(head):len(head) + 1] in ("", "\n"):
+            rest = shown[len(head):]
+        else:
+            head = ""
         listed = []
         for name in names_in_use(turns, ctx):
             if len(listed) >= self.names:
                 break
-            if not shows_name(shown, name):
+            if head and _WORD.fullmatch(name):
+                if not (_shows_in_head(head, name) or shows_name(rest, name)):
+                    listed.append(name)
+            elif not shows_name(shown, name):
                 listed.append(name)
         if not listed:
             return None
@@ -389,6 +432,7 @@ class _PricedView(_CheckpointView):
         """Mission, the older turns' key lines, the tool calls made, the last
         ``println_limit`` turns' feedback cut to head plus tail, the user's own words,
         then the names in use."""
+        head = ""
         if not self.turn_lines:
             text = super().transcript_content(turns, ctx)
         else:
@@ -397,7 +441,8 @@ class _PricedView(_CheckpointView):
                      tool_calls(turns, ctx, self.tool_call_limit),
                      self._recent_outputs(turns, ctx, old), words_section(turns, ctx)]
             text = "\n\n".join(p for p in parts if p)
-        extra = self.names_section(turns, ctx, text)
+            head = parts[0]
+        extra = self.names_section(turns, ctx, text, head)
         return f"{text}\n\n{extra}" if extra else text
 
     def output_section(self, turns: Sequence[Turn], ctx: RenderContext) -> str | None:
