@@ -376,10 +376,12 @@ class CheckpointCoalesced(Strategy):
                 view.tool_call_limit, view.errors, view.output_lines, view.turn_lines,
                 view.line_chars, view.keys, budget)
 
-    def _prefixes(self, turns: Sequence[Turn], ctx: RenderContext) -> list[_Prefix]:
+    def _prefixes(self, turns: Sequence[Turn], ctx: RenderContext,
+                  key: tuple[Any, ...] | None = None) -> list[_Prefix]:
         """``[k]``: the state after ``turns[:k]`` (names seen, checkpoints, the k-th
-        turn's delta), each made once per run and reused by later prompts."""
-        key = self._key(ctx, turns)
+        turn's delta), each made once per run and reused by later prompts (``key``:
+        :meth:`_key`, when the caller has it)."""
+        key = self._key(ctx, turns) if key is None else key
 
         def step(pos: int, before: list[_Prefix]) -> _Prefix:
             node = before[-1] if before else _ROOT
@@ -438,28 +440,31 @@ class CheckpointCoalesced(Strategy):
         view.seen = [node.seen for node in self._prefixes(turns[:c], at)]
         return view.to_messages(turns[:c], memory, at)
 
-    def _view(self, turns: Sequence[Turn], nodes: list[_Prefix],
-              ctx: RenderContext) -> list[Message]:
+    def _view(self, turns: Sequence[Turn], nodes: list[_Prefix], ctx: RenderContext,
+              key: tuple[Any, ...] | None = None) -> list[Message]:
         """:meth:`coalesced` as of the last checkpoint, made once per run and checkpoint
-        (the same message objects on every prompt until the next one)."""
+        (the same message objects on every prompt until the next one; ``key``:
+        :meth:`_key`, when the caller has it)."""
         c, previous = nodes[-1].c, nodes[-1].previous
         if not turns:
             return self.coalesced(turns, c, ctx, previous)
-        anchor = (nodes[c], ctx.preamble)  # kept in the slot: their ids are in the key
-        key = (id(nodes[c]), tuple(map(id, ctx.preamble)), ctx.mission, ctx.system_prompt)
         # one slot per run and options, kept with the first turn: only the last
         # checkpoint's view is kept, not one per checkpoint passed (a long run's prompts
         # never ask for an earlier one again)
-        slot: list[Any] = ctx.per_turn(turns[0], ("view", self._key(ctx, turns)), list)
-        if not (slot and slot[0] == key):
-            slot[:] = (key, anchor, self.coalesced(turns, c, ctx, previous))
+        options = self._key(ctx, turns) if key is None else key
+        slot: list[Any] = ctx.per_turn(turns[0], ("view", options), list)
+        anchor = (nodes[c], ctx.preamble)  # kept in the slot: their ids are in the key
+        which = (id(nodes[c]), tuple(map(id, ctx.preamble)), ctx.mission, ctx.system_prompt)
+        if not (slot and slot[0] == which):
+            slot[:] = (which, anchor, self.coalesced(turns, c, ctx, previous))
         return slot[2]  # type: ignore[no-any-return]
 
     def to_messages(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                     ctx: RenderContext) -> list[Message]:
         """The coalesced view as of the last checkpoint, then one delta per later turn."""
-        nodes = self._prefixes(turns, ctx)
-        messages = list(self._view(turns, nodes, ctx))
+        key = self._key(ctx, turns)
+        nodes = self._prefixes(turns, ctx, key)
+        messages = list(self._view(turns, nodes, ctx, key))
         for node in nodes[nodes[-1].c + 1:]:
             messages.extend(node.delta)  # type: ignore[arg-type]
         return messages
@@ -474,9 +479,10 @@ class CheckpointCoalesced(Strategy):
         does not repeat it (it rebuilds the view), so there only the stable head is
         a prefix later prompts share; the end marker still saves the re-read.
         """
-        nodes = self._prefixes(turns, ctx)
+        key = self._key(ctx, turns)
+        nodes = self._prefixes(turns, ctx, key)
         moves = self._due_after(nodes[-1], len(turns) + 1)
-        view = self._view(turns, nodes, ctx)
+        view = self._view(turns, nodes, ctx, key)
         if ctx.is_transcript:
             points: list[Breakpoint] = transcript_head_breakpoints(ctx)
         else:

@@ -721,8 +721,9 @@ class PriceScheduled(CheckpointCoalesced):
                     ctx: RenderContext) -> list[Message]:
         """The view as of the last rebuild, the compact deltas of the turns since, and
         the latest turn: its compact delta then the rest of what its delta shows."""
-        nodes = self._prefixes(turns, ctx)
-        messages = list(self._view(turns, nodes, ctx))
+        key = self._key(ctx, turns)
+        nodes = self._prefixes(turns, ctx, key)
+        messages = list(self._view(turns, nodes, ctx, key))
         later = nodes[nodes[-1].c + 1:]
         for node in later[:-1]:
             messages.extend(node.compact)  # type: ignore[attr-defined]
@@ -828,10 +829,11 @@ class PriceScheduled(CheckpointCoalesced):
         view before it ended, when it repeats them: it reads up to there from the cache
         and writes only the rest. Of more than four marks (the provider keeps four) it
         keeps the longest it can read, the end, then its own (DESIGN §11)."""
-        nodes = self._prefixes(turns, ctx)
+        key = self._key(ctx, turns)
+        nodes = self._prefixes(turns, ctx, key)
         last = nodes[-1]
         later = nodes[last.c + 1:]
-        messages = self._view(turns, nodes, ctx)
+        messages = self._view(turns, nodes, ctx, key)
         if ctx.is_transcript:
             head: list[Breakpoint] = transcript_head_breakpoints(ctx)
         else:
