@@ -111,6 +111,8 @@ class OpenAICache(CacheModel):
         self.blocks = DigestSet()  # the digest of every block prefix seen
         self._texts: _TextPrefixes | None = None  # count-only tokenizers
         self._ids = False  # decided: the prompts carry token ids
+        self._last = 0  # the messages of the last prompt remembered
+        self._usages: dict[int, CacheUsage] = {}  # shared tokens -> usage (frozen: shared)
 
     def shared_prefix(self, prompt: TokenizedPrompt) -> int:
         """The longest token prefix ``prompt`` shares with an earlier prompt of the run,
@@ -137,11 +139,13 @@ class OpenAICache(CacheModel):
         """The shared prefix in tokens, a multiple of ``step``; ``remember``: record the
         prompt's block digests and message-prefix states."""
         chain, segments, step_bytes = prompt.chain, prompt.segments, 4 * self.step
-        lo = _seen_prefix(chain, self.states)
+        states = self.states
+        # the last prompt remembered is usually this one's start: its prefixes were seen
+        lo = _seen_prefix(chain, states, self._last)
         if lo == len(segments):  # sent before as it is: every block of it was seen
             return prompt.cumulative[lo] // self.step * self.step
-        digest, tail = self.states[chain[lo - 1] if lo else b""]
-        blocks, states = self.blocks, self.states
+        digest, tail = states[chain[lo - 1] if lo else b""]
+        blocks = self.blocks
         # after the first block not seen, the chained digests are new (but for a 64-bit
         # collision, which the merge drops): added to the set of the newest unchecked
         newest = blocks.newest
@@ -155,23 +159,30 @@ class OpenAICache(CacheModel):
                                  f"follows a prefix this cache model was not sent")
             data = tail + tokens if tail else tokens
             end = len(data) - len(data) % step_bytes
-            view = memoryview(data)
-            for at in range(0, end, step_bytes):
-                digest = hash((digest, view[at:at + step_bytes]))
-                if matching:
+            if end:
+                view = memoryview(data)
+                at = 0
+                while matching and at < end:
+                    digest = hash((digest, view[at:at + step_bytes]))
+                    at += step_bytes
                     if digest in newest or digest in blocks:
                         matched += 1
                         continue  # seen: already remembered
                     matching = False
                     if not remember:
                         return matched * self.step
-                if remember:
+                    add(digest)
+                # past the first block not seen: every digest is new
+                for rest in range(at, end, step_bytes):
+                    digest = hash((digest, view[rest:rest + step_bytes]))
                     add(digest)
             tail = data[end:]
             if remember:
                 states[chain[i]] = (digest, tail)
-        if remember and len(newest) > blocks.MIN_NEWEST:
-            blocks.settle()
+        if remember:
+            self._last = len(segments)
+            if len(newest) > blocks.MIN_NEWEST:
+                blocks.settle()
         return matched * self.step
 
     def account(self, prompt: TokenizedPrompt) -> CacheUsage:
@@ -185,7 +196,10 @@ class OpenAICache(CacheModel):
             shared = self._blocks(prompt, remember=True)
         if prompt.total < self.min_prompt or shared < self.min_cached:
             return NOTHING_CACHED
-        return CacheUsage(shared)
+        usage = self._usages.get(shared)
+        if usage is None:
+            usage = self._usages[shared] = CacheUsage(shared)
+        return usage
 
 
 class DigestSet:
@@ -236,10 +250,13 @@ def _count_only(prompt: TokenizedPrompt) -> bool:
     return any(s.text is not None for s in prompt.segments)
 
 
-def _seen_prefix(chain: tuple[bytes, ...], seen: dict[bytes, Any]) -> int:
+def _seen_prefix(chain: tuple[bytes, ...], seen: dict[bytes, Any], hint: int = 0) -> int:
     """How many leading messages form a prefix in ``seen`` (a prefix seen means all its
-    shorter prefixes were seen: binary search)."""
+    shorter prefixes were seen: binary search, above the first ``hint`` when they are
+    a seen prefix)."""
     lo, hi = 0, len(chain)  # the first k messages are a seen prefix for k <= lo
+    if 0 < hint <= hi and chain[hint - 1] in seen:
+        lo = hint
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if chain[mid - 1] in seen:
