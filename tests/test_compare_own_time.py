@@ -238,3 +238,32 @@ def test_a_known_line_is_not_encoded_again():
     spy.texts.clear()
     counter.text(_long("first line", "second line") + "!")
     assert spy.texts == ["x" * 600 + "!"]
+
+
+def test_the_seen_prefix_is_the_same_from_any_seen_hint():
+    chain = tuple(bytes([i]) for i in range(12))
+    for seen_count in range(len(chain) + 1):
+        seen = {c: None for c in chain[:seen_count]}
+        for hint in range(len(chain) + 2):
+            assert cache_module._seen_prefix(chain, seen, hint) == seen_count
+
+
+def test_the_openai_model_from_its_last_prompt_gives_the_same_usage():
+    counter = TokenCounter("o200k_base")
+    rng = random.Random(3)
+    texts = [" ".join(str(rng.randrange(1000)) for _ in range(rng.randrange(50, 900)))
+             for _ in range(8)]
+    prompts, messages = [], []
+    for step in range(30):  # grows, is cut back, branches: as strategies' prompts do
+        if step % 7 == 6:
+            del messages[rng.randrange(len(messages) + 1):]
+        messages.append({"role": rng.choice(["user", "assistant"]),
+                         "content": rng.choice(texts)})
+        prompts.append(counter.tokenize(messages))
+    hinted, searched = OpenAICache(), OpenAICache()
+    usages = []
+    for prompt in prompts:
+        usages.append(hinted.account(prompt))
+        searched._last = 0  # searches the whole prompt
+        assert searched.account(prompt) == usages[-1]
+    assert any(u.cached for u in usages) and hinted.states == searched.states
