@@ -178,27 +178,38 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 
+@pytest.mark.parametrize("states", [4096, 0])
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(["alpha beta", "alpha gamma delta", "x" * 40,
                                           "alpha beta gamma", "tool output 1234"]),
                          min_size=0, max_size=6), min_size=1, max_size=8),
        st.sampled_from([1, 3, 128]))
-def test_openai_shared_prefix_is_the_longest_over_all_earlier_prompts(prompts, step):
+def test_openai_shared_prefix_is_the_longest_over_all_earlier_prompts(states, prompts, step):
     """The block-digest search equals the brute force over every earlier prompt, rounded
     down to the block size: OpenAI caches a prompt in blocks (128 tokens, from 1024
-    on), so only whole blocks of the shared prefix count (``step=1``: exact)."""
-    from turnpress.compare.cache import OpenAICache
+    on), so only whole blocks of the shared prefix count (``step=1``: exact).
+
+    Issue 20 item 6: the message-prefix states are a memo bounded by ``STATES``
+    (beyond it only the latest prompt's are kept); with none kept beyond that
+    (``states=0``), every answer is the same, and the states held stay within twice
+    the longest prompt's messages."""
+    from unittest import mock
+
+    from turnpress.compare import cache
     from turnpress.core.tokens import TokenCounter
 
     counter = TokenCounter("o200k_base")
     model = OpenAICache(min_prompt=0, step=step, min_cached=1)
-    seen = []
-    for contents in prompts:
-        prompt = counter.tokenize([{"role": "user", "content": c} for c in contents])
-        expected = max((prompt.common_prefix(q) for q in seen), default=0) // step * step
-        assert model.shared_prefix(prompt) == expected
-        assert model.account(prompt).cached == expected
-        seen.append(prompt)
+    seen, longest = [], 0
+    with mock.patch.object(cache, "STATES", states):
+        for contents in prompts:
+            prompt = counter.tokenize([{"role": "user", "content": c} for c in contents])
+            expected = max((prompt.common_prefix(q) for q in seen), default=0) // step * step
+            assert model.shared_prefix(prompt) == expected
+            assert model.account(prompt).cached == expected
+            longest = max(longest, len(prompt.chain))
+            assert len(model.states) <= 1 + states + 2 * longest
+            seen.append(prompt)
 
 
 def _held(root: object) -> list[object]:

@@ -31,6 +31,7 @@ from turnpress.core.tokens import Segment, TokenizedPrompt
 __all__ = [
     "CACHE_MODELS",
     "NOTHING_CACHED",
+    "STATES",
     "AnthropicCache",
     "CacheModel",
     "CacheUsage",
@@ -74,6 +75,11 @@ class NoCache(CacheModel):
         return NOTHING_CACHED
 
 
+STATES = 4096
+"""Message-prefix states an :class:`OpenAICache` keeps beyond twice its latest prompt's
+messages before it keeps only that prompt's (a memo: the answers do not change)."""
+
+
 class OpenAICache(CacheModel):
     """OpenAI's automatic prefix cache.
 
@@ -105,14 +111,14 @@ class OpenAICache(CacheModel):
         self.min_prompt = min_prompt
         self.step = step
         self.min_cached = min_cached
-        # every whole-message prefix seen so far (its chain digest, b"" for the empty
-        # prefix) -> (the digest of its last whole block, the packed tokens after it)
+        # whole-message prefixes seen (their chain digest, b"" for the empty prefix) ->
+        # (the digest of its last whole block, the packed tokens after it): where to
+        # resume hashing, so a memo; bounded by :data:`STATES` (see :meth:`_forget`)
         self.states: dict[bytes, tuple[int, bytes]] = {b"": (0, b"")}
         self.blocks = DigestSet()  # the digest of every block prefix seen
         self._texts: _TextPrefixes | None = None  # count-only tokenizers
         self._ids = False  # decided: the prompts carry token ids
         self._last = 0  # the messages of the last prompt remembered
-        self._usages: dict[int, CacheUsage] = {}  # shared tokens -> usage (frozen: shared)
 
     def shared_prefix(self, prompt: TokenizedPrompt) -> int:
         """The longest token prefix ``prompt`` shares with an earlier prompt of the run,
@@ -183,7 +189,19 @@ class OpenAICache(CacheModel):
             self._last = len(segments)
             if len(newest) > blocks.MIN_NEWEST:
                 blocks.settle()
+            if len(states) > STATES + 2 * len(chain):
+                self._forget(chain)
         return matched * self.step
+
+    def _forget(self, chain: tuple[bytes, ...]) -> None:
+        """Keep only the states of the prompt just remembered (``chain``): a run whose
+        prompts each rewrite their messages (a rolling window, a view rebuilt every
+        turn) would otherwise keep one per message of every prompt. A state is only
+        where to resume hashing; every block digest stays in :attr:`blocks`, so a
+        prompt that repeats a forgotten prefix hashes it again to the same answer
+        (any seen prefix found is a valid start, the longest is only the fastest)."""
+        states = self.states
+        self.states = {b"": states[b""], **{c: states[c] for c in chain}}
 
     def account(self, prompt: TokenizedPrompt) -> CacheUsage:
         """The longest prefix shared with an earlier prompt, under OpenAI's rules."""
@@ -196,10 +214,7 @@ class OpenAICache(CacheModel):
             shared = self._blocks(prompt, remember=True)
         if prompt.total < self.min_prompt or shared < self.min_cached:
             return NOTHING_CACHED
-        usage = self._usages.get(shared)
-        if usage is None:
-            usage = self._usages[shared] = CacheUsage(shared)
-        return usage
+        return CacheUsage(shared)
 
 
 class DigestSet:
