@@ -4,6 +4,8 @@ NeededFacts' word index against a search of the run's texts joined by NUL."""
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from retention_helpers import joined_first
@@ -136,3 +138,18 @@ def test_fact_index_keeps_a_turn_longer_than_a_generation(monkeypatch):
         answers.append(index.shown(texts[: turn + 2]))
     assert answers == [{ids[0]}] * 3
     assert sorted(searched) == sorted(texts)  # each text once, for the fact it shows
+
+
+
+# the identifiers' patterns as first written (a lookbehind first: tried everywhere)
+_NAME_AS_WRITTEN = re.compile(r"(?<![\w\-])[A-Za-z_][\w]*(?:[\-.][A-Za-z_][\w]*)*[?!]?")
+_NUMBER_AS_WRITTEN = re.compile(r"(?<![\w.])\d{3,}(?![\w])")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="aZ_19-.?! é٣\n", max_size=16))
+def test_identifier_patterns_match_as_first_written(text):
+    """The name and number patterns start with a character class (the lookbehind after
+    it), so the regex engine skips to where a match can start: the same matches."""
+    assert needed_facts._NAME.findall(text) == _NAME_AS_WRITTEN.findall(text)
+    assert needed_facts._NUMBER.findall(text) == _NUMBER_AS_WRITTEN.findall(text)

@@ -26,8 +26,10 @@ _WORD = re.compile(r"\w+")
 # fail as it failed at the run's start (same matches, without the quadratic retries)
 _PATH = re.compile(r"(?<![\w.\-])(?:[\w.\-]*/)+[\w.\-]+"
                    r"|\b[\w\-]+\.(?:py|pyi|js|ts|json|txt|md|rst|cfg|toml|ya?ml|ini|c|h|cpp|rs|go|java|rb|sh|csv|log|html|css|xml|sql)\b")
-_NAME = re.compile(r"(?<![\w\-])[A-Za-z_][\w]*(?:[\-.][A-Za-z_][\w]*)*[?!]?")
-_NUMBER = re.compile(r"(?<![\w.])\d{3,}(?![\w])")
+# the first character before the lookbehind (checking the one before it): the search
+# skips to the characters a match can start with (same matches, a C-level skip)
+_NAME = re.compile(r"[A-Za-z_](?<![\w\-][A-Za-z_])\w*(?:[\-.][A-Za-z_]\w*)*[?!]?")
+_NUMBER = re.compile(r"\d(?<![\w.]\d)\d{2,}(?!\w)")
 _QUOTED = re.compile(r"\"([^\"\\\n]{3,100})\"|'([^'\\\n]{3,100})'")
 
 
