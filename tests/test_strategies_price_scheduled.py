@@ -307,17 +307,15 @@ def test_names_in_use_goes_on_from_the_turns_it_walked() -> None:
     turns = (t1, t2, *_long_run(12)[2:])
     ctx = _ctx()
 
-    def fresh(ts: tuple[Turn, ...], c: RenderContext) -> list[str]:
-        price_scheduled._NAMES_WALK.clear()
-        return names_in_use(ts, c)
+    def fresh(ts: tuple[Turn, ...]) -> list[str]:  # a new run: nothing kept
+        return names_in_use(ts, _ctx())
 
-    expected = {n: fresh(turns[:n], ctx) for n in range(len(turns) + 1)}
-    price_scheduled._NAMES_WALK.clear()
+    expected = {n: fresh(turns[:n]) for n in range(len(turns) + 1)}
     for n in [*range(len(turns) + 1), 3, 1, len(turns), 0, 5]:
         assert names_in_use(turns[:n], ctx) == expected[n]
         assert names_in_use(list(turns[:n]), ctx) == expected[n]
     other = (t2, t1)
-    assert names_in_use(other, ctx) == fresh(other, ctx)
+    assert names_in_use(other, ctx) == fresh(other)
     assert names_in_use(turns, _ctx()) == expected[len(turns)]
     assert "config_key_alpha" in expected[2] and "12345" in expected[2]
 

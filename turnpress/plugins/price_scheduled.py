@@ -266,18 +266,21 @@ def names_in_use(turns: Sequence[Turn], ctx: RenderContext) -> list[str]:
     message used, most recently used first (then the most used first); then those that
     the outputs of several turns showed (recurring), the most frequent first.
 
-    The tallies of the last turns asked about are kept (:data:`_NAMES_WALK`): the next
-    rebuild's turns start with them, so only its new turns are walked."""
+    The tallies of the last turns asked about are kept for the run (one slot, with its
+    first turn): the next rebuild's turns start with them, so only its new turns are
+    walked."""
     walked = turns if type(turns) is tuple else tuple(turns)
+    if not walked:
+        return []
     origin: dict[str, int] = {}
     last: dict[str, int] = {}
     count: dict[str, int] = {}
     start = 0
-    kept = _NAMES_WALK[0] if _NAMES_WALK else None
-    if (kept is not None and kept[0] is ctx.run_cache and len(kept[1]) <= len(walked)
-            and same_turns(kept[1], walked) == len(kept[1])):
+    # [the turns walked, origin, last, count]
+    slot: list[Any] = ctx.per_turn(walked[0], ("price-scheduled.names-walk",), list)
+    if slot and len(slot[0]) <= len(walked) and same_turns(slot[0], walked) == len(slot[0]):
         # the kept tallies are never changed: copies go on from them
-        start, origin, last, count = len(kept[1]), dict(kept[2]), dict(kept[3]), dict(kept[4])
+        start, origin, last, count = len(slot[0]), dict(slot[1]), dict(slot[2]), dict(slot[3])
     for pos in range(start + 1, len(walked) + 1):
         turn = walked[pos - 1]
         shown, used = ctx.per_turn(turn, ("price-scheduled.refs",), partial(_turn_refs, turn))
@@ -287,17 +290,11 @@ def names_in_use(turns: Sequence[Turn], ctx: RenderContext) -> list[str]:
             count[name] = count.get(name, 0) + 1
         for name in shown:
             origin[name] = origin.get(name, 0) + 1
-    _NAMES_WALK[:] = [(ctx.run_cache, walked, origin, last, count)]
+    slot[:] = (walked, origin, last, count)
     used_first = sorted(last, key=lambda n: (-last[n], -count[n], n))
     recurring = sorted((n for n, k in origin.items() if k >= RECURRING and n not in last),
                        key=lambda n: (-origin[n], n))
     return used_first + recurring
-
-
-#: the last :func:`names_in_use` tallies: (run cache, the turns walked, origin, last,
-#: count); the turns are kept alive here, so :func:`same_turns` compares their objects
-_NAMES_WALK: list[tuple[Any, tuple[Turn, ...], dict[str, int], dict[str, int],
-                        dict[str, int]]] = []
 
 
 class _PricedView(_CheckpointView):
