@@ -312,9 +312,8 @@ def large(args: argparse.Namespace, sources: list[Path]) -> None:
     constant = max(m["peak_mb"] - 3 * m["file_mb"] for m in points)
     print(f"peak <= 3x the file + {constant:.1f} MB at every size measured")
     # the caches are bounded (two generations of a few million characters each: texts,
-    # lines, facts), so they fill up on the way: the growth that goes on is the last one
-    a, b = points[-2], points[-1]
-    growth = (b["peak_mb"] - a["peak_mb"]) / (b["file_mb"] - a["file_mb"])
+    # lines, facts), so they fill up on the way: the growth that goes on is the last
+    # one, that of the two largest sizes (the loop's last ``growth``)
     which = "the two largest files" if len(points) > 2 else "the small run to the large one"
     print(f"target (issue 20 item 6): peak <= 3x the largest file + a constant; growth of "
           f"the peak / growth of the file from {which} = {growth:.2f}x: "
