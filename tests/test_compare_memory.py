@@ -171,3 +171,30 @@ def test_the_memory_a_result_holds_does_not_grow_with_the_prompts(monkeypatch):
     monkeypatch.setattr(spill, "SPILL_BYTES", 4096)
     short, long = _held(200, 10), _held(200, 160)
     assert long - short < 250_000, (short, long)
+
+
+@pytest.mark.parametrize("cache", ["openai", "anthropic"])
+def test_the_baseline_strategy_shares_the_reference_cache_model(monkeypatch, cache):
+    """Issue 20 item 6: ``full-history`` among the compared strategies sends the
+    reference's prompts, so its cache usage is the reference's: no second model holding
+    a copy of the reference's states for the whole run (on one long run, a per-message
+    cost). Its figures stay those of a strategy sending the same prompts on its own
+    model (``test_a_prompt_with_the_baselines_texts_is_counted_and_searched_as_the_baselines``)."""
+    from turnpress.compare import compare_traces, engine
+    from turnpress.examples import example_trace_paths
+
+    used: set[int] = set()  # the models that were sent prompts
+    real = engine.new_cache_model
+
+    def new_cache_model(name):
+        model = real(name)
+        account = model.account
+        model.account = lambda prompt: used.add(id(model)) or account(prompt)
+        return model
+
+    monkeypatch.setattr(engine, "new_cache_model", new_cache_model)
+    path = next(p for p in example_trace_paths() if p.stem == "incident-triage")
+    result = compare_traces(path, ["full-history", "rolling-window"], cache=cache)
+    assert len(used) == 2  # the reference's and rolling-window's
+    full = result.strategy("full-history")
+    assert full.cached_tokens > 0 and full.cost_ratio == 1.0

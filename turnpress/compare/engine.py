@@ -253,8 +253,13 @@ class _Worker:
         strategies = s.strategies
         body = self.counter.body
         self.counter.start_run()
-        caches = [new_cache_model(s.cache) for _ in strategies]
         base_cache = new_cache_model(s.cache)
+        # is it the baseline, does it make model calls: decided once per strategy
+        is_base = [st is self.baseline or st == self.baseline for st in strategies]
+        makes_calls = [getattr(st, "model_calls", None) is not None for st in strategies]
+        # the baseline sends the reference's prompts: its cache usage is the reference's
+        # (one model, not a second copy of its states, as long as the run)
+        caches = [None if b else new_cache_model(s.cache) for b in is_base]
         keep = index < s.keep_prompts
         where = f"trace {trace.name or '(unnamed)'}"
         status: list[tuple[str, str] | None] = [None] * len(strategies)
@@ -269,14 +274,12 @@ class _Worker:
                                 all_turns[-1].memory if all_turns else {},
                                 whole_ctx, where, last + 1)
         needed = NeededFacts(*split_turns(whole, body))
+        del whole  # its texts are in ``needed``; its messages are no longer needed
         _, ctx1 = self._context(trace, 1)
         index_ = FactIndex((trace.system_prompt, *ctx1.namespaces({}, only=["tool/"])))
         run_facts = RunFacts(index_, trace.mission)
         base_track = PromptTrack()
         tracks = [PromptTrack() for _ in strategies]
-        # decided once per strategy: is it the baseline, does it make model calls
-        is_base = [st is self.baseline or st == self.baseline for st in strategies]
-        makes_calls = [getattr(st, "model_calls", None) is not None for st in strategies]
         base_tokens, base_cost, billed_base_cost = 0, 0.0, 0.0
         floor, head, seen = 0.0, 0, 0  # the floor; the system prompt's and the last tokens
         for n in range(1, last + 1):
@@ -353,7 +356,8 @@ class _Worker:
                     else:
                         shown = index_.shown_tracked(texts)
                         need_shown = index_.shows(texts, need)
-                used = caches[i].account(prompt)
+                model = caches[i]
+                used = usage if model is None else model.account(prompt)
                 lost = ([] if shown.issuperset(counted)  # the common case, in C
                         else [j for j in counted if j not in shown])
                 score = 1.0 - len(lost) / len(counted) if counted else 1.0
