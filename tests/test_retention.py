@@ -368,6 +368,21 @@ def test_fact_index_keeps_a_bounded_number_of_texts(monkeypatch):
     assert answers[0] == answers[1]
 
 
+def test_fact_index_entries_make_their_sets_only_when_needed():
+    """Issue 20 item 6: the index keeps an entry per distinct text of a run (on a long
+    run, one per message), so an entry makes its set of shown ids and its memo only
+    when a fact shows or is asked about; the answers are the same."""
+    index = FactIndex()
+    ids = index.ids([Fact("name", "name_1"), Fact("name", "other_name")])
+    assert index.shown(["nothing here", "name_1 here"]) == {ids[0]}
+    empty, shown = index._texts["nothing here"], index._texts["name_1 here"]
+    assert not empty.present and empty.memo is None
+    assert shown.present == {ids[0]}
+    lazy = index.ids([Fact("needed", "here")], lazy=True)
+    assert index.shows(["nothing here"], lazy) == set(lazy)
+    assert empty.memo == {lazy[0]: True}
+
+
 def test_fact_index_keeps_a_bounded_number_of_lazy_answers(monkeypatch):
     """Issue 20 item 6: the (text, needed fact) answers of :meth:`FactIndex.shows` are
     not all kept (a long run asks new facts of the same texts every turn: turns x
@@ -387,7 +402,8 @@ def test_fact_index_keeps_a_bounded_number_of_lazy_answers(monkeypatch):
                               for j in range(4)], lazy=True)
             got.append(index.shows(texts[:turn % len(texts) + 1], need))
             most = max(most, index._lazy_results,
-                       sum(len(e[3]) for e in index._texts.values()))
+                       sum(isinstance(k, int) for e in index._texts.values()
+                           for k in e.memo or ()))
         answers.append(got)
         assert (most <= 50 + 4 * len(texts)) == (limit == 50)
     assert answers[0] == answers[1]

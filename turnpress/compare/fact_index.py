@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, compress, groupby, repeat
-from operator import itemgetter
+from operator import attrgetter
 
 from turnpress.compare.retention import (
     Fact,
@@ -29,12 +29,46 @@ from turnpress.core.model import Turn
 __all__ = ["LAZY_RESULTS", "TEXT_CHARS", "FactIndex", "RunFacts"]
 
 TEXT_CHARS = 2_000_000  # message texts from which a FactIndex starts a generation (see next_turn)
-# what a FactIndex knows of one text: the text without the excluded parts, the ids found
-# shown, [eager ids searched, tracked ids searched], {lazy id: shown}, and the symbols
-# known shown or not (fact_present's ``symbols``)
-_Entry = tuple[str, set[int], list[int], dict[int, bool], dict[tuple[str, str], bool]]
 LAZY_RESULTS = 100_000  # (text, lazy fact) answers a FactIndex keeps (see shows)
-_FIRST, _PRESENT, _UPTO = itemgetter(0), itemgetter(1), itemgetter(2)
+_NONE: frozenset[int] = frozenset()  # the ids an entry shows until it shows one
+
+
+class _Entry:
+    """What a :class:`FactIndex` knows of one text (one per distinct message text of a
+    run, so small: its sets and dict are made when first needed).
+
+    ``text``: the text without the excluded parts; ``present``: the ids found shown
+    (:data:`_NONE` until one is); ``eager`` / ``tracked``: how far into the eager and
+    the tracked ids it was searched; ``memo``: ``{lazy id: shown}`` and, under
+    ``(name, kind)`` keys, the symbols known shown or not (``fact_present``'s
+    ``symbols``), or None."""
+
+    __slots__ = ("eager", "memo", "present", "text", "tracked")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.present: set[int] | frozenset[int] = _NONE
+        self.eager = self.tracked = 0
+        self.memo: dict[object, bool] | None = None
+
+    def add(self, ids: Iterable[int]) -> None:
+        """Mark ``ids`` shown."""
+        if self.present is _NONE:
+            self.present = set(ids)
+        else:
+            self.present.update(ids)  # type: ignore[union-attr]
+
+    def answers(self) -> dict[object, bool]:
+        """The memo, made when first needed."""
+        memo = self.memo
+        if memo is None:
+            memo = self.memo = {}
+        return memo
+
+
+_TEXT, _PRESENT, _EAGER = attrgetter("text"), attrgetter("present"), attrgetter("eager")
+_SEARCHED = (_EAGER, attrgetter("tracked"))  # per slot: how far an entry was searched
+_SLOTS = ("eager", "tracked")
 _LARGE = 256  # texts from which a prompt's texts are sorted out by C-level passes
 _MANY = 32  # facts from which one text is searched for them by one C-level pass
 _GROUPED = 8  # texts needing the same facts, from which one pass per fact searches them
@@ -46,7 +80,7 @@ def _scan_texts(entries: Sequence[_Entry], new: Sequence[int], facts: Sequence[F
     fact's probes searched in every text by one C-level pass (``map(str.find, ...)``),
     ``fact_present`` run on the texts holding one, with where the first probe first
     occurs (-1: only the second one occurs)."""
-    texts = list(map(_FIRST, entries))
+    texts = list(map(_TEXT, entries))
     positions = range(len(texts))
     for i in new:
         first, other = probes[i]
@@ -56,9 +90,10 @@ def _scan_texts(entries: Sequence[_Entry], new: Sequence[int], facts: Sequence[F
             for k in compress(positions, map(str.__contains__, texts, repeat(other))):
                 hits.setdefault(k, -1)
         for k, at in hits.items():
-            text, present, _upto, _lazy, symbols = entries[k]
-            if i not in present and fact_present(facts[i], text, symbols, at):
-                present.add(i)
+            entry = entries[k]
+            if i not in entry.present and fact_present(facts[i], entry.text,
+                                                       entry.answers(), at):  # type: ignore[arg-type]
+                entry.add((i,))
 
 
 class FactIndex:
@@ -127,7 +162,7 @@ class FactIndex:
                 for part in self.exclude:
                     if part in text:
                         text = text.replace(part, "\x00")
-                entry = (text, set(), [0, 0], {}, {})
+                entry = _Entry(text)
             self._texts[body] = entry
             self._text_chars += len(body)
         return entry
@@ -174,6 +209,7 @@ class FactIndex:
         (:meth:`_classify_large`): a long run's prompts take no Python step per
         (text, fact), nor per text for a text already searched."""
         n = len(ids)
+        slot_name = _SLOTS[slot]
         bodies = bodies if isinstance(bodies, list) else list(bodies)
         if len(bodies) >= _LARGE:
             shown, groups = self._classify_large(bodies, n, slot)
@@ -191,71 +227,70 @@ class FactIndex:
                 for entry in members:
                     self._scan_text(entry, new)
             for entry in members:
-                entry[2][slot] = n
-        return set().union(*shown)
+                setattr(entry, slot_name, n)
+        return set().union(*map(_PRESENT, shown))
 
     def _classify(self, bodies: list[str], n: int, slot: int
-                  ) -> tuple[list[set[int]], dict[tuple[int, int], dict[str, _Entry]]]:
-        """The present ids of the texts of ``bodies`` (those to search, filled later),
+                  ) -> tuple[list[_Entry], dict[tuple[int, int], dict[str, _Entry]]]:
+        """The entries of the texts of ``bodies`` that show ids (or are to be searched),
         and the texts to search grouped by (first id to search, eager ids known); each
         text known to show every tracked id is marked searched."""
         get = self._texts.get
         # a text searched for every eager fact knows every tracked one (tracked ids are
         # eager ids): the common case, a text of this turn's reference prompt
         all_eager = len(self._eager) if slot else -1
-        shown: list[set[int]] = []
+        shown: list[_Entry] = []
         groups: dict[tuple[int, int], dict[str, _Entry]] = {}
         for body in bodies:
             entry = get(body)
             if entry is None:
                 entry = self._entry(body)
-            present, upto = entry[1], entry[2]
-            if upto[slot] < n:
-                if upto[0] == all_eager:
-                    upto[1] = n
+            searched = entry.tracked if slot else entry.eager
+            if searched < n:
+                if entry.eager == all_eager:
+                    entry.tracked = n
                 else:
-                    key = (upto[slot], upto[0] if slot else 0)
+                    key = (searched, entry.eager if slot else 0)
                     group = groups.get(key)
                     if group is None:
                         group = groups[key] = {}
-                    group[entry[0]] = entry
-                    shown.append(present)
+                    group[entry.text] = entry
+                    shown.append(entry)
                     continue
-            if present:
-                shown.append(present)
+            if entry.present:
+                shown.append(entry)
         return shown, groups
 
     def _classify_large(self, bodies: list[str], n: int, slot: int
-                        ) -> tuple[list[set[int]], dict[tuple[int, int], dict[str, _Entry]]]:
+                        ) -> tuple[list[_Entry], dict[tuple[int, int], dict[str, _Entry]]]:
         """What :meth:`_classify` gives, by C-level passes over the texts (a long run's
         prompt: most texts need the same few new facts, or none)."""
         entries = list(map(self._texts.get, bodies))
         if None in entries:
             entries = [e if e is not None else self._entry(b)
                        for e, b in zip(entries, bodies, strict=True)]
-        uptos = list(map(_UPTO, entries))
-        starts = list(map(itemgetter(slot), uptos))
+        starts = list(map(_SEARCHED[slot], entries))
         todo = list(compress(range(len(entries)), map(n.__gt__, starts)))
         groups: dict[tuple[int, int], dict[str, _Entry]] = {}
         if todo:
-            known = list(map(_FIRST, uptos))
+            known = list(map(_EAGER, entries)) if slot else starts
             if slot:
                 done = len(self._eager)
                 for k in compress(todo, map(done.__eq__, map(known.__getitem__, todo))):
-                    uptos[k][1] = n
+                    entries[k].tracked = n
                 todo = list(compress(todo, map(done.__ne__, map(known.__getitem__, todo))))
                 keys = list(zip(starts, known, strict=True))
             else:
                 keys = list(zip(starts, repeat(0), strict=False))
             for key, group in groupby(sorted(todo, key=keys.__getitem__), keys.__getitem__):
                 grouped = list(map(entries.__getitem__, group))
-                texts = list(map(_FIRST, grouped))
+                texts = list(map(_TEXT, grouped))
                 groups[key] = dict(zip(texts, grouped, strict=True))
-        return list(map(_PRESENT, entries)), groups
+        return entries, groups
 
     def _scan_text(self, entry: _Entry, new: list[int]) -> None:
         """Add to ``entry``'s present ids those of ``new`` its text shows."""
-        text, present, _upto, _lazy, symbols = entry
+        text, present = entry.text, entry.present
         find, probes, facts = text.find, self._probes, self.facts
         if len(new) >= _MANY:  # one C-level pass over the facts' first probes
             first, alt = self._first_probes, self._has_alt
@@ -264,14 +299,17 @@ class FactIndex:
             for i in compress(new, map(alt.__getitem__, new)):
                 if i not in hits and probes[i][1] in text:  # type: ignore[operator]
                     hits[i] = -1
-            present.update([i for i, at in hits.items()
-                            if i not in present and fact_present(facts[i], text, symbols, at)])
-            return
-        candidates = [(i, at) for i in new
-                      if i not in present and ((at := find((p := probes[i])[0])) >= 0
-                                               or (p[1] is not None and p[1] in text))]
-        present.update(i for i, at in candidates
-                       if fact_present(facts[i], text, symbols, at))
+            candidates = [(i, at) for i, at in hits.items() if i not in present]
+        else:
+            candidates = [(i, at) for i in new
+                          if i not in present and ((at := find((p := probes[i])[0])) >= 0
+                                                   or (p[1] is not None and p[1] in text))]
+        if candidates:
+            symbols = entry.answers()
+            found = [i for i, at in candidates
+                     if fact_present(facts[i], text, symbols, at)]  # type: ignore[arg-type]
+            if found:
+                entry.add(found)
 
     def shows(self, bodies: Sequence[str], ids: Iterable[int]) -> set[int]:
         """The ids among ``ids`` (of any facts, lazy ones included) that any of the
@@ -295,15 +333,19 @@ class FactIndex:
         for i in wanted:
             needle, other = probes[i]
             # the texts made for earlier ids, then the next ones
-            for text, present, _upto, lazy, symbols in chain(entries, later):
-                if i in present:
+            for entry in chain(entries, later):
+                if i in entry.present:
                     hit = True
                 else:
-                    hit = lazy.get(i)
+                    memo = entry.memo
+                    hit = memo.get(i) if memo is not None else None
                     if hit is None:
+                        text = entry.text
                         at = text.find(needle)
-                        hit = lazy[i] = ((at >= 0 or (other is not None and other in text))
-                                         and fact_present(facts[i], text, symbols, at))
+                        hit = ((at >= 0 or (other is not None and other in text))
+                               and fact_present(facts[i], text, entry.answers(),  # type: ignore[arg-type]
+                                                at))
+                        entry.answers()[i] = hit
                         searched += 1
                 if hit:
                     out.add(i)
@@ -319,7 +361,7 @@ class FactIndex:
         asked again is searched again, to the same answer)."""
         for generation in (self._texts, self._old_texts):
             for entry in generation.values():
-                entry[3].clear()
+                entry.memo = None
         self._lazy_results = 0
 
 
