@@ -265,6 +265,54 @@ def test_turn_walk_makes_only_the_new_turns_pieces() -> None:
     assert made == [1, 2, 3, 4, 5, 6]
 
 
+def test_turn_fold_carries_the_last_value_on_and_keeps_only_the_last_ones() -> None:
+    """TurnFold: the value of the last turn, as folding every turn from the first gives
+    it, for the next prompt (one new value made), the same prompt asked for all but its
+    last turns, an earlier prompt, another key and a replaced turn; only the values of
+    the last KEEP turns are kept (a long run's earlier ones are not held alive)."""
+    from dataclasses import replace
+
+    from turnpress.plugins.full_history import TurnFold
+
+    trace = _lisp()
+    args = trace.prompt_arguments(len(trace.turns) + 1)
+    turns = args["turns"]
+    ctx = RenderContext(mission="m", system_prompt="", tools=args["tools"],
+                        data=args["data"], turns_left=1)
+    fold: TurnFold[tuple[str, ...]] = TurnFold()
+    made: list[int] = []
+
+    def value(upto: Any, key: Any = "k", count: int | None = None) -> Any:
+        def make(pos: int, before: list[Any]) -> tuple[str, ...]:
+            made.append(pos)
+            assert bool(before) == (pos > 1) and len(before) <= TurnFold.KEEP
+            return (*before[-1], upto[pos - 1].raw_response)[-3:] if before else (
+                upto[0].raw_response,)
+
+        return fold.value(ctx, upto, key, make, count)
+
+    def folded(upto: Any) -> tuple[str, ...]:
+        return tuple(t.raw_response for t in upto)[-3:]
+
+    assert len(turns) > 2 * TurnFold.KEEP
+    for n in range(1, len(turns) + 1):
+        assert value(turns[:n]) == folded(turns[:n])
+    assert made == list(range(1, len(turns) + 1))
+    assert len(fold._last[4]) == TurnFold.KEEP
+    made.clear()
+    n = len(turns)
+    assert value(turns, count=n - 2) == folded(turns[:n - 2]) and made == []
+    assert value(turns[:n - 1]) == folded(turns[:n - 1]) and made == []
+    assert value(turns[:3]) == folded(turns[:3]) and made == [1, 2, 3]
+    made.clear()
+    assert value(turns[:3], key="other") == folded(turns[:3]) and made == [1, 2, 3]
+    made.clear()
+    changed = (*turns[:2], replace(turns[2], raw_response="changed"), *turns[3:5])
+    assert value(changed, key="other") == folded(changed) and made == [3, 4, 5]
+    with pytest.raises(ValueError, match="at least one turn"):
+        value(turns[:0])
+
+
 @pytest.mark.parametrize("spec", SPECS)
 def test_one_strategy_switching_between_runs_and_turns_gives_fresh_prompts(spec) -> None:
     """One strategy object rendering two runs in turn, and a run whose middle turn is

@@ -18,7 +18,7 @@ from typing import Any
 from turnpress.core.compression import RenderContext
 from turnpress.core.message_text import json_argument
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Turn
-from turnpress.plugins.full_history import TurnWalk, same_turns
+from turnpress.plugins.full_history import TurnFold, same_turns
 
 #: long outputs keep this many lines from the start and from the end (DESIGN §11)
 HEAD_LINES = 20
@@ -269,7 +269,7 @@ def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
 
 
 #: per window (section, limits): the walk that keeps the window of each turn (:func:`_window`)
-_WINDOWS: dict[Hashable, TurnWalk[tuple[bool, tuple[Any, ...]]]] = {}
+_WINDOWS: dict[Hashable, TurnFold[tuple[bool, tuple[Any, ...]]]] = {}
 
 
 def _window(turns: Sequence[Turn], ctx: RenderContext, key: Hashable, limit: int,
@@ -278,15 +278,15 @@ def _window(turns: Sequence[Turn], ctx: RenderContext, key: Hashable, limit: int
     ``newest_items((entries of t for t in reversed(turns)), limit)`` gives), where
     ``entries(pos, calling)`` gives the ``pos``-th turn's (1-based) and ``calling`` says
     whether a turn up to it made a tool call. Each turn's window is its previous one's
-    and its own entries, kept for the run (:class:`TurnWalk`), so a prompt makes only
-    its new turns' windows, however long the run."""
+    and its own entries, carried on from the last prompt (:class:`TurnFold`), so a
+    prompt makes only its new turns' windows, however long the run."""
     if limit <= 0 or not turns:
         return ()
     walk = _WINDOWS.get(key)
     if walk is None:
         if len(_WINDOWS) >= 64:
             _WINDOWS.clear()
-        walk = _WINDOWS[key] = TurnWalk()
+        walk = _WINDOWS[key] = TurnFold()
 
     def make(pos: int, before: list[tuple[bool, tuple[Any, ...]]]
              ) -> tuple[bool, tuple[Any, ...]]:
@@ -299,7 +299,7 @@ def _window(turns: Sequence[Turn], ctx: RenderContext, key: Hashable, limit: int
                 window = window[len(window) - limit:]
         return calling, window
 
-    return walk.pieces(ctx, turns, key, make)[-1][1]
+    return walk.value(ctx, turns, key, make)[1]
 
 
 def _cut_contents(turn: Turn, ctx: RenderContext, limits: dict[str, int], words: bool
@@ -312,7 +312,7 @@ def _cut_contents(turn: Turn, ctx: RenderContext, limits: dict[str, int], words:
 #: per turn: (whether the run made a tool call up to it, the user's own messages up to
 #: it as ``;; User messages:`` entries); shared by every strategy, as it depends only on
 #: the turns (each prompt walks only the turns the previous one did not)
-_WORDS_WALK: TurnWalk[tuple[bool, tuple[dict[str, Any], ...]]] = TurnWalk()
+_WORDS_WALK: TurnFold[tuple[bool, tuple[dict[str, Any], ...]]] = TurnFold()
 
 
 def _words_upto(turns: Sequence[Turn], ctx: RenderContext, count: int
@@ -332,7 +332,7 @@ def _words_upto(turns: Sequence[Turn], ctx: RenderContext, count: int
             entries = entries + own if own else entries
         return calling, entries
 
-    return _WORDS_WALK.pieces(ctx, turns, "_imported_messages.words", make, count=count)[-1]
+    return _WORDS_WALK.value(ctx, turns, "_imported_messages.words", make, count=count)
 
 
 def words_section(turns: Sequence[Turn], ctx: RenderContext) -> str | None:

@@ -106,6 +106,57 @@ class TurnWalk(Generic[_T]):
         return made
 
 
+class TurnFold(Generic[_T]):
+    """A value folded over the turns (each turn's made from the turn before it), of the
+    last prompt a strategy rendered, carried on by the next.
+
+    What :class:`TurnWalk` does for a piece that only the last turn's value is read of
+    (a window of the last N entries, a running flag), keeping only the values of the
+    last :attr:`KEEP` turns walked instead of one per turn of the run: a long run's
+    earlier values are not kept alive. A prompt whose turns part from the walked ones
+    before those (an earlier prompt, another run) walks again from the first turn, to
+    the same value. ``make(pos, before)`` gets the 1-based position and the values of
+    (at least) the turn before it, last in ``before``; it must depend only on
+    ``turns[:pos]``, ``key`` and the run, and read no more than ``before[-1]``.
+    """
+
+    KEEP = 4
+    """Values of the last turns walked that are kept (a prompt may ask for all of its
+    turns but the last few, as well as for all)."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        # (run cache, key, the turns seen (a tuple), how many were walked, the values of
+        # the last ones walked)
+        self._last: tuple[Any, Hashable, tuple[Turn, ...], int, tuple[_T, ...]] | None = None
+
+    def value(self, ctx: RenderContext, turns: Sequence[Turn], key: Hashable,
+              make: Callable[[int, list[_T]], _T], count: int | None = None) -> _T:
+        """The value of turn ``count`` (``count``: all of ``turns``; at least 1)."""
+        count = len(turns) if count is None else count
+        if count < 1:
+            raise ValueError("TurnFold.value needs at least one turn")
+        last = self._last
+        values: list[_T] = []
+        start = 0  # the turns whose values are in ``values`` end at turn ``start``
+        if last is not None and last[0] is ctx.run_cache and last[1] == key:
+            same = min(same_turns(last[2], turns), count, last[3])
+            first = last[3] - len(last[4])  # the kept values are of turns first+1...
+            if same > first:
+                if same == count:  # kept: asked for one of the last turns walked
+                    return last[4][count - first - 1]
+                values.extend(last[4][:same - first])
+                start = same
+        for pos in range(start + 1, count + 1):
+            values.append(make(pos, values))
+            if len(values) > self.KEEP:
+                del values[0]
+        walked = turns if type(turns) is tuple else tuple(turns)
+        self._last = (ctx.run_cache, key, walked, count, tuple(values))
+        return values[-1]
+
+
 def flatten(pieces: Sequence[Sequence[Message]]) -> list[Message]:
     """The messages of ``pieces`` (one sequence of messages per turn), in order."""
     return list(chain.from_iterable(pieces))
