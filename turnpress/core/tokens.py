@@ -182,7 +182,6 @@ class TokenizedPrompt:
 
     def __init__(self, segments: Sequence[Segment], breakpoints: Sequence[CachePoint] = (),
                  count: Callable[[str], int] | None = None,
-                 chains: dict[tuple[bytes, bytes], bytes] | None = None,
                  prefix: tuple[TokenizedPrompt, int] | None = None) -> None:
         self.segments = tuple(segments)
         self.breakpoints = tuple(breakpoints)
@@ -201,21 +200,12 @@ class TokenizedPrompt:
             cumulative.append(running)
         self.cumulative = cumulative
         self.total = running
-        # chain[i] identifies the first i + 1 messages; ``chains`` remembers each link
-        # (the prompts of a run share most of their prefixes)
+        # chain[i] identifies the first i + 1 messages (a digest is made in about the
+        # time a memo of them would take to look it up, and a memo grows with the run)
         prev = chain[-1] if chain else b""
-        if chains is None:
-            for s in self.segments[start:]:
-                prev = _digest(prev + s.digest)
-                chain.append(prev)
-        else:
-            for s in self.segments[start:]:
-                link = (prev, s.digest)
-                found = chains.get(link)
-                if found is None:
-                    found = chains[link] = _digest(prev + s.digest)
-                prev = found
-                chain.append(prev)
+        for s in self.segments[start:]:
+            prev = _digest(prev + s.digest)
+            chain.append(prev)
         self.chain = tuple(chain)
 
     def with_segments(self, segments: tuple[Segment, ...]) -> TokenizedPrompt:
@@ -311,7 +301,6 @@ class TokenCounter:
         # that left the generations above is found here; one older is encoded again)
         self._by_digest: dict[bytes, Segment] = {}
         self._old_digest: dict[bytes, Segment] = {}
-        self._chains: dict[tuple[bytes, bytes], bytes] = {}  # prefix digest links, per run
         # id(tool_calls list) -> (the list, its text): replayed messages share their lists
         self._bodies: dict[int, tuple[Any, str, Any]] = {}
         self._shared: OrderedDict[tuple[str, str], Segment] = OrderedDict()
@@ -324,7 +313,6 @@ class TokenCounter:
         """Forget the texts of the previous run (the cross-run cache and lines stay)."""
         self._run, self._old_run, self._run_chars, self._by_digest = {}, {}, 0, {}
         self._old_digest = {}
-        self._chains = {}
         self._bodies = {}
 
     def body(self, message: Mapping[str, Any]) -> str:
@@ -476,8 +464,7 @@ class TokenCounter:
                 hits += 1
             segments.append(seg)
         self.lookups += hits
-        prompt = TokenizedPrompt(segments, count=self.tokenizer.count, chains=self._chains,
-                                 prefix=prefix)
+        prompt = TokenizedPrompt(segments, count=self.tokenizer.count, prefix=prefix)
         points = []
         for index, offset in breakpoints:
             if offset is None:
