@@ -150,8 +150,9 @@ def test_a_used_strategy_still_copies_and_pickles(spec) -> None:
 
 def test_transcript_pieces_are_cut_and_rendered_once_per_turn(monkeypatch) -> None:
     """single-user-coalesced and aggressive on a transcript: each turn's outputs are
-    cut, and its tool-call arguments rendered, once per run and set of limits, not once
-    per later prompt; cut_feedback returns the same message objects each time."""
+    cut, and its tool-call arguments rendered, once per run and set of limits (a window
+    of tool calls: its length), not once per later prompt; cut_feedback returns the same
+    message objects each time."""
     from turnpress.plugins import _imported_messages
 
     cuts: list[str] = []
@@ -178,7 +179,7 @@ def test_transcript_pieces_are_cut_and_rendered_once_per_turn(monkeypatch) -> No
         for n in range(1, len(trace.turns) + 2):
             _render(trace, spec, n)
     assert len(cuts) == 2 * contents  # two sets of limits, each content once
-    assert len(calls) == arguments
+    assert len(calls) == 2 * arguments  # two windows (tool_call_limit), each call once
     args = trace.prompt_arguments(3)
     ctx = RenderContext(mission="m", system_prompt="", tools=args["tools"],
                         data=args["data"], turns_left=3)

@@ -254,15 +254,13 @@ def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
                   "tail_chars": max_chars // 2}
     else:
         limits = line_limits(lines)
-    key = ("_imported_messages.cut_contents", tuple(limits.items()))
+    key = ("_imported_messages.cut_contents", tuple(limits.items()), limit)
 
     def contents(pos: int, calling: bool) -> tuple[str | None, ...]:
-        turn = turns[pos - 1]
-        return ctx.per_turn(turn, (*key, calling),
-                            partial(_cut_contents, turn, ctx, limits, calling))
+        return _cut_contents(turns[pos - 1], ctx, limits, calling)
 
     # the turn's reading (pos >= first_tool_turn) is whether the run called a tool by then
-    prints = [c for c in _window(turns, ctx, (*key, limit), limit, contents) if c is not None]
+    prints = [c for c in _window(turns, ctx, key, limit, contents) if c is not None]
     if not prints:
         return None
     return ctx.template("history/output.j2", prints=prints, max_chars=None)
@@ -279,7 +277,8 @@ def _window(turns: Sequence[Turn], ctx: RenderContext, key: Hashable, limit: int
     ``entries(pos, calling)`` gives the ``pos``-th turn's (1-based) and ``calling`` says
     whether a turn up to it made a tool call. Each turn's window is its previous one's
     and its own entries, carried on from the last prompt (:class:`TurnFold`), so a
-    prompt makes only its new turns' windows, however long the run."""
+    prompt makes only its new turns' windows and entries (each turn's once a run, not
+    remembered beyond the window), however long the run."""
     if limit <= 0 or not turns:
         return ()
     walk = _WINDOWS.get(key)
@@ -361,18 +360,18 @@ def tool_calls(turns: Sequence[Turn], ctx: RenderContext, limit: int) -> str | N
     reuses)."""
     if not turns:
         return None
-    key = ("_imported_messages.tool_calls", CALL_ARG_CHARS)
+    key = ("_imported_messages.tool_calls", CALL_ARG_CHARS, limit)
 
     def entries(pos: int, _calling: bool) -> tuple[dict[str, str], ...]:
-        turn = turns[pos - 1]
-        return ctx.per_turn(turn, key, partial(_call_entries, turn, ctx))
+        return _call_entries(turns[pos - 1], ctx)
 
-    calls = list(_window(turns, ctx, (*key, limit), limit, entries))
+    calls = list(_window(turns, ctx, key, limit, entries))
     return ctx.template("history/tool_calls.j2", calls=calls)
 
 
 def _call_entries(turn: Turn, ctx: RenderContext) -> tuple[dict[str, str], ...]:
-    """The tool-call entries of one turn (made once per run; never change them)."""
+    """The tool-call entries of one turn (made once per run and window, as
+    :func:`_window` walks it; never change them)."""
     return tuple({"name": call.name,
                   "args": " ".join(json_argument(a, CALL_ARG_CHARS) for a in call.args)}
                  for call in turn.tool_calls)
