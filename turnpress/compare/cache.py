@@ -112,9 +112,10 @@ class OpenAICache(CacheModel):
         self.step = step
         self.min_cached = min_cached
         # whole-message prefixes seen (their chain digest, b"" for the empty prefix) ->
-        # (the digest of its last whole block, the packed tokens after it): where to
-        # resume hashing, so a memo; bounded by :data:`STATES` (see :meth:`_forget`)
-        self.states: dict[bytes, tuple[int, bytes]] = {b"": (0, b"")}
+        # the digest of its last whole block (8 bytes) and the packed tokens after it, in
+        # one bytes object (a long run keeps one per message): where to resume hashing,
+        # so a memo; bounded by :data:`STATES` (see :meth:`_forget`)
+        self.states: dict[bytes, bytes] = {b"": _state(0, b"")}
         self.blocks = DigestSet()  # the digest of every block prefix seen
         self._texts: _TextPrefixes | None = None  # count-only tokenizers
         self._ids = False  # decided: the prompts carry token ids
@@ -150,7 +151,8 @@ class OpenAICache(CacheModel):
         lo = _seen_prefix(chain, states, self._last)
         if lo == len(segments):  # sent before as it is: every block of it was seen
             return prompt.cumulative[lo] // self.step * self.step
-        digest, tail = states[chain[lo - 1] if lo else b""]
+        state = states[chain[lo - 1] if lo else b""]
+        digest, tail = int.from_bytes(state[:8], "little", signed=True), state[8:]
         blocks = self.blocks
         # after the first block not seen, the chained digests are new (but for a 64-bit
         # collision, which the merge drops): added to the set of the newest unchecked
@@ -184,7 +186,7 @@ class OpenAICache(CacheModel):
                     add(digest)
             tail = data[end:]
             if remember:
-                states[chain[i]] = (digest, tail)
+                states[chain[i]] = _state(digest, tail)
         if remember:
             self._last = len(segments)
             if len(newest) > blocks.MIN_NEWEST:
@@ -256,6 +258,12 @@ class DigestSet:
             self.merged = array("q", (d for d, _ in groupby(heapq.merge(
                 self.merged, sorted(self.newest)))))
             self.newest = set()
+
+
+def _state(digest: int, tail: bytes) -> bytes:
+    """A message-prefix state of :class:`OpenAICache`: ``digest`` (a signed 64-bit int)
+    as 8 bytes, then ``tail``."""
+    return digest.to_bytes(8, "little", signed=True) + tail
 
 
 def _count_only(prompt: TokenizedPrompt) -> bool:
