@@ -188,12 +188,12 @@ class TokenizedPrompt:
         self._count = count
         # ``prefix``: (an earlier prompt, k) whose first k segments are this prompt's
         # first k: their running totals and chain links are taken as they are
-        start, chain, cumulative = 0, [], [0]
+        start, chain, cumulative = 0, [], array("q", (0,))
         if prefix is not None and prefix[1] > 0:
             earlier, start = prefix
             chain = list(earlier.chain[:start])
-            cumulative = earlier.cumulative[:start + 1]  # a list slice: a new list
-        # cumulative[i]: the tokens of the first i messages
+            cumulative = earlier.cumulative[:start + 1]  # a slice: a new array
+        # cumulative[i]: the tokens of the first i messages (8 bytes each, not an int object)
         running = cumulative[-1]
         for s in self.segments[start:]:
             running += s.count
