@@ -327,6 +327,15 @@ def test_refs_finds_paths_names_and_numbers() -> None:
     assert "untimeWarning" not in refs(text) and "e-10" not in refs(text)
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="abAB_.-/ 19(é²٣ǅßİ\n", max_size=40))
+def test_refs_run_by_run_is_the_look_behind_search(text: str) -> None:
+    """refs, matched run by run with plain-word runs skipped, finds what the look-behind
+    regex finds searching the whole text."""
+    whole = {f.rstrip(".-/") for f in price_scheduled._REF.findall(text)}
+    assert refs.__wrapped__(text) == {f for f in whole if len(f) >= 3}
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="ab_.-/ 1(é²٣\n", max_size=30),
        st.sampled_from(["ab", "a.b", "1a", "b/", "é²"]))
