@@ -114,6 +114,18 @@ def test_mid_run_developer_message_is_the_users_words_too(strategy) -> None:
     assert all("Budget" not in s for s in output_sections(view))
 
 
+@pytest.mark.parametrize("strategy", strategy_names())
+def test_a_leading_developer_message_stays_the_system_prompt(strategy) -> None:
+    """OpenAI's `developer` role at the start is the system prompt (README "How a
+    transcript becomes turns"): every strategy keeps it first, as its own message with
+    its role, as it keeps a `system` one (the coalesced views folded it into the user
+    message)."""
+    for role in ("system", "developer"):
+        chat = [{"role": role, "content": "You are a shell agent."}, *CHAT[1:]]
+        head = compress(chat, strategy=strategy)[0]
+        assert (head["role"], head["content"]) == (role, "You are a shell agent."), role
+
+
 def test_anthropic_text_beside_tool_results_is_the_users_words() -> None:
     """ux-b items 2 and 6: Anthropic text blocks sent next to tool_results ("Also check
     /var.") are the user's words: kept by progressive-batch recaps and the default view."""

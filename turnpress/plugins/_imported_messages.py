@@ -219,10 +219,10 @@ def output_text(turn: Turn, words: bool) -> str:
 
 
 def preamble_head(ctx: RenderContext) -> list[Message]:
-    """The system message(s) a transcript's preamble starts with."""
+    """The system (or ``developer``) message(s) a transcript's preamble starts with."""
     head: list[Message] = []
     for m in ctx.preamble:
-        if m.get("role") != "system":
+        if m.get("role") not in INSTRUCTION_ROLES:
             break
         head.append(dict(m))  # type: ignore[arg-type]
     return head
@@ -232,7 +232,7 @@ def _head_count(ctx: RenderContext) -> int:
     """How many system messages the preamble starts with (:func:`preamble_head`)."""
     count = 0
     for m in ctx.preamble:
-        if m.get("role") != "system":
+        if m.get("role") not in INSTRUCTION_ROLES:
             break
         count += 1
     return count

@@ -18,7 +18,7 @@ from typing import Any
 
 from turnpress.core.compression import Breakpoint, RenderContext, Strategy
 from turnpress.core.hookspecs import hookimpl
-from turnpress.core.model import Message, Turn
+from turnpress.core.model import INSTRUCTION_ROLES, Message, Turn
 from turnpress.plugins.full_history import FullHistory
 from turnpress.plugins.single_user_coalesced import ERROR_MODES, SingleUserCoalesced
 
@@ -108,7 +108,8 @@ class RollingWindow(Strategy):
             return sorted({*self._coalesced.cache_breakpoints(turns, memory, ctx),
                            (len(messages) - 1, None)}, key=lambda p: (p[0], p[1] is None))
         # a transcript with no turn yet may be system messages only
-        first_user = next((i for i, m in enumerate(messages) if m["role"] != "system"), 0)
+        first_user = next((i for i, m in enumerate(messages)
+                           if m["role"] not in INSTRUCTION_ROLES), 0)
         points: list[Breakpoint] = [(0, None), (first_user, None), (len(messages) - 1, None)]
         return sorted(set(points), key=lambda p: p[0])
 
