@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from turnpress import Strategy, hookimpl, load_trace, save_trace
+from turnpress import Strategy, compress, hookimpl, load_trace, save_trace
 from turnpress.cli import main
 from turnpress.compare import CompareError, compare_traces, count_traces, strategy_label
 from turnpress.compare.pricing import PRICE_PRESETS, cost_usd
 from turnpress.core.compression import get_strategy, strategy_names
-from turnpress.core.registry import get_registry
+from turnpress.core.registry import PluginError, get_registry
 from turnpress.core.tokens import TokenCounter
 from turnpress.core.trace import TraceError, iter_traces, save_traces, trace_to_dict
 from turnpress.examples import example_trace_paths, short_example_trace_paths
@@ -560,6 +560,36 @@ def test_default_compare_survives_broken_plugin_strategies(fresh_registry):
     assert "not-here: n/a: needs a transcript with tools" in out.output
     for name in ("bad-init", "bad-points", "full-history", "single-user-coalesced"):
         assert name in out.output
+
+
+def test_a_named_strategy_whose_init_fails_is_listed_and_the_rest_complete(fresh_registry):
+    """A strategy picked with -s whose __init__ raises (a bug in its code, not a bad
+    option) is listed as failed, naming its plugin, as when every strategy is compared;
+    the others complete. Alone, it is one line, exit 2. Python's compress() raises a
+    PluginError naming it (a TypeError in __init__ was once reported as a bad option)."""
+    class BadInit(Strategy):
+        name = "bad-init"
+
+        def __init__(self):
+            None + 1  # type: ignore[operator]
+
+        def to_messages(self, turns, memory, ctx):
+            return []
+
+    _plugin(BadInit, "bad-init-plugin")
+    out = run(str(PHONE), "-s", "bad-init", "-s", "aggressive", "--tokenizer", "chars4")
+    assert out.exit_code == 0 and "Traceback" not in out.output
+    assert "bad-init: failed: strategy 'bad-init' of plugin 'bad-init-plugin'" in out.output
+    assert "cannot be created: TypeError: unsupported operand" in out.output
+    assert "aggressive" in out.output
+    alone = run(str(PHONE), "-s", "bad-init", "--tokenizer", "chars4")
+    assert alone.exit_code == 2 and "Traceback" not in alone.output
+    assert "no strategy to compare: strategy 'bad-init' of plugin" in alone.output
+    with pytest.raises(PluginError, match="bad-init-plugin.*cannot be created: TypeError"):
+        compress([{"role": "user", "content": "hi"}], strategy="bad-init")
+    with pytest.raises(ValueError, match="option 'window' must be an integer"):
+        compress([{"role": "user", "content": "hi"}], strategy=("rolling-window",
+                                                               {"window": -1}))
 
 
 def test_a_failing_tokenizer_is_one_line(fresh_registry):

@@ -79,6 +79,7 @@ from turnpress.core.compression import (
 from turnpress.core.executor import Executor, WorkerJob, get_executor
 from turnpress.core.model import Message, Turn
 from turnpress.core.pricing import CacheRules, get_cache_rules
+from turnpress.core.strategy_lookup import StrategyCreationError
 from turnpress.core.summaries import SummaryBudgetExceeded
 from turnpress.core.templates import resolve_template_dirs
 from turnpress.core.tokens import DEFAULT_TOKENIZER, Tokenizer, get_tokenizer
@@ -118,20 +119,10 @@ def resolve_strategies(strategies: Iterable[Any] | None = None,
                        failures: list[tuple[str, str, str]] | None = None) -> list[Any]:
     """Strategy instances for ``strategies`` (names, ``"name:k=v"`` specs, classes,
     instances, ``(name, {options})``); None means every registered strategy. Repeats
-    are dropped; a bad one raises ``ValueError``, except that with ``strategies=None``
-    and a ``failures`` list, a registered strategy that cannot be created (its
-    ``__init__`` raises) is appended there as ``(name, "failed", reason)``."""
-    if strategies is None and failures is not None:
-        out = []
-        for name in strategy_names():
-            try:
-                out.append(get_strategy(name))
-            except Exception as exc:
-                failures.append((name, "failed", f"{strategy_origin(name)}: cannot be "
-                                 f"created: {describe_failure(exc)}"))
-        if not out:
-            raise ValueError("no strategy to compare")
-        return out
+    are dropped; a bad name or option raises ``ValueError``. With a ``failures`` list,
+    a strategy that cannot be created (its ``__init__`` fails: a fault of its code) is
+    appended there as ``(name, "failed", reason)`` instead of raising, and the others
+    are compared."""
     if strategies is None:
         specs: list[Any] = list(strategy_names())
     elif isinstance(strategies, (str, tuple)):
@@ -142,11 +133,29 @@ def resolve_strategies(strategies: Iterable[Any] | None = None,
         raise ValueError("no strategy to compare")
     out, labels = [], set()
     for spec in specs:
-        instance = get_strategy(spec)
+        try:
+            instance = get_strategy(spec)
+        except StrategyCreationError as exc:
+            if failures is None:
+                raise
+            failures.append((spec if isinstance(spec, str) else exc.strategy, "failed",
+                             str(exc)))
+            continue
+        except Exception as exc:
+            if strategies is not None or failures is None:
+                raise
+            # a registered strategy's defaults fail its own checks: its plugin's fault
+            failures.append((spec, "failed", f"{strategy_origin(spec)}: cannot be "
+                             f"created: {describe_failure(exc)}"))
+            continue
         label = strategy_label(instance)
         if label not in labels:
             labels.add(label)
             out.append(instance)
+    if not out:
+        reasons = "; ".join(reason for _, _, reason in failures or ())
+        raise ValueError(f"no strategy to compare: {reasons}" if reasons
+                         else "no strategy to compare")
     return out
 
 
@@ -632,7 +641,7 @@ def compare_traces(
     :class:`~turnpress.core.executor.ExecutorError`.
     """
     unresolved: list[tuple[str, str, str]] = []
-    instances = resolve_strategies(strategies, unresolved if strategies is None else None)
+    instances = resolve_strategies(strategies, unresolved)
     tok = get_tokenizer(tokenizer)
     new_cache_model(cache)
     the_price = get_price(price, cache)

@@ -55,10 +55,12 @@ def check_breakpoints(raw: Any, count: int, strategy: Any) -> list[tuple[int, in
 
 
 def strategy_origin(strategy: Any) -> str:
-    """``strategy 'x'``, plus ``of plugin ...`` when a third-party plugin registered it."""
-    name = getattr(strategy, "name", "") or type(strategy).__name__
+    """``strategy 'x'``, plus ``of plugin ...`` when a third-party plugin registered it
+    (``strategy``: an instance or its class)."""
+    cls = strategy if isinstance(strategy, type) else type(strategy)
+    name = getattr(strategy, "name", "") or cls.__name__
     try:
-        owner = get_registry().strategy_owner(type(strategy))
+        owner = get_registry().strategy_owner(cls)
     except Exception:  # the registry itself is broken: name the strategy only
         owner = None
     if owner is None or owner.builtin:

@@ -14,6 +14,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from turnpress.core.breakpoints import strategy_origin
+from turnpress.core.errors import PluginError
 from turnpress.core.registry import Registry, get_registry
 from turnpress.core.strategy import (
     BASELINE_STRATEGY,
@@ -22,8 +24,8 @@ from turnpress.core.strategy import (
     option_defaults,
 )
 
-__all__ = ["describe_options", "get_strategy", "normalize", "parse_strategy_spec",
-           "strategy_names"]
+__all__ = ["StrategyCreationError", "describe_options", "get_strategy", "normalize",
+           "parse_strategy_spec", "strategy_names"]
 
 #: how much of an option's description ``describe_options`` keeps
 OPTION_DOC_CHARS = 90
@@ -147,11 +149,27 @@ def _validated(cls: type, options: Mapping[str, Any], *, from_text: bool = False
     return dict(options)
 
 
+class StrategyCreationError(PluginError):
+    """A strategy's ``__init__`` raised something other than the ``ValueError`` that
+    rejects an option's value (``check_int``, ``check_choice``): a fault of the
+    strategy's code, not of the options given. The message names the strategy and, for
+    a third-party one, its plugin; ``strategy`` is its name."""
+
+    def __init__(self, message: str, strategy: str) -> None:
+        super().__init__(message)
+        self.strategy = strategy
+
+
 def _instantiate(cls: type, options: Mapping[str, Any]) -> Any:
     try:
         return cls(**options)
-    except TypeError as exc:
-        raise ValueError(f"strategy {cls.name!r}: {exc}") from None
+    except ValueError:
+        raise  # an option's value rejected: the message says which and why
+    except Exception as exc:
+        message = " ".join(str(exc).split()) or "(no message)"
+        raise StrategyCreationError(
+            f"{strategy_origin(cls)} cannot be created: {type(exc).__name__}: {message}",
+            cls.name) from exc
 
 
 _RESOLVED: dict[tuple[Any, ...], tuple[Any, type, dict[str, Any]]] = {}
