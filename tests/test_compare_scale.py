@@ -161,6 +161,62 @@ def test_resume_reads_done_traces_back_and_gives_the_same_json(good, tmp_path):
         + 1000
 
 
+def test_resume_keeps_the_lines_of_other_strategies_and_of_other_files(good, tmp_path):
+    """Resuming with a strategy the file lacks compares every trace again and appends
+    its lines: the lines already there all stay (they were once cut off to nothing).
+    A file that is not a per-trace file is one line, exit 2, and is left as it was."""
+    out = tmp_path / "per-trace.jsonl"
+    assert run(*good, "-s", "full-history", "-t", "chars4", "--per-trace",
+               str(out)).exit_code == 0
+    before = out.read_text()
+    args = [*good, *STRATEGIES, "-t", "chars4", "--json"]
+    resumed = run(*args, "--resume", str(out))
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout == run(*args).stdout
+    after = out.read_text()
+    assert after.startswith(before)
+    assert len(after.splitlines()) == len(good) * (1 + 3)
+    precious = tmp_path / "precious.json"
+    precious.write_text('{"important": "data"}')
+    result = run(*args, "--resume", str(precious))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"--resume {precious}: line 1 is not a per-trace result" in result.output
+    assert precious.read_text() == '{"important": "data"}'
+
+
+def test_per_trace_never_writes_over_a_file(good, tmp_path):
+    """--per-trace on a file that exists (typed for --resume after Ctrl-C) is one line,
+    exit 2, naming --resume; the file is left as it was."""
+    out = tmp_path / "results.jsonl"
+    out.write_text("results of yesterday\n")
+    result = run(*good, *STRATEGIES, "-t", "chars4", "--per-trace", str(out))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"--per-trace {out}: the file exists; --resume {out} goes on" in result.output
+    assert out.read_text() == "results of yesterday\n"
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    (lambda line: line.pop("resume"), "KeyError: 'resume'"),
+    (lambda line: line["resume"].update(rows=[5]), "a prompt's row is not a list"),
+    (lambda line: line["resume"].update(rows="x"), "a prompt's row is not a list"),
+])
+def test_a_damaged_per_trace_line_is_named(good, tmp_path, change, problem):
+    """A per-trace line changed by hand is one line naming the file and the line,
+    exit 2, not a traceback."""
+    out = tmp_path / "per-trace.jsonl"
+    assert run(*good, "-s", "full-history", "-t", "chars4", "--per-trace",
+               str(out)).exit_code == 0
+    lines = out.read_text().splitlines()
+    damaged = json.loads(lines[1])
+    change(damaged)
+    lines[1] = json.dumps(damaged)
+    out.write_text("\n".join(lines) + "\n")
+    result = run(*good, "-s", "full-history", "-t", "chars4", "--resume", str(out))
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert f"--resume {out}: line 2 " in result.output and problem in result.output
+    assert result.output.count("\n") == 1
+
+
 def test_resume_into_another_file_copies_the_done_traces(good, tmp_path):
     args = [*good, *STRATEGIES, "-t", "chars4", "--json"]
     first = tmp_path / "first.jsonl"
@@ -183,11 +239,12 @@ def test_resume_with_other_settings_is_one_line_exit_2(good, tmp_path):
 
 
 def test_results_done_before_a_strict_failure_are_written(good, broken, tmp_path):
-    out = tmp_path / "per-trace.jsonl"
     for jobs in ("1", "2"):
+        out = tmp_path / f"per-trace-{jobs}.jsonl"
         result = run(*good, broken[1], *STRATEGIES, "-t", "chars4", "--strict",
                      "--jobs", jobs, "--per-trace", str(out))
         assert result.exit_code == 2
+        assert "garbled.json" in result.output
         files = {json.loads(line)["file"] for line in out.read_text().splitlines()}
         assert files == set(good)
 

@@ -680,9 +680,8 @@ def compare_traces(
         # the executor before the file: an error leaves it be
         writer = None
         if per_trace is not None:
-            if same_file and index is not None and index.path.exists() \
-                    and index.path.stat().st_size > index.end:
-                os.truncate(index.path, index.end)  # a last line cut short by a kill
+            if same_file and index is not None:
+                index.prepare_append()  # a last line cut short by a kill is cut off
             writer = PerTraceWriter(per_trace, labels, tok.name, cache, the_price,
                                     append=same_file)
         try:

@@ -98,7 +98,9 @@ def outcome_lines(key: TraceKey | None, outcome: TraceOutcome, labels: Sequence[
 
 class PerTraceWriter:
     """Appends each finished trace's lines to ``path`` and flushes, so that whatever
-    stops the comparison, every trace already done is in the file."""
+    stops the comparison, every trace already done is in the file. A new file
+    (``append`` False) that exists already is a ``ValueError``: it may hold the
+    results of an interrupted comparison, which ``--resume`` goes on with."""
 
     def __init__(self, path: str | os.PathLike[str], labels: Sequence[str], tokenizer: str,
                  cache: str, price: Price, *, append: bool = False) -> None:
@@ -106,6 +108,10 @@ class PerTraceWriter:
         self.labels = list(labels)
         self.tokenizer, self.cache, self.price = tokenizer, cache, price
         try:
+            if not append and self.path.is_file() and self.path.stat().st_size:
+                raise ValueError(f"--per-trace {path}: the file exists; --resume {path} "
+                                 f"goes on with the comparison it holds; to start again, "
+                                 f"delete it or name another file")
             self._handle: IO[str] = self.path.open("a" if append else "w", encoding="utf-8")
         except OSError as exc:
             raise ValueError(f"--per-trace {path}: cannot write: "
@@ -124,15 +130,23 @@ class PerTraceWriter:
         self._handle.close()
 
 
+#: how every line :class:`PerTraceWriter` writes starts (``json.dumps`` keeps the order)
+LINE_START = b'{"file": '
+
+
 class ResumeIndex:
     """Where, in a per-trace file, each complete trace's lines are (their offsets only, so
     memory stays small); :meth:`outcome` reads them back when the trace's turn comes.
 
     A trace counts as done when the file has a line for each of this comparison's
-    strategies (the last such line wins). A line computed with another tokenizer,
-    cache model or price is a ``ValueError``; a last line cut short (the comparison
-    was killed while writing it) is ignored, and :attr:`end` is where the last
-    complete trace's lines end (what follows is cut off before new lines go on).
+    strategies (the last such line wins); one that lacks a strategy is compared again
+    and its new lines go after the others, which stay. A line computed with another
+    tokenizer, cache model or price, or that is not a per-trace line, is a
+    ``ValueError`` naming it. Only what a kill cut short is dropped: a last line that
+    starts as every per-trace line does and has no line break, and the lines before
+    it of the same trace when they are some of this comparison's strategies (a
+    trace's lines are written at once); :attr:`end` is where the rest ends, the only
+    part of the file ever cut off, before new lines go on.
     """
 
     def __init__(self, path: str | os.PathLike[str], labels: Sequence[str], tokenizer: str,
@@ -141,13 +155,17 @@ class ResumeIndex:
         self.labels = list(labels)
         wanted = set(labels)
         settings = _settings(tokenizer, cache, price)
-        seen: dict[TraceKey, dict[str, int]] = {}
-        ends: dict[TraceKey, int] = {}
+        # trace -> strategy -> (offset, line number) of its last line
+        seen: dict[TraceKey, dict[str, tuple[int, int]]] = {}
+        # the last trace's key, where its lines start and their strategies
+        last_key: TraceKey | None = None
+        last_start, last_labels = 0, set[str]()
+        cut = False  # the file ends in a line cut short
         self.end = 0
         try:
             handle = self.path.open("rb")
         except FileNotFoundError:
-            self.done: dict[TraceKey, dict[str, int]] = {}
+            self.done: dict[TraceKey, dict[str, tuple[int, int]]] = {}
             return
         except OSError as exc:
             raise ValueError(f"--resume {path}: cannot read: {exc.strerror or exc}") from None
@@ -162,8 +180,11 @@ class ResumeIndex:
                     key = (line["file"], line["line"])
                     label = line["strategy"]
                     theirs = {k: line[k] for k in settings}
+                    if not isinstance(line["resume"], dict):
+                        raise TypeError("its 'resume' is not an object")
                 except (ValueError, KeyError, TypeError) as exc:
-                    if not raw.endswith(b"\n"):
+                    if not raw.endswith(b"\n") and raw.startswith(LINE_START):
+                        cut = True
                         break  # the last line, cut short by an interruption
                     raise ValueError(f"--resume {path}: line {lineno} is not a per-trace "
                                      f"result of turnpress compare ({type(exc).__name__}: "
@@ -175,11 +196,30 @@ class ResumeIndex:
                                      f"{diff}; resume with the same --tokenizer, --cache "
                                      f"and --price, or write to another file")
                 if key[0] is not None and label in wanted:
-                    seen.setdefault(key, {})[label] = start
-                ends[key] = offset
+                    seen.setdefault(key, {})[label] = (start, lineno)
+                if key != last_key:
+                    last_key, last_start, last_labels = key, start, set()
+                last_labels.add(label)
+                self.end = offset
         self.done = {k: v for k, v in seen.items() if len(v) == len(wanted)}
-        # lines of a trace cut short by an interruption (at the end) are dropped too
-        self.end = max((ends[k] for k in self.done), default=0)
+        if cut and last_key not in self.done and last_labels < wanted:
+            # the last trace's lines, written at once, cut short by a kill: the trace
+            # is compared again, its lines written anew
+            self.end = last_start
+            seen.pop(last_key, None)
+
+    def prepare_append(self) -> None:
+        """Cut off a last line cut short (everything past :attr:`end`) and end the file
+        with a line break, so that new lines can be appended."""
+        if not self.path.is_file():
+            return
+        if self.path.stat().st_size > self.end:
+            os.truncate(self.path, self.end)
+        if self.end:
+            with self.path.open("rb+") as handle:
+                handle.seek(self.end - 1)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
 
     def __contains__(self, key: object) -> bool:
         return key in self.done
@@ -189,23 +229,40 @@ class ResumeIndex:
 
     def outcome(self, key: TraceKey, index: int) -> TraceOutcome:
         """The outcome of trace ``key`` as the file has it (no rendered prompts)."""
-        offsets = self.done[key]
-        lines = []
-        with self.path.open("rb") as handle:
-            for label in self.labels:
-                handle.seek(offsets[label])
-                lines.append(json.loads(handle.readline()))
-        info = _info_from_json(lines[0]["resume"]["info"])
+        places = self.done[key]
         rows: list[list[Row]] = []
         dropped: list[list[tuple[int, Fact, int]]] = []
         status: list[tuple[str, str] | None] = []
-        for line in lines:
-            rows.append([tuple(r) for r in line["resume"]["rows"]])  # type: ignore[misc]
-            # [turn, kind, value, leaves, prompts] (files of earlier versions: one
-            # entry per prompt, without the count)
-            dropped.append([(turn, Fact(kind, value, tuple(leaves)), times[0] if times else 1)
-                            for turn, kind, value, leaves, *times
-                            in line["resume"]["dropped"]])
-            status.append(None if line["status"] is None else (line["status"],
-                                                                line["reason"]))
+        info = None
+        with self.path.open("rb") as handle:
+            for label in self.labels:
+                offset, lineno = places[label]
+                handle.seek(offset)
+                try:
+                    line = json.loads(handle.readline())
+                    if info is None:
+                        info = _info_from_json(line["resume"]["info"])
+                    rows.append([_row(r) for r in line["resume"]["rows"]])
+                    # [turn, kind, value, leaves, prompts] (files of earlier versions:
+                    # one entry per prompt, without the count)
+                    dropped.append([(int(turn), Fact(kind, value, tuple(leaves)),
+                                     int(times[0]) if times else 1)
+                                    for turn, kind, value, leaves, *times
+                                    in line["resume"]["dropped"]])
+                    status.append(None if line["status"] is None
+                                  else (str(line["status"]), str(line["reason"])))
+                except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                    raise ValueError(
+                        f"--resume {self.path}: line {lineno} ({label} on "
+                        f"{key[0]}) cannot be read back ({type(exc).__name__}: {exc}); "
+                        f"it was changed after --per-trace wrote it: delete the trace's "
+                        f"lines to compare it again") from None
+        assert info is not None
         return TraceOutcome(index, info, rows, dropped, status, None)
+
+
+def _row(raw: Any) -> Row:
+    """One prompt's row as a per-trace line holds it (a list of seven numbers)."""
+    if not isinstance(raw, list) or len(raw) != 7:
+        raise TypeError(f"a prompt's row is not a list of 7 numbers: {raw!r:.60}")
+    return tuple(raw)  # type: ignore[return-value]
