@@ -571,7 +571,7 @@ def test_a_named_strategy_whose_init_fails_is_listed_and_the_rest_complete(fresh
         name = "bad-init"
 
         def __init__(self):
-            None + 1  # type: ignore[operator]
+            self.limit = None + 1  # type: ignore[operator]
 
         def to_messages(self, turns, memory, ctx):
             return []
@@ -585,7 +585,7 @@ def test_a_named_strategy_whose_init_fails_is_listed_and_the_rest_complete(fresh
     alone = run(str(PHONE), "-s", "bad-init", "--tokenizer", "chars4")
     assert alone.exit_code == 2 and "Traceback" not in alone.output
     assert "no strategy to compare: strategy 'bad-init' of plugin" in alone.output
-    with pytest.raises(PluginError, match="bad-init-plugin.*cannot be created: TypeError"):
+    with pytest.raises(PluginError, match=r"bad-init-plugin.*cannot be created: TypeError"):
         compress([{"role": "user", "content": "hi"}], strategy="bad-init")
     with pytest.raises(ValueError, match="option 'window' must be an integer"):
         compress([{"role": "user", "content": "hi"}], strategy=("rolling-window",

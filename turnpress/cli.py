@@ -5,7 +5,9 @@ that belong to a feature (``compare``, ``run``) and third-party commands come
 through the ``register_commands`` plugin hook; the built-in ones are lazy, so
 importing this module imports neither the compare engine nor the agent.
 Warnings (a plugin left out...) are printed as one ``Warning: ...`` line each
-on stderr, without Python's source-line echo.
+on stderr, without Python's source-line echo. Everything is printed through
+:func:`echo`, which writes a lone surrogate (a cut-off emoji in a chat log) as its
+``\\udXXX`` escape instead of failing.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, TypeVar
 import click
 
 from turnpress.core.compression import get_strategy
+from turnpress.core.errors import printable
 from turnpress.core.inspect import describe_trace
 from turnpress.core.providers import (
     format_text,
@@ -42,6 +45,12 @@ from turnpress.core.trace_inputs import discover, skipped_lines
 from turnpress.examples import EXAMPLES_DIR, example_trace_paths
 
 T = TypeVar("T")
+
+
+def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """``click.echo`` of ``message`` made :func:`printable`: what a trace holds never
+    makes a command fail with ``UnicodeEncodeError``."""
+    click.echo(printable(message), err=err, nl=nl)
 
 
 class LazyCommand(click.Command):
@@ -117,7 +126,7 @@ class TurnpressGroup(click.Group):
 def _show_warning(message: Warning | str, category: type[Warning], filename: str,
                   lineno: int, file: Any = None, line: str | None = None) -> None:
     """One ``Warning: ...`` line on stderr, without the source line Python adds."""
-    click.echo(f"Warning: {message}", err=True)
+    echo(f"Warning: {message}", err=True)
 
 
 @click.group(cls=TurnpressGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -134,6 +143,9 @@ class CLIError(click.ClickException):
     """A user error: printed as one ``Error: ...`` line, exit code 2."""
 
     exit_code = 2
+
+    def format_message(self) -> str:
+        return printable(self.message)
 
 
 def fail_cleanly(exc: Exception) -> CLIError:
@@ -247,7 +259,7 @@ def input_files(args: tuple[str, ...]) -> list[str]:
     except TraceError as exc:
         raise fail_cleanly(exc) from None
     for line in skipped_lines(found):
-        click.echo(line, err=True)
+        echo(line, err=True)
     return [str(p) for p in found.files]
 
 
@@ -317,8 +329,8 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
             which = (f"turn {n} of {len(tr.turns)}" if n <= len(tr.turns) else
                      f"turn {n} (the next prompt, after {len(tr.turns)} "
                      f"turn{'' if len(tr.turns) == 1 else 's'})")
-            click.echo(f"# trace {tr.name}, {which}, strategy {chosen.name}\n")
-            click.echo(format_text(messages))
+            echo(f"# trace {tr.name}, {which}, strategy {chosen.name}\n")
+            echo(format_text(messages))
         elif fmt == "json":
             documents.append({"trace": tr.name, "turn": n, "strategy": chosen.name,
                               "options": getattr(chosen, "options", {}), "messages": messages})
@@ -339,10 +351,10 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
             documents.append({"messages": to_openai(messages), **_tools_of(tr, "openai")})
     if documents:
         if len(documents) == 1:
-            click.echo(json.dumps(documents[0], indent=2, ensure_ascii=False))
+            echo(json.dumps(documents[0], indent=2, ensure_ascii=False))
         else:
             for doc in documents:
-                click.echo(json.dumps(doc, ensure_ascii=False))
+                echo(json.dumps(doc, ensure_ascii=False))
 
 
 def _tools_of(trace: Any, shape: str) -> dict[str, Any]:
@@ -373,7 +385,7 @@ def strategies(names: tuple[str, ...]) -> None:
         if not options:
             lines.append("  (no options)")
         blocks.append("\n".join(lines))
-    click.echo("\n\n".join(blocks))
+    echo("\n\n".join(blocks))
 
 
 @main.command()
@@ -399,7 +411,7 @@ def plugins(as_json: bool) -> None:
     ]
     errors = [str(e) for e in registry.errors]
     if as_json:
-        click.echo(json.dumps({"plugins": rows, "errors": errors}, indent=2))
+        echo(json.dumps({"plugins": rows, "errors": errors}, indent=2))
         return
     table = []
     for row in rows:
@@ -417,11 +429,11 @@ def plugins(as_json: bool) -> None:
     print_table(["plugin", "distribution", "version", "registers"], table,
                 title="turnpress plugins")
     for name, path in registry.template_layout().overrides:
-        click.echo(f"template {name}: overridden by {registry.template_layout().owner(path)}"
-                   f" ({path})")
+        echo(f"template {name}: overridden by {registry.template_layout().owner(path)}"
+             f" ({path})")
     failed = {info.error for info in registry.plugins.values() if info.error}
     for error in errors:  # a plugin left out is an error; a part of one left out, a warning
-        click.echo(f"{'error' if error in failed else 'warning'}: {error}")
+        echo(f"{'error' if error in failed else 'warning'}: {error}")
 
 
 @main.group()
@@ -445,7 +457,7 @@ def trace_show(path: str, view: str, raw: bool, strategy: str,
     directory read recursively, or a glob pattern such as 'logs/**/*.jsonl')."""
     chosen = choose_strategy(strategy)
     for tr in load_traces_or_examples((path,)):
-        click.echo(run_strategy(chosen, lambda tr=tr: describe_trace(
+        echo(run_strategy(chosen, lambda tr=tr: describe_trace(
             tr, view=view, raw=raw, compression=chosen, template_dirs=template_dirs)))
 
 
@@ -465,7 +477,8 @@ def templates_list(template_dirs: tuple[str, ...]) -> None:
         infos = list_templates(template_dirs)
     except ValueError as exc:
         raise fail_cleanly(exc) from None
-    print_table(["template", "origin"], [[i.name, i.origin] for i in infos],
+    print_table(["template", "origin"], [[printable(i.name), printable(i.origin)]
+                                         for i in infos],
                 title="turnpress templates")
 
 
@@ -483,5 +496,5 @@ def templates_export(directory: str, force: bool) -> None:
                        f"or export to a new directory.") from None
     except OSError as exc:
         raise fail_cleanly(exc) from None
-    click.echo(f"exported {len(written)} templates to {directory}; use them with "
+    echo(f"exported {len(written)} templates to {directory}; use them with "
                f"--templates {directory} or TURNPRESS_TEMPLATES={directory}")

@@ -32,6 +32,7 @@ from turnpress.compare.intervals import CONFIDENCE, Interval
 from turnpress.compare.pricing import cost_usd
 from turnpress.compare.results import ComparisonResult, StrategyResult
 from turnpress.compare.table import format_cost, recall_text
+from turnpress.core.errors import printable
 from turnpress.core.tokens import message_body
 
 __all__ = ["MAX_CHART_TRACES", "MAX_PROMPT_CHARS", "html_report", "report_data",
@@ -208,8 +209,8 @@ def report_data(result: ComparisonResult, *,
 
 
 def _script_json(data: Any) -> str:
-    """JSON safe to put inside a ``<script>`` element."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    """JSON safe to put inside a ``<script>`` element (and to write as UTF-8)."""
+    text = printable(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
     return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
@@ -221,7 +222,8 @@ def _environment() -> jinja2.Environment:
 
 
 def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -> str:
-    """The report as one self-contained HTML page."""
+    """The report as one self-contained HTML page (text UTF-8 can encode: a lone
+    surrogate in a trace is written as its ``\\udXXX`` escape)."""
     env = _environment()
     best = result.recommended
     data = report_data(result)
@@ -245,7 +247,7 @@ def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -
         "written": f"{as_run.cache_write_tokens:,}", "cost": format_cost(as_run.cost_usd),
         "ratio": "–" if as_run.cost_ratio is None else f"{as_run.cost_ratio:.2f}x",
         "prompts": as_run.prompts}
-    return env.get_template("report.html.j2").render(
+    return printable(env.get_template("report.html.j2").render(
         title=title,
         result=result,
         rows=rows,
@@ -259,7 +261,7 @@ def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -
         prompt_note=data["meta"]["prompt_note"],
         candidate=result.candidate,
         confidence=f"{CONFIDENCE * 100:g}%",
-    )
+    ))
 
 
 def _span(interval: Interval, decimals: int) -> str:

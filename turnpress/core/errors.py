@@ -4,7 +4,8 @@ They live at the bottom of the core so that any layer can raise them: a trace th
 cannot be read (:class:`TraceError`, raised by the trace readers and by the guard
 around a plugin's reader), a plugin that cannot be loaded or used
 (:class:`PluginError`), and the warning that something a plugin did was left out
-(:class:`PluginWarning`). ``turnpress.core.trace`` and ``turnpress.core.registry``
+(:class:`PluginWarning`); and how a value is shown in a message (:func:`quote`,
+:func:`printable`). ``turnpress.core.trace`` and ``turnpress.core.registry``
 export them too.
 """
 
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["QUOTE_LIMIT", "ExecutorError", "PluginError", "PluginWarning", "TraceError", "quote"]
+__all__ = ["QUOTE_LIMIT", "ExecutorError", "PluginError", "PluginWarning", "TraceError",
+           "printable", "quote"]
 
 #: at most this many characters of a bad value are quoted in an error message
 QUOTE_LIMIT = 80
@@ -32,6 +34,18 @@ def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
         shown = repr(cut)
         return shown[:-1] + "..." + shown[-1]
     return text[: limit - 3] + "..."
+
+
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate (half of a UTF-16 pair, e.g. the ``"\\ud83d"``
+    of a cut-off emoji, which no UTF-8 stream can write) as its escape ``\\ud83d``.
+
+    In plain text the character stays visible; inside JSON text (only a string can
+    hold one) the escape is valid JSON that reads back as the same character.
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class TraceError(ValueError):
