@@ -154,6 +154,31 @@ def test_sample_from_python_and_the_cli():
         compare_traces(None, ["full-history"], sample=0)
 
 
+def test_runs_that_cannot_be_read_or_have_no_turn_are_not_drawn(tmp_path):
+    """A sample of N compares N runs: a run that cannot be read or has no turn is not
+    one of the population (it was drawn as a run of no turn, so a sample compared fewer
+    than N and over-drew the short runs); each is still skipped and named, and
+    --strict still stops at it."""
+    from turnpress.examples import short_example_trace_paths
+
+    good = [str(p) for p in short_example_trace_paths()]
+    garbled = tmp_path / "garbled.json"
+    garbled.write_text("{oops")
+    died = tmp_path / "died.json"
+    died.write_text(json.dumps([{"role": "system", "content": "s"},
+                                {"role": "user", "content": "fix the bug"}]))
+    broken = [str(garbled), str(died)]
+    for seed in range(4):
+        result = compare_traces([*broken, *good], ["full-history"], sample=2, seed=seed,
+                                strict=False)
+        assert result.sample is not None
+        assert (result.sample.runs, result.sample.population) == (2, len(good))
+        assert len(result.traces) == 2
+        assert sorted(s.file for s in result.skipped) == sorted(broken)
+    with pytest.raises(ValueError, match=r"garbled\.json"):
+        compare_traces([*good, str(garbled)], ["full-history"], sample=2, strict=True)
+
+
 # -- intervals of a whole comparison, and the recommendation on the lower bound -------------------
 
 

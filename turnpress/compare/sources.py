@@ -158,8 +158,9 @@ class TraceSample:
 
     :meth:`tasks` reads every run once to learn its length (the sample is stratified by
     turns), then yields the tasks of the drawn runs only; :attr:`population` and
-    :attr:`drawn` are set once it has. A run that cannot be read counts as a run of no
-    turn: if drawn, it is reported (or skipped) as any unreadable run is."""
+    :attr:`drawn` are set once it has. A run that cannot be read or has no turn is not
+    one of the population: its task is passed on, to be skipped and named (or, with
+    ``strict``, to stop the comparison) as without a sample."""
 
     def __init__(self, n: int, seed: int = 0) -> None:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -174,33 +175,37 @@ class TraceSample:
     def tasks(self, sources: Iterable[TraceSource], strict: bool = True
               ) -> Iterator[tuple[Any, ...]]:
         """The tasks (as :func:`trace_tasks` gives them, ``strict`` as there) of the drawn
-        runs, in run order; a file that cannot be read at all is not a run of the
-        population, and its ``("skipped", ...)`` task is passed on."""
+        runs, in run order, and those of the runs that are not of the population."""
         sources = list(sources)  # read twice: once for the lengths, once for the runs
         lengths: list[int] = []
-        per_task: list[int] = []
+        # per task: the position in ``lengths`` of each of its runs (None: no turn), or
+        # None for a task that cannot be read
+        places: list[list[int | None] | None] = []
         for task in trace_tasks(sources, strict):
             if task[0] == "skipped":
-                per_task.append(0)
+                places.append([])
                 continue
-            before = len(lengths)
             try:
-                lengths.extend(len(trace.turns) for trace in load_task(task))
-            except ValueError:  # a TraceError too
-                lengths.append(0)
-            per_task.append(len(lengths) - before)
+                turns = [len(trace.turns) for trace in load_task(task)]
+            except ValueError:  # a TraceError too: reported when the task runs
+                places.append(None)
+                continue
+            mine: list[int | None] = []
+            for count in turns:
+                mine.append(len(lengths) if count else None)
+                if count:
+                    lengths.append(count)
+            places.append(mine)
         chosen = set(stratified_sample(lengths, self.n, self.seed))
         self.population, self.drawn = len(lengths), len(chosen)
-        position = 0
-        for task, count in zip(trace_tasks(sources, strict), per_task, strict=False):
-            if task[0] == "skipped":
+        for task, mine in zip(trace_tasks(sources, strict), places, strict=False):
+            if mine is None or task[0] == "skipped":
                 yield task
                 continue
-            picked = [i for i in range(position, position + count) if i in chosen]
-            if len(picked) == count and count:
+            keep = [i is None or i in chosen for i in mine]
+            if all(keep):
                 yield task
-            elif picked:  # some of the runs of one file: hand over those runs alone
-                for i, trace in enumerate(load_task(task), position):
-                    if i in chosen:
+            elif any(keep):  # some of the runs of one file: hand over those runs alone
+                for trace, kept in zip(load_task(task), keep, strict=False):
+                    if kept:
                         yield ("trace", trace)
-            position += count
