@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -56,8 +57,15 @@ def test_a_glob_pattern_crosses_directories_with_double_star(logs):
 def test_compare_and_trace_show_take_a_directory(logs):
     result = CliRunner().invoke(main, ["compare", str(logs), "-s", "full-history", "--json"])
     assert result.exit_code == 0, result.output
-    assert len(json.loads(result.stdout)["traces"]) == 4  # 1 + 2 lines + 1 log
-    assert "skipped " in result.stderr and "4 file(s) skipped, 3 read" in result.stderr
+    doc = json.loads(result.stdout)
+    assert len(doc["traces"]) == 4  # 1 + 2 lines + 1 log
+    # what is not a run is skipped by the scan; a run that cannot be read (invalid JSON,
+    # empty) is a broken run, skipped and counted by compare as if named, and
+    # --strict stops at it
+    assert "skipped " in result.stderr and "2 file(s) skipped, 5 read" in result.stderr
+    assert [Path(s["file"]).name for s in doc["skipped"]] == ["broken.json", "empty.jsonl"]
+    strict = CliRunner().invoke(main, ["compare", str(logs), "-s", "full-history", "--strict"])
+    assert strict.exit_code == 2 and "broken.json: line 1: invalid JSON" in strict.output
     shown = CliRunner().invoke(main, ["trace", "show", f"{logs}/**/*.jsonl"])
     assert shown.exit_code == 0 and "imported from: claude-code" in shown.stdout
     assert shown.stderr.splitlines() == [

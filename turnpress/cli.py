@@ -248,14 +248,15 @@ def with_stdin(args: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(saved if a == STDIN else a for a in args)
 
 
-def input_files(args: tuple[str, ...]) -> list[str]:
+def input_files(args: tuple[str, ...], *, broken: bool = False) -> list[str]:
     """The files named on the command line: a file, a bundled trace's name, a directory
     (read recursively), a glob pattern, or ``-`` (standard input). Each file a
     directory or pattern holds that no reader recognises is named on stderr with the
-    reason, then a count (``turnpress.core.trace_inputs.discover``)."""
+    reason, then a count (``turnpress.core.trace_inputs.discover``); ``broken``: one
+    that cannot be read is kept, as if named (a broken run, for the caller to report)."""
     args = with_stdin(args)
     try:
-        found = discover(resolve_trace_path(a) for a in args)
+        found = discover((resolve_trace_path(a) for a in args), broken=broken)
     except TraceError as exc:
         raise fail_cleanly(exc) from None
     for line in skipped_lines(found):

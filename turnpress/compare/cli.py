@@ -131,7 +131,7 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     without a configured model it uses the extractive summarizer (the footer says so).
     """
 
-    sources = input_files(traces) or None
+    sources = input_files(traces, broken=True) or None
     if html_path is not None:
         parent = Path(html_path).resolve().parent
         if not parent.is_dir():

@@ -48,30 +48,41 @@ def _walk(directory: Path) -> list[Path]:
 
 def why_not(path: Path) -> str | None:
     """Why a found file is not read (``None``: some reader recognises it)."""
+    found = _examine(path)
+    return None if found is None else found[0]
+
+
+def _examine(path: Path) -> tuple[str, bool] | None:
+    """:func:`why_not`'s reason, and whether it is that the file cannot be read (it
+    cannot be opened, is not UTF-8 or not JSON, or is empty: a broken run) rather than
+    that it is not a run (another ending, a format no reader recognises)."""
     if path.suffix.lower() not in TRACE_SUFFIXES:
-        return f"not a {', '.join(TRACE_SUFFIXES)} file"
+        return f"not a {', '.join(TRACE_SUFFIXES)} file", False
     try:
         if path.suffix.lower() == ".json":
             obj = parse_text(path.read_bytes().removeprefix(BOM), str(path))
-            return None if claims(obj, path) else "not a format turnpress reads"
+            return None if claims(obj, path) else ("not a format turnpress reads", False)
         with path.open("rb") as handle:
             first = first_line(handle, path, strict=True)
     except TraceError as exc:
         text = str(exc)
-        return text[len(f"{path}: "):] if text.startswith(f"{path}: ") else text
+        return (text[len(f"{path}: "):] if text.startswith(f"{path}: ") else text), True
     except OSError as exc:
-        return f"cannot read: {exc.strerror or exc}"
+        return f"cannot read: {exc.strerror or exc}", True
     if first is None:
-        return "empty: no line to read"
+        return "empty: no line to read", True
     if claims(first, path) or claims([first], path):
         return None
-    return "line 1 is not a format turnpress reads"
+    return "line 1 is not a format turnpress reads", False
 
 
-def discover(args: Iterable[str | os.PathLike[str]]) -> Inputs:
+def discover(args: Iterable[str | os.PathLike[str]], *, broken: bool = False) -> Inputs:
     """The files named by ``args`` (files, directories, glob patterns; see the module
     docstring), in order, each once. A pattern that matches nothing, or a directory
-    or pattern where no file is read, is a :class:`TraceError`."""
+    or pattern where no file is read, is a :class:`TraceError`. ``broken``: a file
+    found that cannot be read (see :func:`_examine`) is one of the files to read, as
+    if named (``compare`` skips and counts a broken run, or stops at it with
+    ``--strict``), not skipped here."""
     out = Inputs()
     seen: set[Path] = set()
 
@@ -92,16 +103,17 @@ def discover(args: Iterable[str | os.PathLike[str]]) -> Inputs:
                 raise TraceError(f"{text}: no file matches this pattern" if not path.is_dir()
                                  else f"{text}: the directory holds no file")
             before = len(out.files)
+            first_reason = None
             for f in found:
-                reason = why_not(f)
-                if reason is None:
+                examined = _examine(f)
+                if examined is None or (broken and examined[1]):
                     add(f)
                 else:
-                    out.skipped.append((f, reason))
+                    out.skipped.append((f, examined[0]))
+                    first_reason = first_reason or f"{f}: {examined[0]}"
             if len(out.files) == before:
                 raise TraceError(f"{text}: no file turnpress reads among the {len(found)} "
-                                 f"found ({len(found)} skipped: {found[0]}: "
-                                 f"{why_not(found[0])}...)")
+                                 f"found ({len(found)} skipped: {first_reason}...)")
         else:
             add(path)
     return out
