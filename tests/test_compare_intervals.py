@@ -268,6 +268,25 @@ def test_a_recommendation_is_withheld_when_recall_s_lower_bound_is_under_the_bar
                for ln in notes(many))
 
 
+def test_one_run_gives_no_interval_and_no_recommendation():
+    """One run has nothing to resample: its interval is the figure itself, so nothing is
+    recommended "at the lower bound"; the footer says so and names the cheapest at the
+    bar on that run (the candidate, runs to settle unknown). Two runs recommend."""
+    one = synthetic_result([10], full=True)
+    assert one.intervals()["lossy"]["needed_fact_recall"] == Interval(1.0, 1.0)
+    assert one.recommended is None
+    candidate = one.candidate
+    assert candidate is not None and candidate.strategy is one.strategy("lossy")
+    assert candidate.runs_to_settle is None
+    doc = one.to_json()
+    assert doc["recommended"] is None and doc["candidate"]["name"] == "lossy"
+    [line] = [ln for ln in notes(one) if ln.startswith("no recommendation")]
+    assert line == ("no recommendation: one run gives no 95% interval (they resample "
+                    "runs); on it, the cheapest with recall >= 0.9 (--min-recall) is lossy "
+                    "(recall 1.000): compare more runs to settle it")
+    assert synthetic_result([10, 10], full=True).recommended is not None
+
+
 def test_under_the_bar_but_not_ruled_out_and_ruled_out():
     close = synthetic_result([10, 10, 10, 10, 10, 10, 10, 10, 3, 5])  # 0.88
     assert close.recommended is None

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from operator import mul
 from typing import Any
 
-__all__ = ["CONFIDENCE", "REPLICATES", "Interval", "RatioOfSums", "bootstrap_intervals",
+__all__ = ["CONFIDENCE", "MIN_RUNS", "REPLICATES", "Interval", "RatioOfSums", "bootstrap_intervals",
            "interval_fields", "runs_to_settle"]
 
 CONFIDENCE = 0.95
@@ -28,6 +28,10 @@ CONFIDENCE = 0.95
 
 REPLICATES = 2000
 """Bootstrap replicates per comparison (2.5% tails of 50 replicates each)."""
+
+MIN_RUNS = 2
+"""The fewest runs an interval over runs says anything from (one run has nothing to
+resample: its interval is the figure itself, and a recommendation waits for more)."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from typing import IO, Any, NamedTuple
 
 from turnpress.compare.intervals import (
     CONFIDENCE,
+    MIN_RUNS,
     REPLICATES,
     Interval,
     RatioOfSums,
@@ -500,9 +501,10 @@ class ComparisonResult:
     def recommended(self) -> StrategyResult | None:
         """The cheapest compared strategy whose needed-fact recall is at least
         :attr:`min_recall` at the **lower bound** of its 95% interval over runs (ties:
-        the first listed); None when no strategy has it, or when no prompt had a needed
-        fact, so recall measured nothing."""
-        if not any(s.needed for s in self.compared):
+        the first listed); None when no strategy has it, when no prompt had a needed
+        fact, so recall measured nothing, or with fewer than :data:`MIN_RUNS` runs (no
+        interval over runs: :attr:`candidate` names the one to check on more)."""
+        if not any(s.needed for s in self.compared) or len(self.traces) < MIN_RUNS:
             return None
         ci = self.intervals()
         ok = [s for s in self.compared
@@ -514,10 +516,19 @@ class ComparisonResult:
         """The strategy more runs could settle: of the compared strategies cheaper than
         :attr:`recommended` (all of them when nothing is), those whose recall interval
         straddles :attr:`min_recall`; the cheapest whose recall is at least the bar,
-        else the cheapest. None when there is none, or when recall measured nothing."""
+        else the cheapest. None when there is none, or when recall measured nothing.
+        With fewer than :data:`MIN_RUNS` runs (no interval): the cheapest whose recall
+        is at least the bar on them, more runs to settle it unknown."""
         if not any(s.needed for s in self.compared):
             return None
         ci = self.intervals()
+        if len(self.traces) < MIN_RUNS:
+            reach = [s for s in self.compared
+                     if s.needed_fact_recall >= self.min_recall - 1e-12]
+            if not reach:
+                return None
+            pick = min(reach, key=lambda s: s.cost_usd)
+            return Candidate(pick, ci[pick.label]["needed_fact_recall"], None)
         best = self.recommended
         bar = self.min_recall - 1e-12
         open_ = [s for s in self.compared

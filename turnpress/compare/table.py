@@ -16,7 +16,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from turnpress.compare.intervals import CONFIDENCE, Interval
+from turnpress.compare.intervals import CONFIDENCE, MIN_RUNS, Interval
 from turnpress.compare.pricing import CACHE_WRITE_PREMIUM
 from turnpress.compare.results import AsRun, ComparisonResult, StrategyResult
 from turnpress.core.compression import BASELINE_STRATEGY
@@ -116,6 +116,11 @@ def _recommendation_notes(result: ComparisonResult) -> list[str]:
         return lines
     s, ci = candidate.strategy, candidate.recall
     runs = len(result.traces)
+    if runs < MIN_RUNS:
+        return [f"no recommendation: one run gives no {pct} interval (they resample "
+                f"runs); on it, the cheapest with recall >= {bar:g} (--min-recall) is "
+                f"{s.label} (recall {s.needed_fact_recall:.3f}): compare more runs to "
+                f"settle it"]
     where = (f"{s.label} has recall {s.needed_fact_recall:.3f}, {pct} interval "
              f"{ci.low:.3f}-{ci.high:.3f} over {runs} run{'s' * (runs != 1)}")
     more = "compare more runs" if result.sample is None else \
