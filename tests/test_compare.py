@@ -592,6 +592,47 @@ def test_a_named_strategy_whose_init_fails_is_listed_and_the_rest_complete(fresh
                                                                {"window": -1}))
 
 
+def test_a_plugin_strategy_that_calls_sys_exit_is_listed_as_failed(fresh_registry):
+    """sys.exit() in a plugin strategy's to_messages, cache_breakpoints or __init__ is a
+    failure of that strategy, like any exception: the others are compared (it ended the
+    whole comparison, printing nothing, exit 3)."""
+    import sys
+
+    class Quits(Strategy):
+        name = "quits"
+
+        def to_messages(self, turns, memory, ctx):
+            sys.exit(3)
+
+    class QuitsAtPoints(Strategy):
+        name = "quits-at-points"
+
+        def to_messages(self, turns, memory, ctx):
+            return [ctx.message("user", ctx.mission)]
+
+        def cache_breakpoints(self, turns, memory, ctx):
+            sys.exit("bye")
+
+    class QuitsAtInit(Strategy):
+        name = "quits-at-init"
+
+        def __init__(self):
+            sys.exit(4)
+
+        def to_messages(self, turns, memory, ctx):
+            return []
+
+    for cls in (Quits, QuitsAtPoints, QuitsAtInit):
+        _plugin(cls, cls.name + "-plugin")
+    out = run(str(PHONE), "--cache", "anthropic", "--tokenizer", "chars4", "-s", "quits",
+              "-s", "quits-at-points", "-s", "quits-at-init", "-s", "aggressive")
+    assert out.exit_code == 0 and "Traceback" not in out.output, out.output
+    assert "quits: failed: strategy 'quits' of plugin 'quits-plugin'" in out.output
+    assert "SystemExit: 3" in out.output and "SystemExit: bye" in out.output
+    assert "quits-at-init: failed:" in out.output and "SystemExit: 4" in out.output
+    assert "aggressive" in out.output
+
+
 def test_a_failing_tokenizer_is_one_line(fresh_registry):
     def count(text):
         raise OSError("vocabulary missing")

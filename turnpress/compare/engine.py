@@ -297,7 +297,7 @@ class _Worker:
             base, same = self._render(self.baseline, turns, memory, ctx, where, n, base_track)
             try:
                 base_points = self.counting.points(self.baseline, base, turns, memory, ctx)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # sys.exit() in a plugin's code too
                 raise CompareError(f"{BASELINE_STRATEGY}: cache_breakpoints() failed on "
                                    f"{where}, turn {n}: {describe_failure(exc)}") from None
             base_prompt, base_bodies = self.counting.tokenize(base, base_points, base_track, same)
@@ -346,7 +346,7 @@ class _Worker:
                         continue
                     try:
                         points = self.counting.points(strategy, messages, turns, memory, ctx)
-                    except Exception as exc:
+                    except (Exception, SystemExit) as exc:  # sys.exit() in a plugin's code too
                         status[i] = ("failed", f"{strategy_origin(strategy.name)}: "
                                      f"cache_breakpoints() failed on {where}, turn {n}: "
                                      f"{describe_failure(exc)}")
@@ -413,7 +413,7 @@ class _Worker:
             raise
         except (CompareError, SummaryBudgetExceeded):
             raise
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in a plugin's code too
             reason = describe_failure(exc)
             if is_template_problem(exc) and (strategy is self.baseline
                                              or strategy.name == BASELINE_STRATEGY):

@@ -165,7 +165,7 @@ def _instantiate(cls: type, options: Mapping[str, Any]) -> Any:
         return cls(**options)
     except ValueError:
         raise  # an option's value rejected: the message says which and why
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in a plugin's code too
         message = " ".join(str(exc).split()) or "(no message)"
         raise StrategyCreationError(
             f"{strategy_origin(cls)} cannot be created: {type(exc).__name__}: {message}",
