@@ -142,6 +142,10 @@ def test_a_strategy_silent_on_caching_gets_head_and_end_breakpoints(recording) -
                                 {"role": "assistant", "content": "a"}]) == [(0, None), (2, None)]
     assert default_breakpoints([{"role": "user", "content": "u"}]) == [(0, None)]
     assert default_breakpoints([]) == []
+    # OpenAI's developer role is a system message: the head ends after it too
+    assert default_breakpoints([{"role": "system", "content": "s"},
+                                {"role": "developer", "content": "d"},
+                                {"role": "user", "content": "u"}]) == [(1, None), (2, None)]
     _, points = render_with_breakpoints([], mission="m", system_prompt="s",
                                         turns_left=2, compression="recording")
     assert points == [(0, None), (1, None)] == Recording().cache_breakpoints([], {}, _ctx())

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from turnpress.core.model import Message, Turn
+from turnpress.core.model import INSTRUCTION_ROLES, Message, Turn
 from turnpress.core.render_context import RenderContext
 
 __all__ = [
@@ -73,7 +73,8 @@ class Strategy:
         ``message_index`` and the first ``offset`` characters of that message's
         content (``None``: all of it) stay the same on the next turns. Provider
         shapes put their cache markers there (Anthropic ``cache_control``).
-        The default is the end of the system message.
+        The default (:func:`default_breakpoints`) is the end of the leading system
+        messages and the end of the prompt.
 
         One exception: a breakpoint at the very end of the prompt may be a
         read-only marker (a client's last ``cache_control`` reads what the previous
@@ -157,9 +158,10 @@ Compression = (bool | str | type[Strategy] | Strategy
 
 def default_breakpoints(messages: Sequence[Message]) -> list[Breakpoint]:
     """The breakpoints of a strategy that says nothing about caching: the end of the
-    leading system messages (the stable head) and the end of the prompt."""
+    leading system (or ``developer``) messages, the stable head, and the end of the
+    prompt."""
     head = 0
-    while head < len(messages) and messages[head].get("role") == "system":
+    while head < len(messages) and messages[head].get("role") in INSTRUCTION_ROLES:
         head += 1
     points: list[Breakpoint] = [(head - 1, None)] if head else []
     if messages and len(messages) - 1 != head - 1:
