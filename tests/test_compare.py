@@ -655,7 +655,8 @@ def test_a_broken_template_names_the_file_not_full_history(tmp_path):
     (tmp_path / "full_history").mkdir()
     (tmp_path / "full_history" / "first_user.j2").write_text("{{ mission }\n")
     out = run(str(PHONE), "--templates", str(tmp_path), "--tokenizer", "chars4")
-    assert out.exit_code != 0 and out.output.count("\n") == 1, out.output
+    # the user's template is bad input: exit 2, as for render (README "Exit codes")
+    assert out.exit_code == 2 and out.output.count("\n") == 1, out.output
     assert "first_user.j2" in out.output and "Traceback" not in out.output
     assert "strategy 'full-history'" not in out.output
 

@@ -22,7 +22,7 @@ from rich.progress import (
 from turnpress.cli import CLIError, input_files, strategy_spec, templates_option
 from turnpress.compare.cache import cache_model_names
 from turnpress.compare.engine import NothingCompared, compare_traces
-from turnpress.compare.failures import CompareError
+from turnpress.compare.failures import CompareError, TemplateCompareError
 from turnpress.compare.html import write_html_report
 from turnpress.compare.pricing import PRICE_PRESETS
 from turnpress.compare.sources import count_traces
@@ -170,7 +170,9 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         raise CLIError(str(exc)) from None
     except (ValueError, PluginError) as exc:
         raise CLIError(str(exc)) from None
-    except CompareError as exc:
+    except TemplateCompareError as exc:  # a broken template: bad input
+        raise CLIError(str(exc)) from None
+    except CompareError as exc:  # the comparison failed (the tokenizer, the baseline): 1
         raise click.ClickException(str(exc)) from None
     for skipped in result.skipped:
         click.echo(f"Skipped {skipped}", err=True)

@@ -33,6 +33,7 @@ from turnpress.compare.counting import PromptCounter, leading_system, split_turn
 from turnpress.compare.fact_index import FactIndex, RunFacts
 from turnpress.compare.failures import (
     CompareError,
+    TemplateCompareError,
     describe_failure,
     is_template_problem,
     strategy_origin,
@@ -417,7 +418,7 @@ class _Worker:
             reason = describe_failure(exc)
             if is_template_problem(exc) and (strategy is self.baseline
                                              or strategy.name == BASELINE_STRATEGY):
-                raise CompareError(reason) from None
+                raise TemplateCompareError(reason) from None
             if strategy is self.baseline:
                 raise CompareError(f"{BASELINE_STRATEGY} failed on {where}, turn {n}: "
                                    f"{reason}") from None

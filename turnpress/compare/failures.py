@@ -16,14 +16,19 @@ import jinja2
 
 from turnpress.core.registry import get_registry
 
-__all__ = ["CompareError", "describe_failure", "is_template_problem", "strategy_origin",
-           "template_location", "tokenizer_origin"]
+__all__ = ["CompareError", "TemplateCompareError", "describe_failure", "is_template_problem",
+           "strategy_origin", "template_location", "tokenizer_origin"]
 
 
 class CompareError(RuntimeError):
     """The comparison as a whole cannot go on (the ``full-history`` baseline, a template
     or the tokenizer failed); the message says which, where. A single strategy that
     fails does not raise: it is listed in :attr:`ComparisonResult.not_compared`."""
+
+
+class TemplateCompareError(CompareError):
+    """A :class:`CompareError` because a template is broken: one of the user's
+    (``--templates``) or a plugin's, bad input rather than a failure of the run."""
 
 
 def template_location(exc: BaseException) -> str | None:
