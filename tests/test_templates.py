@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 from scenarios import exploration, failed_once
 
-from turnpress import render
+from turnpress import TemplateProblem, render
 from turnpress.cli import main
 from turnpress.core.templates import BUILTIN_TEMPLATE_DIR, export_templates, list_templates
 
@@ -70,6 +70,32 @@ def test_strict_undefined_names_the_variable(tmp_path) -> None:
     (tmp_path / "history" / "turns_left.j2").write_text("{{ turns_remaining }}")
     with pytest.raises(Exception, match="turns_remaining"):
         render([], mission="m", turns_left=3, template_dirs=[tmp_path])
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    # an override that includes itself where `default:` was meant
+    ('{% include "history/turns_left.j2" %}', "line 1: includes itself, directly or "
+                                              "through other templates, without end"),
+    (b"Turns \xff left", "not UTF-8 text (byte 6: invalid start byte); save it as UTF-8"),
+])
+def test_a_template_that_includes_itself_or_is_not_utf8_is_named(tmp_path, text,
+                                                                   problem) -> None:
+    """A TemplateProblem naming the file (a RecursionError and a UnicodeDecodeError
+    came out bare); in render and compare, one Error line, exit 2."""
+    (tmp_path / "history").mkdir()
+    path = tmp_path / "history" / "turns_left.j2"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    with pytest.raises(TemplateProblem) as caught:
+        render([], mission="m", turns_left=3, template_dirs=[tmp_path])
+    assert str(path) in str(caught.value) and problem in str(caught.value)
+    for command in (["render", "product-research", "-s", "full-history"],
+                    ["compare", "product-research", "-t", "chars4"]):
+        out = CliRunner().invoke(main, [*command, "--templates", str(tmp_path)])
+        assert out.exit_code == 2 and "Traceback" not in out.output, out.output
+        assert out.output.count("\n") == 1 and problem in out.output
 
 
 def test_list_shows_where_each_template_comes_from(tmp_path) -> None:

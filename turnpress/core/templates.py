@@ -174,6 +174,13 @@ class _Template(jinja2.Template):
             if where is None:
                 raise
             raise TemplateProblem(exc.problem, filename=where[0], lineno=where[1]) from None
+        except RecursionError as exc:
+            where = _template_frame(exc.__traceback__) or (self.filename or self.name, None)
+            raise TemplateProblem(
+                "includes itself, directly or through other templates, without end "
+                "(RecursionError); to include the built-in template of the same name, "
+                "write {% include 'default:NAME' %}", filename=where[0],
+                lineno=where[1]) from None
         except jinja2.TemplateError as exc:
             where = _template_frame(exc.__traceback__) or (self.filename or self.name, None)
             raise TemplateProblem(_describe(exc), filename=where[0],
@@ -214,6 +221,26 @@ class _Environment(jinja2.Environment):
             raise TemplateProblem(f"syntax error: {exc.message}",
                                   filename=exc.filename or exc.name,
                                   lineno=exc.lineno) from None
+        except UnicodeDecodeError as exc:
+            where = _template_path(self.loader, name) if isinstance(name, str) else None
+            raise TemplateProblem(f"not UTF-8 text (byte {exc.start}: {exc.reason}); save "
+                                  f"it as UTF-8", filename=str(where or name)) from None
+
+
+def _template_path(loader: Any, name: str) -> Path | None:
+    """The file ``loader`` serves template ``name`` from, when it is a file loader's."""
+    if isinstance(loader, jinja2.ChoiceLoader):
+        for inner in loader.loaders:
+            found = _template_path(inner, name)
+            if found is not None:
+                return found
+    elif isinstance(loader, _FileMapLoader):
+        return loader.files.get(name)
+    elif isinstance(loader, jinja2.FileSystemLoader):
+        for root in loader.searchpath:
+            if (Path(root) / name).is_file():
+                return Path(root) / name
+    return None
 
 
 def get_environment(dirs: tuple[Path, ...] = ()) -> jinja2.Environment:
