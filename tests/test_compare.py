@@ -291,6 +291,12 @@ def test_html_option_writes_a_report(tmp_path):
     assert result.exit_code == 0, result.output
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert f"HTML report: {out}" in result.output
+    # a directory, or a missing one, is one line before anything is compared
+    for bad, problem in ((tmp_path, "is a directory; name the report's file"),
+                         (tmp_path / "no" / "r.html", "does not exist")):
+        result = run(*map(str, SHORT), "--html", str(bad), "-s", "full-history")
+        assert result.exit_code == 2 and problem in result.output
+        assert result.output.count("\n") == 1
 
 
 def test_jobs_option(corpus):

@@ -224,6 +224,11 @@ def test_floor_and_never_cached_footer() -> None:
     assert any(line.startswith("restless: its prompts never reach a cached prefix")
                for line in lines)
     assert not any(line.startswith("full-history: its prompts never") for line in lines)
+    [floor] = [line for line in lines if line.startswith("floor: ")]
+    assert floor.endswith("the system prompt read from the cache")
+    uncached = compare_traces(path, ["full-history"], cache="none", tokenizer="chars4")
+    [floor] = [line for line in notes(uncached) if line.startswith("floor: ")]
+    assert floor.endswith("the system prompt sent each call (no cache)")
 
 
 def result_system(path) -> str:

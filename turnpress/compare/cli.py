@@ -136,6 +136,9 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         parent = Path(html_path).resolve().parent
         if not parent.is_dir():
             raise CLIError(f"--html {html_path}: directory {parent} does not exist")
+        if Path(html_path).is_dir():
+            raise CLIError(f"--html {html_path}: is a directory; name the report's file "
+                           f"(e.g. --html {Path(html_path) / 'report.html'})")
     err = Console(stderr=True)
     progress_bar = None
     try:

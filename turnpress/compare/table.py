@@ -161,8 +161,9 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
     if result.baseline_cost_usd:
         lines.append(f"floor: {format_cost(result.floor_usd)} "
                      f"({result.floor_usd / result.baseline_cost_usd:.2f}x full-history), each "
-                     f"new message sent once and nothing re-read, the system prompt read from "
-                     f"the cache")
+                     f"new message sent once and nothing re-read, the system prompt "
+                     + ("read from the cache" if result.cache != "none"
+                        else "sent each call (no cache)"))
     sample = result.sample
     if sample is not None:
         lines.append(f"sample: {sample.runs} of {sample.population} runs, drawn stratified by "
