@@ -62,6 +62,9 @@ def test_none_is_the_full_history_in_every_command_that_takes_s() -> None:
         assert none.exit_code == 0, none.output
         assert none.output == run(*args, "-s", "full-history").output
     assert run("render", PRODUCT, "-s", "NONE").exit_code == 0
+    # with options it is full-history's (it was "unknown strategy 'none'")
+    bad = run("render", PRODUCT, "-s", "none:foo=1")
+    assert bad.exit_code == 2 and "strategy 'full-history' has no option 'foo'" in bad.output
     render_help = " ".join(run("render", "--help").output.split())
     assert "-t, --turn" in render_help and "(In compare, -t is --tokenizer.)" in render_help
     assert "none: the full history" in " ".join(run("trace", "show", "--help").output.split())

@@ -317,6 +317,16 @@ def test_a_broken_tokenizer_is_a_plugin_error_naming_it(site) -> None:
     ("@hookimpl\ndef register_strategies(register):\n    register('last-turn')\n",
      r"called register\('last-turn' \(str\)\) in register_strategies\(\): 'last-turn' "
      r"\(str\) is not a strategy class"),
+    # names -s cannot select, or that it reads as full-history
+    ("class S:\n    name = 'a:b'\n    def to_messages(self, t, m, c): return []\n"
+     "@hookimpl\ndef register_strategies(register):\n    register(S)\n",
+     r"strategy name 'a:b' cannot be selected with -s NAME\[:k=v,...\]"),
+    ("class S:\n    name = 'my strategy'\n    def to_messages(self, t, m, c): return []\n"
+     "@hookimpl\ndef register_strategies(register):\n    register(S)\n",
+     r"a name holds no ':', ',', '=' nor white space"),
+    ("class S:\n    name = 'None'\n    def to_messages(self, t, m, c): return []\n"
+     "@hookimpl\ndef register_strategies(register):\n    register(S)\n",
+     r"strategy name 'None' is taken: -s None means full-history"),
     ("@hookimpl\ndef register_namespace_renderers(register):\n"
      "    register('x/', 'not callable', 1)\n",
      r"register\(\) takes a name string and a callable renderer; it is left out"),

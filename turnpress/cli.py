@@ -27,6 +27,7 @@ import click
 
 from turnpress.core.compression import get_strategy
 from turnpress.core.errors import printable
+from turnpress.core.hooks.strategies import NO_STRATEGY
 from turnpress.core.inspect import describe_trace
 from turnpress.core.providers import (
     format_text,
@@ -153,16 +154,16 @@ def fail_cleanly(exc: Exception) -> CLIError:
     return CLIError(str(exc))
 
 
-NO_STRATEGY = ("none", "off", "false")
 """``-s`` values that mean "no compression": the ``full-history`` strategy, the same
 in every command (``turnpress run -s none`` runs uncompressed)."""
 
 
 def strategy_spec(spec: str) -> str:
-    """``spec``, with ``none`` (``off``, ``false``) read as ``full-history`` unless a
-    plugin registers a strategy of that name."""
-    if spec.strip().lower() in NO_STRATEGY and spec.strip() not in get_registry().strategies():
-        return "full-history"
+    """``spec``, with ``none`` (``off``, ``false``) read as ``full-history`` (options
+    too: ``none:k=v``); no strategy may be registered under those names."""
+    name, sep, options = spec.partition(":")
+    if name.strip().lower() in NO_STRATEGY:
+        return "full-history" + sep + options
     return spec
 
 
