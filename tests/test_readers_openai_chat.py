@@ -102,7 +102,7 @@ def test_detect(value, expected):
                                                "assistant message"),
     ([{"role": "user", "content": 3}], "messages: message 0: \"content\" must be a string"),
     ([{"role": "user", "content": "m"}, {"role": "assistant", "content": None}],
-     "messages: message 1: a assistant message needs \"content\""),
+     "messages: message 1: an assistant message needs \"content\""),
     ("nope", "messages: \"messages\" must be a list"),
 ])
 def test_trace_from_messages_names_the_message_and_the_problem(messages, problem):

@@ -130,7 +130,7 @@ def test_invalid_json_names_line_and_column(tmp_path) -> None:
 
 def test_unstorable_values_are_named(tmp_path) -> None:
     turn = Turn.succeeded(1, "p", object(), memory={})
-    with pytest.raises(TraceError, match="turn 1: result: a object value cannot be stored"):
+    with pytest.raises(TraceError, match="turn 1: result: an object value cannot be stored"):
         save_trace(Trace(mission="m", turns=(turn,)), tmp_path / "x.json")
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from turnpress.core.errors import a_or_an
 from turnpress.core.model import Message, Usage
 from turnpress.core.pricing import CacheRules, Price, resolve_pricing
 from turnpress.core.providers import to_anthropic
@@ -120,7 +121,7 @@ def call_llm(llm: LLM, messages: Sequence[Message]) -> LLMReply:
                             f"{type(reply.usage).__name__}")
         reply.billed()  # a bad count fails here, naming it
         return reply
-    raise TypeError(f"the LLM returned a {type(reply).__name__}; it must return a str "
+    raise TypeError(f"the LLM returned {a_or_an(type(reply).__name__)}; it must return a str "
                     f"or an LLMReply")
 
 
@@ -143,8 +144,8 @@ class ScriptedLLM:
         self.replies = tuple(self.replies)
         for i, reply in enumerate(self.replies):
             if not isinstance(reply, (str, LLMReply)):
-                raise TypeError(f"reply {i + 1} is a {type(reply).__name__}; replies must be "
-                                f"strings or LLMReply objects")
+                raise TypeError(f"reply {i + 1} is {a_or_an(type(reply).__name__)}; replies "
+                                f"must be strings or LLMReply objects")
 
     @property
     def remaining(self) -> int:

@@ -24,6 +24,7 @@ from itertools import filterfalse
 from typing import Any
 
 from turnpress.core.clojure import set_sort_key
+from turnpress.core.errors import a_or_an
 from turnpress.core.model import Failure, Fn, Keyword
 from turnpress.core.values import CONTAINER_TYPES, Digester, is_container, is_regex, object_id
 
@@ -351,7 +352,7 @@ class _Encoder(Digester):
                             "return_type": value.return_type}}
         if is_regex(value):
             return {"$regex": value.source}
-        raise ValueCodecError(self.where, f"a {type(value).__name__} value cannot be stored "
+        raise ValueCodecError(self.where, f"{a_or_an(type(value).__name__)} value cannot be stored "
                               "in a trace (supported: nil, booleans, numbers, strings, "
                               "keywords, lists, maps, sets, functions, regexes)")
 

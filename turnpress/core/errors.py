@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["QUOTE_LIMIT", "ExecutorError", "PluginError", "PluginWarning", "TraceError",
-           "printable", "quote"]
+           "a_or_an", "printable", "quote"]
 
 #: at most this many characters of a bad value are quoted in an error message
 QUOTE_LIMIT = 80
@@ -34,6 +34,11 @@ def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
         shown = repr(cut)
         return shown[:-1] + "..." + shown[-1]
     return text[: limit - 3] + "..."
+
+
+def a_or_an(word: str) -> str:
+    """``word`` after its article, for a message: ``a str``, ``an int``, ``an assistant``."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 def printable(text: str) -> str:

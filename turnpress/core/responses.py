@@ -35,7 +35,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from turnpress.core.errors import TraceError, quote
+from turnpress.core.errors import TraceError, a_or_an, quote
 
 __all__ = [
     "INSTRUCTIONS",
@@ -77,7 +77,7 @@ def _part(part: Any, role: str, where: str, index: int) -> dict[str, Any]:
     kind = part.get("type")
     if kind in TEXT_PARTS:
         if not isinstance(part.get("text"), str):
-            raise _fail(where, index, f"a {kind} part needs a string \"text\"")
+            raise _fail(where, index, f"{a_or_an(kind)} part needs a string \"text\"")
         return {"type": "text", "text": part["text"]}
     if kind == "input_image" and isinstance(part.get("image_url"), str):
         return {"type": "image_url", "image_url": {"url": part["image_url"]}}
@@ -88,7 +88,7 @@ def _content(content: Any, role: str, where: str, index: int) -> Any:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise _fail(where, index, f"a {role} message's \"content\" must be a string or a "
+        raise _fail(where, index, f"{a_or_an(role)} message's \"content\" must be a string or a "
                                   f"list of content parts, got {type(content).__name__}")
     parts = [_part(p, role, where, index) for p in content]
     if len(parts) == 1 and parts[0].get("type") == "text" and set(parts[0]) == {"type", "text"}:
@@ -132,7 +132,7 @@ def items_to_messages(items: Sequence[Any], where: str, *, instructions: Any = N
                 raise _fail(where, k, f"unknown role {quote(role)}; a message item's role "
                                       f"must be one of {', '.join(ROLES)}")
             if "content" not in item:
-                raise _fail(where, k, f"a {role} message item needs \"content\"")
+                raise _fail(where, k, f"{a_or_an(role)} message item needs \"content\"")
             message = {"role": role, "content": _content(item["content"], role, where, k)}
             out.append((k, {**message, KEPT: [*pending, dict(item)]}))
             pending, open_call = [], role == "assistant"

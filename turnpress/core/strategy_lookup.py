@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnpress.core.breakpoints import strategy_origin
-from turnpress.core.errors import PluginError
+from turnpress.core.errors import PluginError, a_or_an
 from turnpress.core.registry import Registry, get_registry
 from turnpress.core.strategy import (
     BASELINE_STRATEGY,
@@ -103,7 +103,7 @@ def _coerce_option(strategy: str, option: str, text: str, default: Any) -> Any:
             return float(text)
     except ValueError:
         kind = {bool: "a boolean (true or false)", int: "an integer",
-                float: "a number"}.get(type(default), f"a {type(default).__name__}")
+                float: "a number"}.get(type(default), a_or_an(type(default).__name__))
         raise ValueError(f"strategy {strategy!r}: option {option!r} expects {kind}, "
                          f"got {text!r}") from None
     return text

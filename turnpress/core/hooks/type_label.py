@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from turnpress.core.errors import a_or_an
 from turnpress.core.hooks.base import HookCalls
 from turnpress.core.plugin_loading import short_repr
 
@@ -39,8 +40,9 @@ class TypeLabelHook(HookCalls):
             label = self._call(impl, info, "type_label", value=value)
             if label is not None and not isinstance(label, str):
                 self._problem(info, f"{info.source}: type_label() returned "
-                                    f"{short_repr(label)} for a {type(value).__name__}, not a "
-                                    f"string or None; the answer is ignored")
+                                    f"{short_repr(label)} for "
+                                    f"{a_or_an(type(value).__name__)}, not a string or None; "
+                                    f"the answer is ignored")
                 continue
             if label is not None:
                 return label

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from turnpress.core.errors import quote
+from turnpress.core.errors import a_or_an, quote
 from turnpress.core.model import (
     INSTRUCTION_ROLES,
     MESSAGE_ROLES,
@@ -110,7 +110,7 @@ def _check_message(m: Any, index: int, where: str) -> str:
         raise fail(where, index, f"\"content\" must be a string, a list of content parts or "
                                  f"null, got {type(content).__name__}")
     if content is None and not (role == "assistant" and m.get("tool_calls")):
-        raise fail(where, index, f"a {role} message needs \"content\" (null is only "
+        raise fail(where, index, f"{a_or_an(role)} message needs \"content\" (null is only "
                                  f"allowed on an assistant message with tool_calls)")
     return role
 
