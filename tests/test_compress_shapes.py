@@ -293,7 +293,8 @@ def test_check_messages_still_names_the_first_bad_message(messages: list[Any],
 
 def test_check_messages_accepts_what_it_accepted() -> None:
     strategy = type("S", (), {"name": "s"})()
-    fine = [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text"}]},
+    fine = [{"role": "system", "content": "s"},
+            {"role": "user", "content": [{"type": "text", "text": "t"}]},
             {"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]},
             {"role": "tool", "content": "x", "tool_call_id": "c"}]
     assert check_messages(fine, strategy) is fine

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from turnpress import load_trace, render
 from turnpress.cli import main
+from turnpress.core.breakpoints import BreakpointError
 from turnpress.core.compression import strategy_names
 from turnpress.core.providers import (
     MAX_ANTHROPIC_BREAKPOINTS,
@@ -80,7 +81,11 @@ def test_breakpoint_normalization():
     assert anthropic_breakpoints(messages, [(0, None)]) == []  # empty system: nothing to mark
     assert anthropic_breakpoints(messages, [(1, 6)]) == [(1, None)]  # offset at the end
     assert anthropic_breakpoints(messages, [(2, 0)]) == [(1, None)]  # offset 0: message before
-    assert anthropic_breakpoints(messages, [(7, None), (-1, None), (1, 99)]) == [(1, None)]
+    assert anthropic_breakpoints(messages, [(1, 99)]) == [(1, None)]  # past the end: all
+    for outside in (7, -1):  # an index outside the prompt is the strategy's error, as in
+        # render and compress (it was dropped, so compare cached nothing, silently)
+        with pytest.raises(BreakpointError, match="out of range"):
+            anthropic_breakpoints(messages, [(outside, None), (1, 99)])
     assert anthropic_breakpoints(messages, [(2, None), (1, 3), (1, 3), (1, None)]) == [
         (1, 3), (1, None), (2, None)]
 

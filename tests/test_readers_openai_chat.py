@@ -104,6 +104,13 @@ def test_detect(value, expected):
     ([{"role": "user", "content": "m"}, {"role": "assistant", "content": None}],
      "messages: message 1: an assistant message needs \"content\""),
     ("nope", "messages: \"messages\" must be a list"),
+    # a part every strategy's messages would carry on, and check_messages refuse: the
+    # reader names it (render of the run ended in a traceback)
+    ([{"role": "user", "content": [{"type": "text"}]}],
+     "messages: message 0: content part 0 {'type': 'text'} is a 'text' part without a "
+     "string 'text'"),
+    ([{"role": "user", "content": ["plain"]}],
+     "messages: message 0: content part 0 'plain' is not a dict but str"),
 ])
 def test_trace_from_messages_names_the_message_and_the_problem(messages, problem):
     with pytest.raises(TraceError) as info:

@@ -44,7 +44,7 @@ def test_scripted_llm_running_out_is_a_clear_error():
 def test_scripted_llm_rejects_a_single_string_and_bad_replies():
     with pytest.raises(TypeError, match="list of replies"):
         ScriptedLLM("oops")
-    with pytest.raises(TypeError, match="reply 2 is a int"):
+    with pytest.raises(TypeError, match="reply 2 is an int"):
         ScriptedLLM(["ok", 3])
 
 

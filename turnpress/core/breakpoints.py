@@ -7,7 +7,7 @@ from typing import Any
 
 from turnpress.core.registry import get_registry
 
-__all__ = ["BreakpointError", "breakpoint_problem", "check_breakpoints"]
+__all__ = ["BreakpointError", "breakpoint_problem", "check_breakpoints", "strategy_origin"]
 
 SHAPE = "a list of (message_index: int, offset: int | None) pairs"
 
@@ -37,9 +37,10 @@ def breakpoint_problem(raw: Any, count: int | None = None) -> str | None:
             return (f"item {k} {tuple(point)!r:.60}: the offset must be a non-negative int "
                     f"or None (the whole message)")
         if count is not None and not 0 <= index < count:
+            has = (f"has {count} message{'' if count == 1 else 's'}, 0..{count - 1}"
+                   if count > 0 else "has no messages")
             return (f"item {k} {tuple(point)!r:.60}: message index {index} is out of range "
-                    f"(the prompt has {count} message{'' if count == 1 else 's'}, "
-                    f"0..{count - 1})")
+                    f"(the prompt {has})")
     return None
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any, Protocol
 
 from turnpress.core.breakpoints import check_breakpoints
@@ -30,7 +29,8 @@ from turnpress.core.history import (
     newest_items,
     printed_lines,
 )
-from turnpress.core.model import MESSAGE_ROLES, Message, Turn, coerce_tools
+from turnpress.core.message_checks import PART_SHAPE, check_messages, content_part_problem
+from turnpress.core.model import Message, Turn, coerce_tools
 from turnpress.core.pricing import CacheRules, Price, resolve_pricing
 from turnpress.core.registry import get_registry
 from turnpress.core.render_context import (
@@ -66,6 +66,7 @@ __all__ = [
     "ARG_PRINTABLE_LIMIT",
     "BASELINE_STRATEGY",
     "DEFAULT_STRATEGY",
+    "PART_SHAPE",
     "SAMPLE_LIMIT",
     "SAMPLE_PRINTABLE_LIMIT",
     "USER_NAMESPACE_ORDER",
@@ -80,6 +81,7 @@ __all__ = [
     "Strategy",
     "StrategyNotApplicable",
     "check_messages",
+    "content_part_problem",
     "copy_json",
     "defined_names",
     "error_message",
@@ -402,53 +404,3 @@ def render_with_breakpoints(
     prepared = prepare(turns, memory, options)
     messages = prepared.messages()
     return handed_out(messages), prepared.breakpoints(messages)
-
-
-_ROLES = MESSAGE_ROLES  # a tuple: a role that is not hashable is just not one of them
-_ROLE_SET = frozenset(MESSAGE_ROLES)
-_DICT = frozenset({dict})
-_CONTENT = frozenset({str, list})
-
-
-def _valid_message(m: Any) -> bool:
-    if type(m) is dict:  # the common case, without the abstract-class check
-        role = m.get("role")
-        if type(role) is str and role in _ROLES:
-            content = m.get("content")
-            if type(content) is str or type(content) is list:
-                return True
-    if not isinstance(m, Mapping) or m.get("role") not in _ROLES:
-        return False
-    content = m.get("content")
-    if isinstance(content, str):
-        return True
-    # provider-shaped messages of an imported transcript (DESIGN §10): list-of-parts
-    # content, or no content on an assistant message that calls tools
-    return isinstance(content, list) or (content is None and bool(m.get("tool_calls")))
-
-
-def check_messages(messages: Any, strategy: Any) -> list[Message]:
-    """Return ``messages`` if they are a list of ``{role, content}`` dicts, else raise a
-    ``TypeError`` naming the strategy and the first bad message.
-
-    ``content`` is a string; messages replayed from an imported transcript may also
-    carry ``role: "tool"`` or ``"developer"``, list-of-parts content, or ``None``
-    beside ``tool_calls``.
-    """
-    if not isinstance(messages, list):
-        raise TypeError(f"strategy {strategy.name!r} returned {type(messages).__name__}, "
-                        f"not a list of messages")
-    # the common case, dicts with a known role and a str or list content, in C-speed passes
-    if set(map(type, messages)) <= _DICT:
-        try:
-            known = set(map(dict.get, messages, repeat("role"))) <= _ROLE_SET
-        except TypeError:  # an unhashable role: not one of them
-            known = False
-        if known and set(map(type, map(dict.get, messages, repeat("content")))) <= _CONTENT:
-            return messages
-    for i, m in enumerate(messages):
-        if not _valid_message(m):
-            raise TypeError(f"strategy {strategy.name!r} returned a bad message at index {i}: "
-                            f"{m!r:.200}; each must be {{'role': 'system'|'user'|'assistant', "
-                            f"'content': str}}")
-    return messages

@@ -160,22 +160,23 @@ def anthropic_breakpoints(messages: Sequence[Message],
     """The cache breakpoints the Anthropic shape of ``messages`` really carries.
 
     ``breakpoints`` are a strategy's ``(message_index, offset | None)`` pairs
-    (see ``Strategy.cache_breakpoints``); anything else (wrong types, a negative
-    offset) raises :class:`~turnpress.core.breakpoints.BreakpointError`, a
-    ``ValueError``. Out-of-range ones and ones that would
-    mark an empty text are dropped, an offset at the end of a message becomes
-    ``None``, an offset of 0 becomes the end of the message before; the result
-    is sorted, without duplicates, and keeps the last
+    (see ``Strategy.cache_breakpoints``), each index one of ``messages``; anything
+    else (wrong types, a negative offset, an index out of range) raises
+    :class:`~turnpress.core.breakpoints.BreakpointError`, a ``ValueError``, as
+    :func:`~turnpress.core.breakpoints.check_breakpoints` does for ``render`` (so
+    ``compare --cache anthropic`` fails such a strategy as ``render -f anthropic``
+    does, instead of counting it without its marks). Ones that would mark an empty
+    text are dropped, an offset at the end of a message becomes ``None``, an offset
+    of 0 becomes the end of the message before (none for the first message); the
+    result is sorted, without duplicates, and keeps the last
     :data:`MAX_ANTHROPIC_BREAKPOINTS` (the longest prefixes).
     """
     breakpoints = list(breakpoints) if isinstance(breakpoints, Iterable) else breakpoints
-    problem = breakpoint_problem(breakpoints)
+    problem = breakpoint_problem(breakpoints, len(messages))
     if problem is not None:
         raise BreakpointError(f"cache breakpoints: {problem}")
     points: set[Breakpoint] = set()
     for index, offset in breakpoints:
-        if not 0 <= index < len(messages):
-            continue
         content = messages[index].get("content")  # type: ignore[attr-defined]
         if not isinstance(content, str):  # a transcript message: marked as a whole
             offset = None
@@ -324,12 +325,19 @@ def alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _anthropic_blocks(parts: Sequence[Any], index: int) -> list[dict[str, Any]]:
     """OpenAI content parts as Anthropic blocks (text, and images from ``image_url``)."""
     blocks: list[dict[str, Any]] = []
-    for part in parts:
+    for k, part in enumerate(parts):
         kind = part.get("type") if isinstance(part, Mapping) else None
+        image = part.get("image_url") if kind == "image_url" else None
+        if (kind == "text" and not isinstance(part.get("text"), str)) or (
+                kind == "image_url" and not (isinstance(image, Mapping)
+                                             and isinstance(image.get("url"), str))):
+            what = "a 'text' part without its string text" if kind == "text" else \
+                "an 'image_url' part without its string url"
+            raise ValueError(f"message {index}: content part {k} {part!r:.80} is {what}")
         if kind == "text":
             blocks.append({"type": "text", "text": part["text"]})
         elif kind == "image_url":
-            url = str(part.get("image_url", {}).get("url", ""))
+            url = image["url"]  # type: ignore[index]
             head, _, data = url.partition(";base64,")
             if url.startswith("data:") and data:
                 blocks.append({"type": "image", "source": {

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from turnpress.core.compression import PART_SHAPE, content_part_problem
 from turnpress.core.errors import a_or_an, quote
 from turnpress.core.model import (
     INSTRUCTION_ROLES,
@@ -112,6 +113,12 @@ def _check_message(m: Any, index: int, where: str) -> str:
     if content is None and not (role == "assistant" and m.get("tool_calls")):
         raise fail(where, index, f"{a_or_an(role)} message needs \"content\" (null is only "
                                  f"allowed on an assistant message with tool_calls)")
+    if isinstance(content, list):  # the parts every strategy's messages may carry
+        for k, part in enumerate(content):
+            problem = content_part_problem(part)
+            if problem is not None:
+                raise fail(where, index, f"content part {k} {quote(part)} {problem}; "
+                                         f"{PART_SHAPE}")
     return role
 
 
