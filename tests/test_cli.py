@@ -136,3 +136,21 @@ def test_help_lists_every_command() -> None:
     result = run("--help")
     for command in ("render", "plugins", "trace", "templates"):
         assert command in result.output
+
+
+def test_strategies_lists_each_option_with_what_its_docstring_says() -> None:
+    """`turnpress strategies`: an option's line is the docstring clause that defines it,
+    names plain (a default once, beside the name), whole words, nothing cut inside a
+    parenthesis, and a word split across docstring lines joined again."""
+    out = run("strategies", "checkpoint-coalesced", "price-scheduled", "rolling-window")
+    assert out.exit_code == 0, out.output
+    lines = {ln.split()[0]: ln for ln in out.output.splitlines() if ln.startswith("  ")}
+    assert lines["delta_chars=24000"].split(None, 1)[1].startswith(
+        "a checkpoint as soon as the deltas since the last one reach this many characters")
+    assert lines["max_tokens=200000"].endswith(
+        "a prompt that could pass this many tokens (about four characters each) rebuilds")
+    assert "output_lines (>= 1) and key_lines (>= 0) cut a long output" in lines["key_lines=4"]
+    assert "single-user-coalesced" in lines["println_limit=15"]  # not "single-user- ..."
+    assert "``" not in out.output and "(24000" not in out.output
+    for line in lines.values():
+        assert line.count("(") == line.count(")") or line.endswith("...")

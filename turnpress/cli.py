@@ -380,7 +380,7 @@ def strategies(names: tuple[str, ...]) -> None:
     for name in names or sorted(registered):
         cls = registered[name].value
         summary = (inspect.getdoc(cls) or "").strip().split("\n\n")[0]
-        lines = [f"{name}: {' '.join(summary.split())}"]
+        lines = [f"{name}: {' '.join(summary.split()).replace('``', '')}"]
         options = describe_options(cls)
         width = max((len(f"{o}={d!r}") for o, d, _ in options), default=0)
         lines.extend(f"  {f'{o}={d!r}':<{width}}  {text}".rstrip() for o, d, text in options)

@@ -27,30 +27,71 @@ from turnpress.core.strategy import (
 __all__ = ["StrategyCreationError", "describe_options", "get_strategy", "normalize",
            "parse_strategy_spec", "strategy_names"]
 
-#: how much of an option's description ``describe_options`` keeps
-OPTION_DOC_CHARS = 90
-
-
 def strategy_names(registry: Registry | None = None) -> list[str]:
     """The names of all registered strategies, sorted."""
     return sorted((registry or get_registry()).strategies())
 
 
+#: how much of an option's description ``describe_options`` keeps
+OPTION_DOC_CHARS = 110
+
+#: an option named in a docstring, with what follows it in parentheses (its default and
+#: range, which ``turnpress strategies`` shows beside the name already)
+_NAMED = re.compile(r"``(\w+)``(?:\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\))?")
+
+
+def _clauses(cls: type) -> list[str]:
+    """The clauses (split at each ``;`` outside parentheses) of a strategy docstring's
+    options part (from ``Options...:`` on; the whole docstring when it has none), each
+    on one line, words split across lines by a hyphen joined again."""
+    doc = re.sub(r"(\w)-\n\s*(\w)", r"\1-\2", inspect.getdoc(cls) or "")
+    doc = " ".join(doc.split())
+    found = re.search(r"\bOptions\b[^:.;]*:", doc)
+    if found:  # where a docstring documents them, as the built-ins do
+        doc = doc[found.end():]
+    clauses, depth, start = [], 0, 0
+    for at, char in enumerate(doc):
+        depth += (char == "(") - (char == ")")
+        if char == ";" and depth <= 0:
+            clauses.append(doc[start:at])
+            start = at + 1
+    clauses.append(doc[start:])
+    return [c.strip() for c in clauses if c.strip()]
+
+
+def _option_text(clause: str, option: str) -> str:
+    """What ``clause`` says of ``option``: the clause up to its first full stop, each
+    option named in it plain (its range kept, its default left out), and ``option``'s
+    own leading ``name:`` dropped."""
+    clause = re.split(r"(?<=[a-z)`])\. (?=[A-Z])", clause)[0].rstrip(".")
+
+    def plain(found: re.Match[str]) -> str:
+        inside = found.group(2) or ""
+        ranges = [p.strip() for p in inside.split(",") if re.match(r"\s*[<>]=?", p)]
+        return found.group(1) + (f" ({', '.join(ranges)})" if ranges else "")
+
+    text = _NAMED.sub(plain, clause).replace("``", "")
+    text = re.sub(rf"^{re.escape(option)}(?: \([^)]*\))?\s*:\s*", "", text)
+    if len(text) > OPTION_DOC_CHARS:
+        text = text[: OPTION_DOC_CHARS - 3].rsplit(" ", 1)[0].rstrip(",;:") + "..."
+    return text
+
+
 def describe_options(cls: type) -> list[tuple[str, Any, str]]:
     """``(option, default, one line)`` for each option of a strategy class, the line
-    taken from where its docstring (from ``Options:`` on, if it has that word) first
-    names the option (``window``...) up to the end of that clause; ``""`` when the
-    docstring does not name it."""
-    doc = " ".join((inspect.getdoc(cls) or "").split())
-    if "Options:" in doc:  # where a docstring documents them, as the built-ins do
-        doc = doc[doc.index("Options:"):]
+    being the clause of its docstring (:func:`_clauses`) that defines the option (starts
+    with it in double backquotes, else gives its default in parentheses after it, else
+    names it first), as :func:`_option_text` words it; ``""`` when the docstring does
+    not name it."""
+    clauses = _clauses(cls)
     out = []
     for option, default in option_defaults(cls).items():
-        found = re.search(rf"``{re.escape(option)}``(.*?)(?:;|\. |$)", doc)
-        text = found.group(1).replace("``", "").strip(" :,") if found else ""
-        if len(text) > OPTION_DOC_CHARS:
-            text = text[: OPTION_DOC_CHARS - 3].rstrip() + "..."
-        out.append((option, default, text))
+        named = [c for c in clauses if f"``{option}``" in c or f"``{option}=" in c]
+        # where it is defined: the clause it starts, else one giving its default
+        found = next((c for c in named if c.startswith(f"``{option}``")),
+                     next((c for c in named if re.search(rf"``{option}``\s*\(", c)),
+                          named[0] if named else None))
+        out.append((option, default, "" if found is None else _option_text(found, option)))
     return out
 
 
