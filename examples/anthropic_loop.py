@@ -11,6 +11,8 @@ The SDK reads ``ANTHROPIC_BASE_URL`` and ``ANTHROPIC_API_KEY``:
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from anthropic import Anthropic
 
@@ -79,4 +81,7 @@ if __name__ == "__main__":
     parser.add_argument("--strategy", default="single-user-coalesced")
     parser.add_argument("--model", default=MODEL)
     options = parser.parse_args()
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        sys.exit("examples/anthropic_loop.py: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL "
+                 "for another Anthropic-compatible server) to run it")
     main(options.strategy, options.model)

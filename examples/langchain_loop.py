@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 
 from langchain_core.messages import (
     AIMessage,
@@ -76,4 +78,7 @@ if __name__ == "__main__":
     parser.add_argument("--strategy", default="single-user-coalesced")
     parser.add_argument("--model", default="gpt-4o-mini")
     options = parser.parse_args()
+    if not os.environ.get("OPENAI_API_KEY"):
+        sys.exit("examples/langchain_loop.py: set OPENAI_API_KEY (and OPENAI_BASE_URL for another "
+                 "OpenAI-compatible server) to run it")
     main(options.strategy, options.model)

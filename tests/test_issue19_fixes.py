@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 from transcripts_helpers import data
 
@@ -210,19 +211,22 @@ def test_compare_help_shows_none_and_strategies_lists_options():
     assert bad.exit_code == 2 and bad.output.count("\n") == 1
 
 
-def test_openai_example_without_a_key_prints_one_line():
+@pytest.mark.parametrize(("name", "sdk", "key", "url", "kind"), [
+    ("openai_loop", "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OpenAI"),
+    ("anthropic_loop", "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "Anthropic"),
+    ("langchain_loop", "langchain_core", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OpenAI"),
+])
+def test_a_loop_example_without_a_key_prints_one_line(name, sdk, key, url, kind):
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    import pytest
-
-    pytest.importorskip("openai")
-    example = Path(__file__).resolve().parent.parent / "examples" / "openai_loop.py"
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    pytest.importorskip(sdk)
+    example = Path(__file__).resolve().parent.parent / "examples" / f"{name}.py"
+    env = {k: v for k, v in os.environ.items() if k != key}
     result = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
                             env=env, timeout=60)
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr == ("examples/openai_loop.py: set OPENAI_API_KEY (and "
-                             "OPENAI_BASE_URL for another OpenAI-compatible server) to run it\n")
+    assert result.stderr == (f"examples/{name}.py: set {key} (and {url} for another "
+                             f"{kind}-compatible server) to run it\n")
