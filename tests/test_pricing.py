@@ -40,6 +40,10 @@ def test_parse_preset_and_custom():
     ("in=-1,cached=1", r"in must be a non-negative number"),
     ("in=1,in=2,cached=1", r"'in' given twice"),
     ("in=nan,cached=1", r"non-negative number"),
+    # accepted once: every cost ratio 1.000 and a recommendation picked at random
+    ("in=0,cached=0", r"in= must be more than 0 \(every cost and cost ratio is made of it"),
+    ("in=1,cached=2", r"cached= \(2\) is more than in= \(1\); a cached read is billed at a "
+                      r"fraction"),
 ])
 def test_malformed_prices_name_the_problem(text, message):
     with pytest.raises(ValueError, match=message):

@@ -112,6 +112,13 @@ def parse_price(text: str) -> Price:
     if missing:
         name = "in" if missing[0] == "input" else missing[0]
         raise ValueError(f"malformed price {text!r}: {name}= is missing; {usage}")
+    if values["input"] <= 0:
+        raise ValueError(f"price {text!r}: in= must be more than 0 (every cost and cost "
+                         f"ratio is made of it: at 0, each strategy costs nothing)")
+    if values["cached"] > values["input"]:
+        raise ValueError(f"price {text!r}: cached= ({values['cached']:g}) is more than in= "
+                         f"({values['input']:g}); a cached read is billed at a fraction of "
+                         f"the input price (e.g. in=2,cached=0.5)")
     return Price(values["input"], values["cached"], values.get("write"),
                  output=values.get("output"))
 
