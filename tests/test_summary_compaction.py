@@ -304,10 +304,12 @@ def test_cli_footer_says_when_it_fell_back(run_file: Path) -> None:
     assert ("note: summary-compaction:trigger=1100,keep=2: no summarizer model configured "
             "(--summarizer llm:openai:MODEL); used the extractive summarizer") \
         in " ".join(out.output.split())
-    lonely = CliRunner().invoke(main, ["compare", str(run_file), "-s", "full-history",
-                                       "--summarizer", "extractive"])
-    assert lonely.exit_code == 2
-    assert "add -s summary-compaction" in lonely.output
+    for option in (["--summarizer", "extractive"], ["--base-url", "http://127.0.0.1:9"]):
+        # --base-url alone was ignored without a word
+        lonely = CliRunner().invoke(main, ["compare", str(run_file), "-s", "full-history",
+                                           *option])
+        assert lonely.exit_code == 2
+        assert "add -s summary-compaction" in lonely.output
 
 
 # -- cost accounting on a hand-computed example -------------------------------------------------

@@ -530,10 +530,11 @@ def _with_summaries(instances: list[Any], price: Price, jobs: int, *,
     takes = [i for i, s in enumerate(instances)
              if "summarizer" in option_defaults(type(s)) and hasattr(s, "configured")]
     if not takes:
-        if summarizer is not None or budget is not None:
-            raise ValueError("--summarizer and --summary-budget apply to summary-compaction "
-                             "(or another strategy with a 'summarizer' option), which is "
-                             "not among the compared strategies; add -s summary-compaction")
+        if summarizer is not None or budget is not None or base_url is not None:
+            raise ValueError("--summarizer, --base-url and --summary-budget apply to "
+                             "summary-compaction (or another strategy with a 'summarizer' "
+                             "option), which is not among the compared strategies; add -s "
+                             "summary-compaction")
         return instances
     if budget is not None:
         if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget < 0:
