@@ -87,3 +87,14 @@ def test_a_directory_with_nothing_to_read_is_one_line(tmp_path):
     result = CliRunner().invoke(main, ["import", str(tmp_path), "-o", str(tmp_path / "o.jsonl")])
     assert result.exit_code == 2 and result.output.count("\n") == 1
     assert "no file turnpress reads among the 1 found" in result.output
+
+
+def test_compare_checks_its_options_before_scanning_a_directory(logs):
+    """A bad -s, --cache, --price or --tokenizer is the only line: it is told before the
+    scan names the files it skips (it came after them all)."""
+    for option in (["-s", "nope"], ["--cache", "foo"], ["--price", "foo"],
+                   ["--tokenizer", "foo"]):
+        result = CliRunner().invoke(main, ["compare", str(logs), *option])
+        assert result.exit_code == 2, result.output
+        assert result.output.count("\n") == 1 and result.output.startswith("Error: ")
+        assert "skipped" not in result.output

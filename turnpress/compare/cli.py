@@ -21,7 +21,7 @@ from rich.progress import (
 
 from turnpress.cli import CLIError, input_files, strategy_spec, templates_option
 from turnpress.compare.cache import cache_model_names
-from turnpress.compare.engine import NothingCompared, compare_traces
+from turnpress.compare.engine import NothingCompared, check_settings, compare_traces
 from turnpress.compare.failures import CompareError, TemplateCompareError
 from turnpress.compare.html import write_html_report
 from turnpress.compare.pricing import PRICE_PRESETS
@@ -131,6 +131,11 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     without a configured model it uses the extractive summarizer (the footer says so).
     """
 
+    specs = [strategy_spec(s) for s in strategies] or None
+    try:  # the options first: a typo is told before a long directory scan
+        check_settings(specs, tokenizer, cache, price)
+    except (ValueError, PluginError) as exc:
+        raise CLIError(str(exc)) from None
     sources = input_files(traces, broken=True) or None
     if html_path is not None:
         parent = Path(html_path).resolve().parent
@@ -150,7 +155,7 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         running: AbstractContextManager[object] = progress_bar or nullcontext()
         with running:
             result = compare_traces(
-                sources, [strategy_spec(s) for s in strategies] or None,
+                sources, specs,
                 tokenizer=tokenizer, cache=cache,
                 price=price, jobs=jobs, template_dirs=template_dirs,
                 keep_prompts=HTML_PROMPT_TRACES if html_path else 0,

@@ -87,8 +87,8 @@ from turnpress.core.tokens import DEFAULT_TOKENIZER, Tokenizer, get_tokenizer
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.summarizers import SummaryRuntime, default_cache_dir
 
-__all__ = ["IN_FLIGHT_PER_SLOT", "NothingCompared", "compare_traces", "resolve_strategies",
-           "strategy_label"]
+__all__ = ["IN_FLIGHT_PER_SLOT", "NothingCompared", "check_settings", "compare_traces",
+           "resolve_strategies", "strategy_label"]
 
 IN_FLIGHT_PER_SLOT = 4
 """Traces in flight (submitted, or finished and waiting for an earlier one) per task
@@ -158,6 +158,18 @@ def resolve_strategies(strategies: Iterable[Any] | None = None,
         raise ValueError(f"no strategy to compare: {reasons}" if reasons
                          else "no strategy to compare")
     return out
+
+
+def check_settings(strategies: Iterable[Any] | None = None,
+                   tokenizer: str | Tokenizer = DEFAULT_TOKENIZER, cache: str = "openai",
+                   price: str | Price | None = None) -> None:
+    """Raise the ``ValueError`` that :func:`compare_traces` would raise for these
+    strategies, tokenizer, cache model and price, before any trace is read (the
+    command line checks its options first, then scans directories)."""
+    resolve_strategies(strategies, [])
+    get_tokenizer(tokenizer)
+    new_cache_model(cache)
+    get_price(price, cache)
 
 
 # -- the work on one trace ---------------------------------------------------------------------
