@@ -277,3 +277,38 @@ def test_each_dropped_fact_is_listed_once_with_its_count(good, tmp_path):
     resumed = run(*args, "--resume", str(old), "--per-trace", str(tmp_path / "new.jsonl"))
     assert resumed.exit_code == 0, resumed.output
     assert resumed.stdout == full.stdout
+
+
+def test_ctrl_c_with_one_job_stops_at_once_and_keeps_what_is_done(good, tmp_path,
+                                                                    fresh_registry):
+    """Ctrl-C (KeyboardInterrupt) while the second trace is compared, --jobs 1: the
+    comparison stops there (it first compared the queued traces too, one after the
+    other), and the first trace's lines are in the --per-trace file."""
+    from turnpress import Strategy, hookimpl
+    from turnpress.core.registry import get_registry
+
+    seen: list[str] = []
+
+    class Interrupted(Strategy):
+        name = "interrupted"
+
+        def to_messages(self, turns, memory, ctx):
+            if ctx.mission not in seen:
+                seen.append(ctx.mission)
+            if len(seen) == 2:
+                raise KeyboardInterrupt
+            return [ctx.message("user", ctx.mission)]
+
+    class Plugin:
+        @hookimpl
+        def register_strategies(self, register):
+            register(Interrupted)
+
+    get_registry().register(Plugin(), "interrupting")
+    out = tmp_path / "per-trace.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        compare_traces(good, ["full-history", "interrupted"], tokenizer="chars4", jobs=1,
+                       per_trace=out)
+    assert len(seen) == 2 and len(good) > 2  # the traces after the second never started
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {line["file"] for line in lines} == {good[0]}

@@ -498,8 +498,11 @@ def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, executor: Execut
             continue
         try:
             position, outcomes = executor.done()
-        except BaseException:
-            if finished is not None:  # nothing good is thrown away: let the rest finish
+        except BaseException as exc:
+            # nothing good is thrown away: let the rest finish; but Ctrl-C with one slot
+            # (the tasks run here, one after the other) stops now, not after the queue
+            stop_now = isinstance(exc, KeyboardInterrupt) and executor.slots == 1
+            if finished is not None and not stop_now:
                 _drain(executor, pending - 1, keys, finished)
             raise
         pending -= 1
