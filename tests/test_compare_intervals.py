@@ -148,6 +148,9 @@ def test_sample_from_python_and_the_cli():
               "-s", "rolling-window")
     assert out.exit_code == 0, out.output
     assert json.loads(out.output) == json.loads(sampled.dumps())
+    every = compare_traces(None, ["full-history"], sample=len(full.traces) + 5)
+    assert [ln for ln in notes(every) if ln.startswith("sample: ")] == [
+        f"sample: all {len(full.traces)} runs (--sample asked for at least as many)"]
     bad = run("--sample", "0")
     assert bad.exit_code == 2 and "--sample" in bad.output
     with pytest.raises(ValueError, match="sample must be a positive number"):

@@ -123,8 +123,9 @@ def _recommendation_notes(result: ComparisonResult) -> list[str]:
                 f"settle it"]
     where = (f"{s.label} has recall {s.needed_fact_recall:.3f}, {pct} interval "
              f"{ci.low:.3f}-{ci.high:.3f} over {runs} run{'s' * (runs != 1)}")
-    more = "compare more runs" if result.sample is None else \
-        "compare more of the runs (a larger --sample, or all of them)"
+    sample = result.sample
+    more = ("compare more of the runs (a larger --sample, or all of them)"
+            if sample is not None and sample.runs < sample.population else "compare more runs")
     if candidate.runs_to_settle is None:
         settle = "no number of runs would settle it (its recall is on the bar)"
     else:
@@ -165,7 +166,10 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
                      + ("read from the cache" if result.cache != "none"
                         else "sent each call (no cache)"))
     sample = result.sample
-    if sample is not None:
+    if sample is not None and sample.runs >= sample.population:
+        lines.append(f"sample: all {sample.population} runs (--sample asked for at least as "
+                     f"many)")
+    elif sample is not None:
         lines.append(f"sample: {sample.runs} of {sample.population} runs, drawn stratified by "
                      f"length (--sample {sample.runs} --seed {sample.seed})")
     ci = ("cost_ratio_95ci, recall_95ci, saved_95ci" if plain
