@@ -1,4 +1,5 @@
-"""Build real installed-distribution metadata (``*.dist-info``) for plugin tests."""
+"""Plugins for tests: real installed-distribution metadata (``*.dist-info``), or strategy
+classes registered in code."""
 
 from __future__ import annotations
 
@@ -48,3 +49,18 @@ def make_plugin(root: Path, name: str, source: str, *, version: str = "1.0",
     dist = f"turnpress-{name}"
     install_fake_distribution(root, dist, version, {name: module}, {module: source})
     return dist, f"{name} = {module}"
+
+
+def register_strategies(plugin: str, *classes: type) -> None:
+    """Register ``classes`` as strategies of a plugin named ``plugin``, in code (use with
+    the ``fresh_registry`` fixture)."""
+    from turnpress import hookimpl
+    from turnpress.core.registry import get_registry
+
+    class Plugin:
+        @hookimpl
+        def register_strategies(self, register):
+            for cls in classes:
+                register(cls)
+
+    get_registry().register(Plugin(), plugin)

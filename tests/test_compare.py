@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from plugin_helpers import register_strategies
 
 from turnpress import Strategy, compress, hookimpl, load_trace, save_trace
 from turnpress.cli import main
@@ -228,12 +229,7 @@ def test_a_failing_strategy_is_listed_and_the_rest_complete(fresh_registry):
                 raise KeyError("boom")
             return [ctx.message("user", ctx.mission)]
 
-    class Plugin:
-        @hookimpl
-        def register_strategies(self, register):
-            register(Broken)
-
-    get_registry().register(Plugin(), "broken-plugin")
+    _plugin(Broken, "broken-plugin")
     result = compare_traces(PHONE, ["broken", "full-history"], tokenizer="chars4")
     assert [s.label for s in result.compared] == ["full-history"]
     [(label, status, reason)] = result.not_compared
@@ -514,12 +510,7 @@ def test_min_recall_option_and_mark():
 
 
 def _plugin(fresh_cls, name="p"):
-    class Plugin:
-        @hookimpl
-        def register_strategies(self, register):
-            register(fresh_cls)
-
-    get_registry().register(Plugin(), name)
+    register_strategies(name, fresh_cls)
 
 
 def test_default_compare_survives_broken_plugin_strategies(fresh_registry):

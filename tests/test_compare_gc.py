@@ -6,11 +6,11 @@ from __future__ import annotations
 import gc
 
 import pytest
+from plugin_helpers import register_strategies
 
-from turnpress import Strategy, hookimpl
+from turnpress import Strategy
 from turnpress.compare import compare_traces
 from turnpress.compare.engine import COMPARE_GC_THRESHOLDS, fewer_collections
-from turnpress.core.registry import get_registry
 from turnpress.examples import short_example_trace_paths
 
 PHONE = [p for p in short_example_trace_paths() if "phone" in p.name]
@@ -36,12 +36,7 @@ def test_a_strategy_renders_with_the_compare_thresholds_and_the_callers_come_bac
             seen.append(gc.get_threshold())
             return [ctx.message("user", ctx.mission)]
 
-    class Plugin:
-        @hookimpl
-        def register_strategies(self, register):
-            register(Recording)
-
-    get_registry().register(Plugin(), "gc-recording-plugin")
+    register_strategies("gc-recording-plugin", Recording)
     compare_traces(PHONE, ["gc-recording"], tokenizer="chars4", jobs=1)
     assert seen and set(seen) == {COMPARE_GC_THRESHOLDS}
     assert gc.get_threshold() == caller_thresholds

@@ -284,8 +284,9 @@ def test_ctrl_c_with_one_job_stops_at_once_and_keeps_what_is_done(good, tmp_path
     """Ctrl-C (KeyboardInterrupt) while the second trace is compared, --jobs 1: the
     comparison stops there (it first compared the queued traces too, one after the
     other), and the first trace's lines are in the --per-trace file."""
-    from turnpress import Strategy, hookimpl
-    from turnpress.core.registry import get_registry
+    from plugin_helpers import register_strategies
+
+    from turnpress import Strategy
 
     seen: list[str] = []
 
@@ -299,12 +300,7 @@ def test_ctrl_c_with_one_job_stops_at_once_and_keeps_what_is_done(good, tmp_path
                 raise KeyboardInterrupt
             return [ctx.message("user", ctx.mission)]
 
-    class Plugin:
-        @hookimpl
-        def register_strategies(self, register):
-            register(Interrupted)
-
-    get_registry().register(Plugin(), "interrupting")
+    register_strategies("interrupting", Interrupted)
     out = tmp_path / "per-trace.jsonl"
     with pytest.raises(KeyboardInterrupt):
         compare_traces(good, ["full-history", "interrupted"], tokenizer="chars4", jobs=1,
