@@ -449,6 +449,16 @@ def test_as_run_rows_from_billed_usage():
     assert _compare([transcript(usage=False)], ["full-history"]).to_json()["as_run"] is None
     plain = "\n".join(__import__("turnpress.compare.table", fromlist=["x"]).plain_lines(result))
     assert "as-run-(billed)" in plain and str(expected["prompt_tokens"]) in plain
+    assert "log no system prompt" not in plain
+    # a log without its system prompt (Claude Code's): billed for what the replay lacks
+    bare = dataclasses.replace(transcript(name="bare"), system_prompt="",
+                               preamble=(transcript().preamble[1],))
+    both = _compare([transcript(), bare], ["full-history"], price=price)
+    assert both.to_json()["as_run"]["runs_without_system"] == 1
+    assert "runs_without_system" not in both.to_json()["traces"][0]["as_run"]
+    plain = "\n".join(__import__("turnpress.compare.table", fromlist=["x"]).plain_lines(both))
+    assert ("as run (billed): 1 of the runs with usage log no system prompt (Claude Code "
+            "does not write it") in plain
 
 
 def test_needed_fact_recall_on_a_transcript(fresh_registry):

@@ -88,6 +88,9 @@ class AsRun:
     #: ``full-history``'s modelled cost on the same prompts (those with usage): what the
     #: as-run cost is compared with
     baseline_cost_usd: float = 0.0
+    #: runs whose log holds no system prompt (Claude Code does not write it): what was
+    #: billed for them includes one, and tool definitions, that the replayed prompts lack
+    runs_without_system: int = 0
 
     @property
     def cost_ratio(self) -> float | None:
@@ -104,12 +107,18 @@ class AsRun:
                      self.cached_tokens + other.cached_tokens,
                      self.cache_write_tokens + other.cache_write_tokens,
                      self.cost_usd + other.cost_usd,
-                     self.baseline_cost_usd + other.baseline_cost_usd)
+                     self.baseline_cost_usd + other.baseline_cost_usd,
+                     self.runs_without_system + other.runs_without_system)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"prompts", "prompt_tokens", "cached_tokens", "cost_usd"}``."""
-        return {"prompts": self.prompts, "prompt_tokens": self.prompt_tokens,
-                "cached_tokens": self.cached_tokens, "cost_usd": round(self.cost_usd, 8)}
+        """``{"prompts", "prompt_tokens", "cached_tokens", "cost_usd"}``, and
+        ``"runs_without_system"`` when some runs' logs hold no system prompt."""
+        out: dict[str, Any] = {"prompts": self.prompts, "prompt_tokens": self.prompt_tokens,
+                               "cached_tokens": self.cached_tokens,
+                               "cost_usd": round(self.cost_usd, 8)}
+        if self.runs_without_system:
+            out["runs_without_system"] = self.runs_without_system
+        return out
 
 
 @dataclass(frozen=True)
@@ -726,7 +735,8 @@ def billed_usage(trace: Trace, price: Price, baseline_cost: float
                for u in used)
     return AsRun(len(used), sum(u.prompt_tokens for u in used),
                  sum(u.cached_tokens for u in used),
-                 sum(u.cache_write_tokens for u in used), cost, baseline_cost), billed
+                 sum(u.cache_write_tokens for u in used), cost, baseline_cost,
+                 0 if trace.system_prompt.strip() else 1), billed
 
 
 def add_outcome(result: ComparisonResult, outcome: TraceOutcome, names: list[str],

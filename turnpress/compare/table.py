@@ -180,6 +180,12 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
     if result.as_run is not None:
         lines.append(f"{AS_RUN_LABEL}: what the provider billed, in its own tokenizer "
                      f"({result.as_run.prompts} prompts with usage)")
+        lacking = result.as_run.runs_without_system
+        if lacking:
+            lines.append(f"{AS_RUN_LABEL}: {lacking} of the runs with usage log no system "
+                         f"prompt (Claude Code does not write it, nor its tool definitions): "
+                         f"what was billed for them holds what the replayed prompts lack, so "
+                         f"their billed cost is not comparable")
     lines += never_cached(result)
     for label, status, reason in result.not_compared:
         lines.append(f"{label}: {status}: {reason}")
