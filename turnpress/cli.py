@@ -339,7 +339,11 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
         elif fmt == "anthropic":
             _, breakpoints = run_strategy(chosen, lambda tr=tr, n=n: prompt_with_breakpoints(
                 tr, n, chosen, template_dirs))
-            system, anthropic_messages = to_anthropic(messages, breakpoints)
+            try:  # a part with no Anthropic block (input_audio...) is the trace's
+                system, anthropic_messages = to_anthropic(messages, breakpoints)
+            except ValueError as exc:
+                raise fail_cleanly(ValueError(f"trace {tr.name}, turn {n}, -f anthropic: "
+                                              f"{exc}")) from None
             documents.append({"system": system, "messages": anthropic_messages,
                               **_tools_of(tr, "anthropic")})
         elif fmt == "responses":
