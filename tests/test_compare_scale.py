@@ -308,3 +308,18 @@ def test_ctrl_c_with_one_job_stops_at_once_and_keeps_what_is_done(good, tmp_path
     assert len(seen) == 2 and len(good) > 2  # the traces after the second never started
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert {line["file"] for line in lines} == {good[0]}
+
+
+def test_resume_finds_a_trace_by_any_name_of_its_file(good, tmp_path, monkeypatch):
+    """Written with relative paths, resumed with absolute ones (or the other way): the
+    traces are read back, not compared again and appended twice."""
+    monkeypatch.chdir(tmp_path)
+    relative = [Path(g).name for g in good]
+    out = tmp_path / "per-trace.jsonl"
+    args = [*STRATEGIES, "-t", "chars4", "--json"]
+    full = run(*relative, *args, "--per-trace", str(out))
+    assert full.exit_code == 0, full.output
+    before = out.read_text()
+    resumed = run(*good, *args, "--resume", str(out))
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout == full.stdout and out.read_text() == before

@@ -24,7 +24,7 @@ from turnpress.compare.pricing import Price, cost_usd
 from turnpress.compare.results import AsRun, Row, TraceInfo, TraceOutcome
 from turnpress.compare.retention import Fact
 
-__all__ = ["PerTraceWriter", "ResumeIndex", "TraceKey", "outcome_lines"]
+__all__ = ["PerTraceWriter", "ResumeIndex", "TraceKey", "outcome_lines", "same_file"]
 
 TraceKey = tuple[str, "int | None"]
 """``(file, line)`` of a trace (line None for a JSON file)."""
@@ -94,6 +94,14 @@ def outcome_lines(key: TraceKey | None, outcome: TraceOutcome, labels: Sequence[
                                    for turn, f, *times in dropped]},
         })
     return lines
+
+
+def same_file(key: TraceKey) -> TraceKey:
+    """``key`` with its file as an absolute path, symbolic links resolved: the same trace
+    named ``runs/a.json``, ``./runs/a.json`` or by its full path is found again (from
+    the same working directory)."""
+    file, line = key
+    return (os.path.realpath(file), line) if isinstance(file, str) else key
 
 
 class PerTraceWriter:
@@ -195,6 +203,7 @@ class ResumeIndex:
                     raise ValueError(f"--resume {path}: line {lineno} was computed with "
                                      f"{diff}; resume with the same --tokenizer, --cache "
                                      f"and --price, or write to another file")
+                key = same_file(key)
                 if key[0] is not None and label in wanted:
                     seen.setdefault(key, {})[label] = (start, lineno)
                 if key != last_key:
@@ -222,14 +231,14 @@ class ResumeIndex:
                     handle.write(b"\n")
 
     def __contains__(self, key: object) -> bool:
-        return key in self.done
+        return isinstance(key, tuple) and same_file(key) in self.done
 
     def __len__(self) -> int:
         return len(self.done)
 
     def outcome(self, key: TraceKey, index: int) -> TraceOutcome:
         """The outcome of trace ``key`` as the file has it (no rendered prompts)."""
-        places = self.done[key]
+        places = self.done[same_file(key)]
         rows: list[list[Row]] = []
         dropped: list[list[tuple[int, Fact, int]]] = []
         status: list[tuple[str, str] | None] = []
