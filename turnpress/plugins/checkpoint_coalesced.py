@@ -295,24 +295,26 @@ class CheckpointCoalesced(Strategy):
     """The coalesced view of ``single-user-coalesced``, rebuilt only at checkpoints;
     compact per-turn deltas appended in between (append-only, cache-friendly).
 
-    Options: ``every`` (20, >= 1): a checkpoint every ``every`` turns;
+    Options: ``every`` (20, >= 1): a checkpoint every this many turns;
     ``delta_chars`` (24000, >= 0; 0: no limit): a checkpoint as soon as the deltas
     since the last one reach this many characters (about a quarter as many
     tokens); ``output_lines`` (20, >= 1): a long output in a delta (or, on a
-    transcript, in the view) keeps this many lines at each end, plus up to
-    ``key_lines`` (3, >= 0) key lines from its middle: each the first line to show a
-    name (``balance_cents``, ``pool.max_connections``) no earlier output showed;
-    ``tool_call_limit`` (20) and ``errors`` (``"last"``/``"pairs"``) shape the
-    coalesced view as in ``single-user-coalesced``; ``turn_lines`` (1, >= 0): the view's
-    Output section goes turn by turn, in age tiers: the turns since the checkpoint
-    before show their output cut to this many lines at each end plus key lines, older
-    turns only their key lines (a turn with none is left out), each line cut to
-    ``line_chars`` (100) characters, and the last turn's as in a delta; so what an early
-    turn printed (field names, config keys) is not pushed out by later prints, while
-    the view stays small on long runs. On a transcript the view shows the last
-    ``println_limit`` (6) turns' feedback cut to head plus tail and older turns' key
-    lines. ``turn_lines=0`` keeps ``single-user-coalesced``'s Output section (the last
-    ``println_limit`` println calls), and then ``every=1`` is ``single-user-coalesced``.
+    transcript, in the view) keeps this many lines at each end, plus key lines from
+    its middle; ``key_lines`` (3, >= 0): at most this many key lines from a long
+    output's middle, each the first line to show a name (``balance_cents``,
+    ``pool.max_connections``) no earlier output showed; ``tool_call_limit`` (20) and
+    ``errors`` (``"last"``/``"pairs"``) shape the coalesced view as in
+    ``single-user-coalesced``; ``turn_lines`` (1, >= 0): the view's Output section goes
+    turn by turn, in age tiers: the turns since the checkpoint before show their
+    output cut to this many lines at each end plus key lines, older turns only their
+    key lines (a turn with none is left out), and the last turn's as in a delta, so
+    what an early turn printed (field names, config keys) is not pushed out by later
+    prints, while the view stays small on long runs; ``line_chars`` (100): each line
+    of the view's Output section is cut to this many characters; ``println_limit``
+    (6): on a transcript, the view shows the last ``println_limit`` turns' feedback
+    cut to head plus tail and older turns' key lines. ``turn_lines=0`` keeps
+    ``single-user-coalesced``'s Output section (the last ``println_limit`` println
+    calls), and then ``every=1`` is ``single-user-coalesced``.
     """
 
     name = "checkpoint-coalesced"
