@@ -640,6 +640,22 @@ def test_a_plugin_strategy_that_calls_sys_exit_is_listed_as_failed(fresh_registr
     assert "aggressive" in out.output
 
 
+def test_a_strategy_that_returns_no_message_is_listed_as_failed(fresh_registry):
+    """An empty prompt is no prompt: compare counted it as free (0 tokens, 100% saved)."""
+    class Empty(Strategy):
+        name = "empty"
+
+        def to_messages(self, turns, memory, ctx):
+            return []
+
+    _plugin(Empty, "empty-plugin")
+    result = _compare(PHONE, ["empty", "aggressive"], tokenizer="chars4")
+    [(label, status, reason)] = result.not_compared
+    assert (label, status) == ("empty", "failed")
+    assert reason.endswith("TypeError: returned no message; a prompt needs at least one")
+    assert [s.label for s in result.compared] == ["aggressive"]
+
+
 def test_a_failing_tokenizer_is_one_line(fresh_registry):
     def count(text):
         raise OSError("vocabulary missing")

@@ -419,6 +419,8 @@ class _Worker:
                     check_messages(messages, strategy)  # the same error, with its index
                     raise
                 return messages, same
+            if type(messages) is list and not messages:
+                raise TypeError("returned no message; a prompt needs at least one")
             return check_messages(messages, strategy), 0
         except StrategyNotApplicable:
             if strategy is self.baseline:
