@@ -77,6 +77,7 @@ from turnpress.core.compression import (
     strategy_model_calls,
     strategy_names,
 )
+from turnpress.core.errors import PLUGIN_FAULTS
 from turnpress.core.executor import Executor, WorkerJob, get_executor
 from turnpress.core.model import Message, Turn
 from turnpress.core.pricing import CacheRules, get_cache_rules
@@ -162,14 +163,17 @@ def resolve_strategies(strategies: Iterable[Any] | None = None,
 
 def check_settings(strategies: Iterable[Any] | None = None,
                    tokenizer: str | Tokenizer = DEFAULT_TOKENIZER, cache: str = "openai",
-                   price: str | Price | None = None) -> None:
-    """Raise the ``ValueError`` that :func:`compare_traces` would raise for these
-    strategies, tokenizer, cache model and price, before any trace is read (the
-    command line checks its options first, then scans directories)."""
-    resolve_strategies(strategies, [])
-    get_tokenizer(tokenizer)
+                   price: str | Price | None = None
+                   ) -> tuple[list[Any], list[tuple[str, str, str]], Tokenizer, Price]:
+    """The strategy instances, those that cannot be created (``(name, "failed",
+    reason)``), the tokenizer and the price of a comparison, or the ``ValueError`` of a
+    bad one; before any trace is read (the command line checks its options first, then
+    scans directories, and :func:`compare_traces` starts here)."""
+    unresolved: list[tuple[str, str, str]] = []
+    instances = resolve_strategies(strategies, unresolved)
+    tok = get_tokenizer(tokenizer)
     new_cache_model(cache)
-    get_price(price, cache)
+    return instances, unresolved, tok, get_price(price, cache)
 
 
 # -- the work on one trace ---------------------------------------------------------------------
@@ -310,7 +314,7 @@ class _Worker:
             base, same = self._render(self.baseline, turns, memory, ctx, where, n, base_track)
             try:
                 base_points = self.counting.points(self.baseline, base, turns, memory, ctx)
-            except (Exception, SystemExit) as exc:  # sys.exit() in a plugin's code too
+            except PLUGIN_FAULTS as exc:
                 raise CompareError(f"{BASELINE_STRATEGY}: cache_breakpoints() failed on "
                                    f"{where}, turn {n}: {describe_failure(exc)}") from None
             base_prompt, base_bodies = self.counting.tokenize(base, base_points, base_track, same)
@@ -359,7 +363,7 @@ class _Worker:
                         continue
                     try:
                         points = self.counting.points(strategy, messages, turns, memory, ctx)
-                    except (Exception, SystemExit) as exc:  # sys.exit() in a plugin's code too
+                    except PLUGIN_FAULTS as exc:
                         status[i] = ("failed", f"{strategy_origin(strategy.name)}: "
                                      f"cache_breakpoints() failed on {where}, turn {n}: "
                                      f"{describe_failure(exc)}")
@@ -428,7 +432,7 @@ class _Worker:
             raise
         except (CompareError, SummaryBudgetExceeded):
             raise
-        except (Exception, SystemExit) as exc:  # sys.exit() in a plugin's code too
+        except PLUGIN_FAULTS as exc:
             reason = describe_failure(exc)
             if is_template_problem(exc) and (strategy is self.baseline
                                              or strategy.name == BASELINE_STRATEGY):
@@ -659,11 +663,8 @@ def compare_traces(
     worker without a plugin the driver has) raises
     :class:`~turnpress.core.executor.ExecutorError`.
     """
-    unresolved: list[tuple[str, str, str]] = []
-    instances = resolve_strategies(strategies, unresolved)
-    tok = get_tokenizer(tokenizer)
-    new_cache_model(cache)
-    the_price = get_price(price, cache)
+    instances, unresolved, tok, the_price = check_settings(strategies, tokenizer, cache,
+                                                           price)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     if isinstance(min_recall, bool) or not isinstance(min_recall, (int, float)) \

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["QUOTE_LIMIT", "ExecutorError", "PluginError", "PluginWarning", "TraceError",
-           "a_or_an", "printable", "quote"]
+__all__ = ["PLUGIN_FAULTS", "QUOTE_LIMIT", "ExecutorError", "PluginError", "PluginWarning",
+           "TraceError", "a_or_an", "printable", "quote"]
 
 #: at most this many characters of a bad value are quoted in an error message
 QUOTE_LIMIT = 80
+
+#: what a plugin's code may raise that is a failure of that plugin alone: any exception,
+#: and ``sys.exit()`` (not Ctrl-C)
+PLUGIN_FAULTS = (Exception, SystemExit)
 
 
 def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnpress.core.breakpoints import strategy_origin
-from turnpress.core.errors import PluginError, a_or_an
+from turnpress.core.errors import PLUGIN_FAULTS, PluginError, a_or_an
 from turnpress.core.registry import Registry, get_registry
 from turnpress.core.strategy import (
     BASELINE_STRATEGY,
@@ -26,6 +26,7 @@ from turnpress.core.strategy import (
 
 __all__ = ["StrategyCreationError", "describe_options", "get_strategy", "normalize",
            "parse_strategy_spec", "strategy_names"]
+
 
 def strategy_names(registry: Registry | None = None) -> list[str]:
     """The names of all registered strategies, sorted."""
@@ -206,7 +207,7 @@ def _instantiate(cls: type, options: Mapping[str, Any]) -> Any:
         return cls(**options)
     except ValueError:
         raise  # an option's value rejected: the message says which and why
-    except (Exception, SystemExit) as exc:  # sys.exit() in a plugin's code too
+    except PLUGIN_FAULTS as exc:
         message = " ".join(str(exc).split()) or "(no message)"
         raise StrategyCreationError(
             f"{strategy_origin(cls)} cannot be created: {type(exc).__name__}: {message}",
