@@ -24,7 +24,7 @@ from turnpress.compare.pricing import Price, cost_usd
 from turnpress.compare.results import AsRun, Row, TraceInfo, TraceOutcome
 from turnpress.compare.retention import Fact
 
-__all__ = ["PerTraceWriter", "ResumeIndex", "TraceKey", "outcome_lines", "same_file"]
+__all__ = ["PerTraceWriter", "ResumeIndex", "TraceKey", "outcome_lines"]
 
 TraceKey = tuple[str, "int | None"]
 """``(file, line)`` of a trace (line None for a JSON file)."""
@@ -96,14 +96,6 @@ def outcome_lines(key: TraceKey | None, outcome: TraceOutcome, labels: Sequence[
     return lines
 
 
-def same_file(key: TraceKey) -> TraceKey:
-    """``key`` with its file as an absolute path, symbolic links resolved: the same trace
-    named ``runs/a.json``, ``./runs/a.json`` or by its full path is found again (from
-    the same working directory)."""
-    file, line = key
-    return (os.path.realpath(file), line) if isinstance(file, str) else key
-
-
 class PerTraceWriter:
     """Appends each finished trace's lines to ``path`` and flushes, so that whatever
     stops the comparison, every trace already done is in the file. A new file
@@ -161,6 +153,7 @@ class ResumeIndex:
                  cache: str, price: Price) -> None:
         self.path = Path(path)
         self.labels = list(labels)
+        self._real: dict[str, str] = {}  # file as written -> its real path
         wanted = set(labels)
         settings = _settings(tokenizer, cache, price)
         # trace -> strategy -> (offset, line number) of its last line
@@ -203,7 +196,7 @@ class ResumeIndex:
                     raise ValueError(f"--resume {path}: line {lineno} was computed with "
                                      f"{diff}; resume with the same --tokenizer, --cache "
                                      f"and --price, or write to another file")
-                key = same_file(key)
+                key = self._same_file(key)
                 if key[0] is not None and label in wanted:
                     seen.setdefault(key, {})[label] = (start, lineno)
                 if key != last_key:
@@ -215,7 +208,18 @@ class ResumeIndex:
             # the last trace's lines, written at once, cut short by a kill: the trace
             # is compared again, its lines written anew
             self.end = last_start
-            seen.pop(last_key, None)
+
+    def _same_file(self, key: TraceKey) -> TraceKey:
+        """``key`` with its file as an absolute path, symbolic links resolved (once per
+        file): the same trace named ``runs/a.json``, ``./runs/a.json`` or by its full
+        path is found again (from the same working directory)."""
+        file, line = key
+        if not isinstance(file, str):
+            return key
+        real = self._real.get(file)
+        if real is None:
+            real = self._real[file] = os.path.realpath(file)
+        return real, line
 
     def prepare_append(self) -> None:
         """Cut off a last line cut short (everything past :attr:`end`) and end the file
@@ -231,14 +235,14 @@ class ResumeIndex:
                     handle.write(b"\n")
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, tuple) and same_file(key) in self.done
+        return isinstance(key, tuple) and self._same_file(key) in self.done
 
     def __len__(self) -> int:
         return len(self.done)
 
     def outcome(self, key: TraceKey, index: int) -> TraceOutcome:
         """The outcome of trace ``key`` as the file has it (no rendered prompts)."""
-        places = self.done[same_file(key)]
+        places = self.done[self._same_file(key)]
         rows: list[list[Row]] = []
         dropped: list[list[tuple[int, Fact, int]]] = []
         status: list[tuple[str, str] | None] = []
