@@ -245,7 +245,7 @@ def test_check_messages_accepts_exactly_what_the_provider_shapes_convert() -> No
             to_anthropic([m])
     # to_anthropic, given such a part directly (an integration's own messages), says so
     with pytest.raises(ValueError, match=r"^message 0: content part 1 \{'type': 'text'\} is "
-                                         r"a 'text' part without its string text$"):
+                                         r"a 'text' part without a string 'text'$"):
         to_anthropic([{"role": "user", "content": [{"type": "text", "text": "a"},
                                                    {"type": "text"}]}])
     for m in BAD:

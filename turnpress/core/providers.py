@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnpress.core.breakpoints import BreakpointError, breakpoint_problem
 from turnpress.core.compression import Breakpoint, render_with_breakpoints
+from turnpress.core.message_checks import content_part_problem
 from turnpress.core.model import INSTRUCTION_ROLES, Message
 
 if TYPE_CHECKING:
@@ -327,17 +328,14 @@ def _anthropic_blocks(parts: Sequence[Any], index: int) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for k, part in enumerate(parts):
         kind = part.get("type") if isinstance(part, Mapping) else None
-        image = part.get("image_url") if kind == "image_url" else None
-        if (kind == "text" and not isinstance(part.get("text"), str)) or (
-                kind == "image_url" and not (isinstance(image, Mapping)
-                                             and isinstance(image.get("url"), str))):
-            what = "a 'text' part without its string text" if kind == "text" else \
-                "an 'image_url' part without its string url"
-            raise ValueError(f"message {index}: content part {k} {part!r:.80} is {what}")
+        if kind in ("text", "image_url"):  # the parts made into blocks: checked as a
+            problem = content_part_problem(part)  # strategy's are (check_messages)
+            if problem is not None:
+                raise ValueError(f"message {index}: content part {k} {part!r:.80} {problem}")
         if kind == "text":
             blocks.append({"type": "text", "text": part["text"]})
         elif kind == "image_url":
-            url = image["url"]  # type: ignore[index]
+            url = part["image_url"]["url"]
             head, _, data = url.partition(";base64,")
             if url.startswith("data:") and data:
                 blocks.append({"type": "image", "source": {

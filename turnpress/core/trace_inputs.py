@@ -46,16 +46,11 @@ def _walk(directory: Path) -> list[Path]:
     return sorted(found)
 
 
-def why_not(path: Path) -> str | None:
-    """Why a found file is not read (``None``: some reader recognises it)."""
-    found = _examine(path)
-    return None if found is None else found[0]
-
-
-def _examine(path: Path) -> tuple[str, bool] | None:
-    """:func:`why_not`'s reason, and whether it is that the file cannot be read (it
-    cannot be opened, is not UTF-8 or not JSON, or is empty: a broken run) rather than
-    that it is not a run (another ending, a format no reader recognises)."""
+def why_not(path: Path) -> tuple[str, bool] | None:
+    """Why a found file is not read (``None``: some reader recognises it), and whether
+    it is that the file cannot be read (it cannot be opened, is not UTF-8 or not JSON,
+    or is empty: a broken run) rather than that it is not a run (another ending, a
+    format no reader recognises)."""
     if path.suffix.lower() not in TRACE_SUFFIXES:
         return f"not a {', '.join(TRACE_SUFFIXES)} file", False
     try:
@@ -80,7 +75,7 @@ def discover(args: Iterable[str | os.PathLike[str]], *, broken: bool = False) ->
     """The files named by ``args`` (files, directories, glob patterns; see the module
     docstring), in order, each once. A pattern that matches nothing, or a directory
     or pattern where no file is read, is a :class:`TraceError`. ``broken``: a file
-    found that cannot be read (see :func:`_examine`) is one of the files to read, as
+    found that cannot be read (see :func:`why_not`) is one of the files to read, as
     if named (``compare`` skips and counts a broken run, or stops at it with
     ``--strict``), not skipped here."""
     out = Inputs()
@@ -105,7 +100,7 @@ def discover(args: Iterable[str | os.PathLike[str]], *, broken: bool = False) ->
             before = len(out.files)
             first_reason = None
             for f in found:
-                examined = _examine(f)
+                examined = why_not(f)
                 if examined is None or (broken and examined[1]):
                     add(f)
                 else:
