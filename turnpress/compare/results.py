@@ -396,6 +396,11 @@ class SampleInfo:
     population: int
     seed: int
 
+    @property
+    def every_run(self) -> bool:
+        """Whether the sample holds every run (``--sample`` asked for as many or more)."""
+        return self.runs >= self.population
+
     def to_json(self) -> dict[str, Any]:
         """``{"runs", "of", "seed", "stratified_by"}``."""
         return {"runs": self.runs, "of": self.population, "seed": self.seed,

@@ -72,7 +72,7 @@ def _is_baseline(s: StrategyResult) -> bool:
 def _title(result: ComparisonResult) -> str:
     n, prompts = len(result.traces), result.prompts
     sample = result.sample
-    drawn = "" if sample is None or sample.runs >= sample.population else \
+    drawn = "" if sample is None or sample.every_run else \
         f" (sample of {sample.population})"
     return (f"turnpress compare: {n} trace{'s' * (n != 1)}{drawn}, {prompts} prompt"
             f"{'s' * (prompts != 1)} per strategy")
@@ -125,7 +125,7 @@ def _recommendation_notes(result: ComparisonResult) -> list[str]:
              f"{ci.low:.3f}-{ci.high:.3f} over {runs} run{'s' * (runs != 1)}")
     sample = result.sample
     more = ("compare more of the runs (a larger --sample, or all of them)"
-            if sample is not None and sample.runs < sample.population else "compare more runs")
+            if sample is not None and not sample.every_run else "compare more runs")
     if candidate.runs_to_settle is None:
         settle = "no number of runs would settle it (its recall is on the bar)"
     else:
@@ -166,7 +166,7 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
                      + ("read from the cache" if result.cache != "none"
                         else "sent each call (no cache)"))
     sample = result.sample
-    if sample is not None and sample.runs >= sample.population:
+    if sample is not None and sample.every_run:
         lines.append(f"sample: all {sample.population} runs (--sample asked for at least as "
                      f"many)")
     elif sample is not None:
