@@ -14,7 +14,9 @@ with a message when it is absent, or when no installed reader reads the format).
    (the strategies that rewrite one message every turn make ~19x the runs' own text).
    ``compare`` over every run, all strategies, ``--jobs 2``, against it. Target: at
    most 8x, both measured in this one run, in CPU seconds (a busy machine stretches
-   wall time; the wall ratio is printed beside it).
+   wall time; the wall ratio is printed beside it). Each is measured three times, in
+   turn, and the medians are compared (the floor is a second of work, which a shared
+   machine's other work can stretch by half; each round's ratio is printed too).
 3. **Where the time goes**: ``compare --jobs 1`` as it is, then again with its parts
    timed (rendering, counting, retention, recall, the cache model); the engine's own
    loop is the rest of the first run's time (the timers' own time is left out); the
@@ -128,17 +130,10 @@ def cpu_now() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def floor_parts(paths: list[Path], traces: list[Trace]) -> tuple[float, float, int, int]:
-    """The parts no exact comparison can skip (issue 20 item 4: the floor), in CPU
-    seconds: reading the runs, and counting each distinct message of the compared
-    prompts once (each distinct line encoded once, as the engine's line cache does,
-    without its digests). Returns (reading, counting, distinct messages, characters)."""
-    from turnpress.core.tokens import TokenCounter
-
-    start = time.process_time()
-    for p in paths:
-        load_trace(p)
-    reading = time.process_time() - start
+def floor_texts(traces: list[Trace]) -> tuple[list[str], int]:
+    """Every distinct message of the compared prompts (all strategies, every run), as
+    counted (``<|role|>\\n{body}\\n``): what the floor counts; and the characters of
+    their bodies."""
     kept = compare_traces(traces, None, jobs=1, keep_prompts=len(traces))
     seen: dict[tuple[str, str], None] = {}
     for trace_prompts in kept.kept_prompts:
@@ -146,14 +141,29 @@ def floor_parts(paths: list[Path], traces: list[Trace]) -> tuple[float, float, i
             for messages in per_strategy:
                 for m in messages:
                     seen.setdefault((m["role"], message_body(m)), None)
-    texts = [message_text(role, body) for role, body in seen]
+    return [message_text(role, body) for role, body in seen], sum(len(b) for _, b in seen)
+
+
+def floor_parts(paths: list[Path], texts: list[str]) -> tuple[float, float]:
+    """The parts no exact comparison can skip (issue 20 item 4: the floor), in CPU
+    seconds: reading the runs, and counting each distinct message of the compared
+    prompts (``texts``) once (each distinct line encoded once, as the engine's line
+    cache does, without its digests; a new counter, so nothing is known yet)."""
+    from turnpress.core.tokens import TokenCounter
+
+    start = time.process_time()
+    for p in paths:
+        load_trace(p)
+    reading = time.process_time() - start
     encode_lines = TokenCounter("o200k_base")._encode_pieces
     start = time.process_time()
     for text in texts:
         encode_lines(text)
-    counting = time.process_time() - start
-    return reading, counting, len(texts), sum(len(body) for _, body in seen)
+    return reading, time.process_time() - start
 
+
+ROUNDS = 3
+"""How many times the floor and compare are each measured (:func:`speed`)."""
 
 #: where ``compare``'s own time goes: (category, module, class, method) timed in one
 #: process; a part called inside another is taken out of that one's time
@@ -228,22 +238,39 @@ def speed(paths: list[Path], traces: list[Trace]) -> None:
     each distinct message of the compared prompts once. Target: at most 8x, in CPU
     seconds (compare's driver and workers against the floor's parts; on an idle machine
     with two cores, wall time over half the floor's CPU gives the same ratio), and in
-    wall time as the issue measured it. Then where the rest of the time goes."""
-    reading, counting, distinct, chars = floor_parts(paths, traces)
-    floor = reading + counting
+    wall time as the issue measured it. Each is measured :data:`ROUNDS` times, floor and
+    compare in turn, and the ratio is that of the medians (a shared machine's other work
+    lands on one round or another; the rounds' own ratios are printed beside it). Then
+    where the rest of the time goes."""
+    texts, chars = floor_texts(traces)
+    floors: list[float] = []
+    readings: list[float] = []
+    cpus: list[float] = []
+    walls: list[float] = []
+    for _ in range(ROUNDS):
+        reading, counting = floor_parts(paths, texts)
+        readings.append(reading)
+        floors.append(reading + counting)
+        cpu, wall = cpu_now(), time.perf_counter()
+        result = compare_traces(paths, None, jobs=2)
+        cpus.append(cpu_now() - cpu)
+        walls.append(time.perf_counter() - wall)
+    floor, reading = statistics.median(floors), statistics.median(readings)
+    counting = floor - reading
+    took_cpu, took = statistics.median(cpus), statistics.median(walls)
     floor_chars = sum(len(b) for b in distinct_bodies(traces))
     print(f"floor: reading the {len(paths)} runs {reading:.2f} s CPU + counting the "
-          f"{distinct:,} distinct messages of the compared prompts once ({chars / 1e6:.1f} M "
+          f"{len(texts):,} distinct messages of the compared prompts once ({chars / 1e6:.1f} M "
           f"characters, {chars / max(1, floor_chars):.0f}x the runs' own) {counting:.2f} s "
-          f"CPU = {floor:.2f} s CPU")
-    cpu, wall = cpu_now(), time.perf_counter()
-    result = compare_traces(paths, None, jobs=2)
-    took_cpu, took = cpu_now() - cpu, time.perf_counter() - wall
+          f"CPU = {floor:.2f} s CPU (median of {ROUNDS} rounds: "
+          f"{', '.join(f'{f:.2f}' for f in floors)})")
     ratio = took_cpu / floor
     print(f"speed: compare, {len(result.compared)} strategies, {result.prompts} prompts each, "
-          f"--jobs 2: {took:.2f} s wall, {took_cpu:.2f} s CPU (driver and workers)")
+          f"--jobs 2: {took:.2f} s wall, {took_cpu:.2f} s CPU (driver and workers; median of "
+          f"{ROUNDS} rounds: {', '.join(f'{c:.2f}' for c in cpus)})")
+    rounds = ", ".join(f"{c / f:.2f}x" for c, f in zip(cpus, floors, strict=True))
     print(f"       ratio compare / floor, CPU: {ratio:.2f}x (target at most 8x: "
-          f"{'OK' if ratio <= 8 else 'MISSED'})")
+          f"{'OK' if ratio <= 8 else 'MISSED'}; each round's own: {rounds})")
     print(f"       ratio compare / floor, wall over the floor's parts on 2 processes: "
           f"{took / (floor / 2):.2f}x (load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores: on a busy machine this one measures the others too)")
