@@ -161,18 +161,23 @@ def test_shared_prefix_by_sorted_neighbours_matches_brute_force():
         seen.append(ids)
 
 
-def test_shows_searches_from_the_newest_text_and_stops_at_a_hit(monkeypatch):
+def test_shows_searches_from_the_newest_text_and_stops_at_a_hit():
     index = FactIndex()
     ids = index.ids([Fact("needed", "parser_utils.py"), Fact("needed", "absent_name")],
                     lazy=True)
     bodies = [f"old text {i} parser_utils.py" for i in range(50)] + ["new parser_utils.py"]
-    made = []
-    real = index._entry
-    monkeypatch.setattr(index, "_entry", lambda body: made.append(body) or real(body))
     assert index.shows(bodies, ids[:1]) == {ids[0]}
-    assert made == ["new parser_utils.py"]
+    newest = index._texts["new parser_utils.py"].serial
+    assert index._searched_for == {ids[0]: {newest}} and index._lazy_results == 1
     assert index.shows(bodies, ids) == {ids[0]}  # the absent one is searched everywhere
-    assert len(made) == 1 + len(bodies)
+    assert index._lazy_results == 1 + len(bodies)
+    assert len(index._searched_for[ids[1]]) == len(bodies) and ids[1] not in index._shown_by
+    # asked again, with a new text: only that one is searched (the rest is settled by
+    # what each fact keeps, without a step per text)
+    assert index.shows([*bodies, "absent_name at last"], ids) == set(ids)
+    assert index._lazy_results == 2 + len(bodies)
+    assert index.shows(bodies[:10], ids) == {ids[0]}
+    assert index._lazy_results == 2 + len(bodies) + 1  # parser_utils.py in an older text
 
 
 def test_bodies_are_the_bodies_of_each_message():

@@ -380,7 +380,10 @@ def test_fact_index_entries_make_their_sets_only_when_needed():
     assert shown.present == {ids[0]}
     lazy = index.ids([Fact("needed", "here")], lazy=True)
     assert index.shows(["nothing here"], lazy) == set(lazy)
-    assert empty.memo == {lazy[0]: True}
+    # the answer is kept by the fact, under the text's serial, not in the text's memo
+    assert index._shown_by == {lazy[0]: {empty.serial}}
+    assert index._searched_for == {lazy[0]: {empty.serial}}
+    assert not any(isinstance(k, int) for k in empty.memo or ())
 
 
 def test_fact_index_keeps_a_bounded_number_of_lazy_answers(monkeypatch):
@@ -402,8 +405,7 @@ def test_fact_index_keeps_a_bounded_number_of_lazy_answers(monkeypatch):
                               for j in range(4)], lazy=True)
             got.append(index.shows(texts[:turn % len(texts) + 1], need))
             most = max(most, index._lazy_results,
-                       sum(isinstance(k, int) for e in index._texts.values()
-                           for k in e.memo or ()))
+                       sum(map(len, index._searched_for.values())))
         answers.append(got)
         assert (most <= 50 + 4 * len(texts)) == (limit == 50)
     assert answers[0] == answers[1]

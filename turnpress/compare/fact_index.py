@@ -11,8 +11,8 @@ gives on each text.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import chain, compress, groupby, repeat
+from collections.abc import Iterable, Sequence
+from itertools import compress, count, groupby, repeat
 from operator import attrgetter
 
 from turnpress.compare.retention import (
@@ -43,10 +43,11 @@ class _Entry:
     ``(name, kind)`` keys, the symbols known shown or not (``fact_present``'s
     ``symbols``), or None."""
 
-    __slots__ = ("eager", "memo", "present", "text", "tracked")
+    __slots__ = ("eager", "memo", "present", "serial", "text", "tracked")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, serial: int) -> None:
         self.text = text
+        self.serial = serial
         self.present: set[int] | frozenset[int] = _NONE
         self.eager = self.tracked = 0
         self.memo: dict[object, bool] | None = None
@@ -67,6 +68,7 @@ class _Entry:
 
 
 _TEXT, _PRESENT, _EAGER = attrgetter("text"), attrgetter("present"), attrgetter("eager")
+_SERIAL = attrgetter("serial")
 _SEARCHED = (_EAGER, attrgetter("tracked"))  # per slot: how far an entry was searched
 _SLOTS = ("eager", "tracked")
 _LARGE = 256  # texts from which a prompt's texts are sorted out by C-level passes
@@ -126,7 +128,12 @@ class FactIndex:
         # to the same answers)
         self._old_texts: dict[str, _Entry] = {}
         self._text_chars = 0
-        self._lazy_results = 0  # answers in the entries' {lazy id: shown} dicts
+        self._serials = count()  # the serial of each new entry
+        # lazy answers, kept by fact: id -> serials of the texts searched for it, and
+        # of those found showing it (see shows)
+        self._searched_for: dict[int, set[int]] = {}
+        self._shown_by: dict[int, set[int]] = {}
+        self._lazy_results = 0  # (text, fact) answers kept in those
 
     def ids(self, facts: Iterable[Fact], *, lazy: bool = False) -> list[int]:
         """The ids of ``facts``, adding the new ones (``lazy``: searched only on demand,
@@ -162,7 +169,7 @@ class FactIndex:
                 for part in self.exclude:
                     if part in text:
                         text = text.replace(part, "\x00")
-                entry = _Entry(text)
+                entry = _Entry(text, next(self._serials))
             self._texts[body] = entry
             self._text_chars += len(body)
         return entry
@@ -313,41 +320,55 @@ class FactIndex:
 
     def shows(self, bodies: Sequence[str], ids: Iterable[int]) -> set[int]:
         """The ids among ``ids`` (of any facts, lazy ones included) that any of the
-        message texts ``bodies`` shows; each text is searched for a fact at most once."""
+        message texts ``bodies`` shows; each text is searched for a fact at most once.
+
+        What is known of a fact is kept by the fact, as the serials of the texts searched
+        for it and of those found showing it: a prompt's texts all searched already, or
+        one of them known to show it, is settled by a C-level set operation, and only
+        its texts not yet searched (its newest ones, mostly) are searched, newest first
+        (a long run's prompt takes no Python step per (fact, text) already answered)."""
         wanted = list(ids)
         if not wanted:
             return set()
-        entries: list[_Entry] = []
-        make = self._entry
-
-        def made() -> Iterator[_Entry]:
-            for body in reversed(bodies):  # the newest text first, made as reached
-                entry = make(body)
-                entries.append(entry)
-                yield entry
-
-        later = made()  # one for the call: a text is made once, for the first id reaching it
+        entries = list(map(self._texts.get, reversed(bodies)))  # the newest text first
+        if None in entries:
+            entries = [e if e is not None else self._entry(b)
+                       for e, b in zip(entries, reversed(bodies), strict=True)]
+        serials = list(map(_SERIAL, entries))
+        prompt = set(serials)
         out = set()
         facts, probes = self.facts, self._probes
+        searched_for, shown_by = self._searched_for, self._shown_by
         searched = 0
         for i in wanted:
+            known = shown_by.get(i)
+            if known is not None and not known.isdisjoint(prompt):
+                out.add(i)
+                continue
+            done = searched_for.get(i)
+            if done is None:
+                done = searched_for[i] = set()
+                todo = prompt
+            else:
+                todo = prompt - done
+                if not todo:
+                    continue
             needle, other = probes[i]
-            # the texts made for earlier ids, then the next ones
-            for entry in chain(entries, later):
+            for entry in compress(entries, map(todo.__contains__, serials)):
+                if entry.serial in done:  # a text the prompt holds twice
+                    continue
+                done.add(entry.serial)
+                searched += 1
                 if i in entry.present:
                     hit = True
                 else:
-                    memo = entry.memo
-                    hit = memo.get(i) if memo is not None else None
-                    if hit is None:
-                        text = entry.text
-                        at = text.find(needle)
-                        hit = ((at >= 0 or (other is not None and other in text))
-                               and fact_present(facts[i], text, entry.answers(),  # type: ignore[arg-type]
-                                                at))
-                        entry.answers()[i] = hit
-                        searched += 1
+                    text = entry.text
+                    at = text.find(needle)
+                    hit = ((at >= 0 or (other is not None and other in text))
+                           and fact_present(facts[i], text, entry.answers(),  # type: ignore[arg-type]
+                                            at))
                 if hit:
+                    shown_by.setdefault(i, set()).add(entry.serial)
                     out.add(i)
                     break
         self._lazy_results += searched
@@ -356,9 +377,11 @@ class FactIndex:
         return out
 
     def _forget_lazy(self) -> None:
-        """Drop every remembered (text, lazy fact) answer: a long run asks each turn
-        about new facts in texts that stay, so they would grow as turns x texts (one
-        asked again is searched again, to the same answer)."""
+        """Drop every remembered (text, lazy fact) answer, and what the texts' symbols
+        are known to show: a long run asks each turn about new facts in texts that stay,
+        so they would grow as turns x texts (one asked again is searched again, to the
+        same answer)."""
+        self._searched_for, self._shown_by = {}, {}
         for generation in (self._texts, self._old_texts):
             for entry in generation.values():
                 entry.memo = None
