@@ -217,6 +217,23 @@ def test_anthropic_compressor_matches_compress() -> None:
                                                      format="anthropic"), (name, k)
 
 
+
+@pytest.mark.parametrize("fmt", ["openai", "responses"])
+def test_compressor_system_is_the_first_message_outside_anthropic(fmt: str) -> None:
+    """``Compressor(system=...)`` with an OpenAI format is the conversation's first
+    message, as ``compress`` of the list starting with it (it had been dropped without
+    a word); a system prompt that is not text is refused."""
+    conversation = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    compressor = Compressor("full-history", format=fmt, system="You are X")
+    compressor.extend(conversation)
+    expected = compress([{"role": "system", "content": "You are X"}, *conversation],
+                        strategy="full-history", format=fmt)
+    assert compressor.messages() == expected
+    assert expected[0] == {"role": "system", "content": "You are X"}
+    with pytest.raises(ValueError, match="system must be a string or a list of text blocks"):
+        Compressor(format=fmt, system=42)
+
+
 # -- errors (item 4) --------------------------------------------------------------------------
 
 

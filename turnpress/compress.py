@@ -217,8 +217,10 @@ class Compressor:
     are kept, so one call costs what the strategy's own rendering costs, not a
     re-read of the run; so are the provider-shaped messages of the last call, so only
     what the strategy changed is shaped again, and each call hands out fresh copies
-    (the caller may change them: no other call sees it). With ``format="anthropic"``
-    the system prompt is the ``system`` argument and messages are Anthropic messages.
+    (the caller may change them: no other call sees it). ``system``: the system prompt
+    (with ``format="anthropic"`` the request's top-level ``system``, and messages are
+    Anthropic messages; otherwise a first ``{"role": "system"}`` message, as if added
+    first).
     ``cache`` and ``price`` are :func:`compress`'s (None: the provider of ``format`` and
     its default price).
 
@@ -258,12 +260,16 @@ class Compressor:
         # before them, the compaction items of all the items taken)
         self._tail: tuple[int, tuple[Any, ...], list[Any]] | None = None
         _probe(self.strategy)
-        if format == "anthropic" and system:
-            if not isinstance(system, (str, list)):
-                raise ValueError("system must be a string or a list of text blocks, got "
-                                 f"{type(system).__name__}")
+        if system is None or system == "":
+            return
+        if not isinstance(system, (str, list)):
+            raise ValueError("system must be a string or a list of text blocks, got "
+                             f"{type(system).__name__}")
+        if format == "anthropic":
             for entry in _anthropic_entries(system, []):
                 self._take(entry)
+        else:  # the first message, as if added first
+            self.add({"role": "system", "content": system})
 
     def add(self, message: Any) -> None:
         """Append one message (a dict, or an SDK message object). A message that
