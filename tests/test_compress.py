@@ -234,6 +234,36 @@ def test_compressor_system_is_the_first_message_outside_anthropic(fmt: str) -> N
         Compressor(format=fmt, system=42)
 
 
+
+GREETING = [{"role": "system", "content": "s"},
+            {"role": "assistant", "content": "Hi! How can I help?"},
+            {"role": "user", "content": "go on"}]
+
+
+@pytest.mark.parametrize("name", strategy_names())
+def test_a_run_that_starts_with_the_assistant_has_no_mission(name: str) -> None:
+    """A greeting bot's run (system, then the assistant speaks first): the user message
+    after the greeting is that turn's feedback, not a mission. No strategy sends it
+    twice (the coalesced ones put it before the greeting too) nor makes a USER message
+    of nothing (there was no user message before the greeting)."""
+    from turnpress.plugins.readers._messages_to_trace import build_trace
+    from turnpress.plugins.readers.openai_chat import message_entries
+
+    trace = build_trace(message_entries(GREETING, "messages"), where="messages", source="")
+    assert trace.mission == "" and trace.system_prompt == "s"
+    try:
+        out = compress(GREETING, strategy=name)
+    except StrategyNotApplicable:
+        return
+    users = [m["content"] for m in out if m["role"] == "user"]
+    assert "" not in users
+    assert sum("go on" in u for u in users) == 1, out
+    if name in ("price-scheduled", "checkpoint-coalesced"):
+        assert out == GREETING  # nothing to compress yet: the run as it was
+    _, anthropic = compress(("s", GREETING[1:]), strategy=name, format="anthropic")
+    assert all(m["content"] for m in anthropic)
+
+
 # -- errors (item 4) --------------------------------------------------------------------------
 
 

@@ -419,7 +419,9 @@ def answered(messages: Sequence[Mapping[str, Any]]) -> bool:
 
 def transcript_head_breakpoints(ctx: RenderContext) -> list[tuple[int, int | None]]:
     """The stable head of a coalesced transcript view (:func:`summary_view`): the end of
-    its system message(s), and the mission at the start of the USER message after them."""
+    its system message(s), and the mission at the start of the USER message after them
+    (a run without a mission, one that starts with the assistant, has only the first)."""
     head = _head_count(ctx)
     points: list[tuple[int, int | None]] = [(head - 1, None)] if head else []
-    return [*points, (head, len(mission_text(ctx).rstrip("\n")))]
+    mission = len(mission_text(ctx).rstrip("\n"))
+    return [*points, (head, mission)] if mission else points

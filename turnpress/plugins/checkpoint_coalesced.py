@@ -489,7 +489,7 @@ class CheckpointCoalesced(Strategy):
             points: list[Breakpoint] = transcript_head_breakpoints(ctx)
         else:
             points = [(0, None), (1, len(self._coalesced.stable_head(ctx)))]
-        if not moves:
+        if not moves and view:  # (a run without a mission may have an empty view)
             points.append((len(view) - 1, None))
         deltas = sum(len(node.delta) for node in nodes[nodes[-1].c + 1:])  # type: ignore[arg-type]
         points.append((len(view) + deltas - 1, None))

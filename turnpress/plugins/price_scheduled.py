@@ -901,8 +901,10 @@ class PriceScheduled(CheckpointCoalesced):
 
 
 def _ordered(points: Sequence[Breakpoint]) -> list[Breakpoint]:
-    """``points`` without duplicates, shortest prefix first."""
-    return sorted(set(points), key=lambda p: (p[0], p[1] is None, p[1] or 0))
+    """``points`` without duplicates, shortest prefix first (and none before the first
+    message: the end of a view that is empty, a run's without a mission before its
+    first turn, marks nothing)."""
+    return sorted({p for p in points if p[0] >= 0}, key=lambda p: (p[0], p[1] is None, p[1] or 0))
 
 
 @hookimpl

@@ -94,12 +94,16 @@ class SingleUserCoalesced(Strategy):
 
         An imported transcript gets its system message(s) and one USER message with
         the mission, the tool calls made, the last outputs (cut to head plus tail) and
-        what the user said during the run; then the user's messages after the last
-        assistant message, as sent (the request to answer now).
+        what the user said during the run (none when all of that is empty); then the
+        user's messages after the last assistant message, as sent (the request to
+        answer now).
         """
         if ctx.is_transcript:
-            return [*preamble_head(ctx), ctx.message("user", self.transcript_content(turns, ctx)),
-                    *newest_words(turns)]
+            content = self.transcript_content(turns, ctx)
+            # no USER message of nothing: a run that starts with the assistant (a greeting
+            # bot's) has no mission, and before its first turn nothing to show
+            view = [ctx.message("user", content)] if content else []
+            return [*preamble_head(ctx), *view, *newest_words(turns)]
         pairs: list[Message] = []
         if self.errors == "pairs":
             failed_attempt = None

@@ -266,10 +266,13 @@ def build_trace(entries: Sequence[Entry], *, where: str, source: str,
     if first == 0:
         raise fail(where, entries[0].index, "the run starts with an assistant message; the "
                                             "system prompt or mission must come before it")
-    pairs = list(zip(entries, roles, strict=True))
-    system_prompt = next((text_of(e.message.get("content")) for e, r in pairs
+    # the system prompt and the mission are those of the preamble (a user message after
+    # the first answer is that turn's feedback, not a mission: a greeting bot's run
+    # starts with the assistant and has none)
+    preamble = list(zip(entries[:first], roles[:first], strict=True))
+    system_prompt = next((text_of(e.message.get("content")) for e, r in preamble
                           if r in INSTRUCTION_ROLES), "")
-    mission = next((text_of(e.message.get("content")) for e, r in pairs if r == "user"), "")
+    mission = next((text_of(e.message.get("content")) for e, r in preamble if r == "user"), "")
     turns = []
     starts = [k for k, r in enumerate(roles) if r == "assistant"] + [len(entries)]
     for number, (start, end) in enumerate(pairwise(starts), 1):
