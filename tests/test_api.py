@@ -51,6 +51,28 @@ def test_api_003_false_or_none_disables() -> None:
     assert get_strategy(False).name == "full-history"
 
 
+@pytest.mark.parametrize("word", ["none", "off", "FALSE", " none"])
+def test_api_003_none_names_no_compression_everywhere(word: str) -> None:
+    """API-003: the words ``-s`` takes for "no compression" mean it wherever a
+    ``compression=`` is given: ``render``, ``compress``, ``get_strategy``,
+    ``normalize`` and a TASK.toml (they were unknown strategies outside the CLI)."""
+    from turnpress import compress
+    from turnpress.agent.tasks import parse_task
+
+    assert normalize(word) == (None, {}) == normalize(f"{word}:")
+    assert get_strategy(word).name == "full-history"
+    sc = exploration()
+    assert render(sc.turns, compression=word, **sc.render_kwargs()) == render(
+        sc.turns, compression=False, **sc.render_kwargs())
+    chat = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+            {"role": "user", "content": "c"}]
+    assert compress(chat, strategy=word) == chat
+    task = parse_task(f'mission = "m"\ncompression = "{word}"\n')
+    assert task.compression == word
+    with pytest.raises(ValueError, match=r"\(or none/off/false for no compression\)"):
+        normalize("nope")
+
+
 def test_api_004_and_api_005_default_limits() -> None:
     """API-004 / API-005: println_limit defaults to 15, tool_call_limit to 20 (the
     seed's strategy, by name; the default strategy is price-scheduled since issue 18)."""

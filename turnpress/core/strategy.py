@@ -151,7 +151,8 @@ Compression = (bool | str | type[Strategy] | Strategy
                | tuple[str | type[Strategy], Mapping[str, Any]] | None)
 """What ``compression=`` accepts (``render``, ``Agent``, ``get_strategy``, ``normalize``):
 ``True`` (the default strategy, ``price-scheduled``; the default everywhere),
-``False``/``None`` (the ``full-history`` baseline), a strategy name or spec string
+``False``/``None`` or ``"none"``/``"off"``/``"false"`` (the ``full-history`` baseline),
+a strategy name or spec string
 (``"rolling-window:window=3"``), a Strategy class, a Strategy instance, or
 ``(name_or_class, {options})``."""
 

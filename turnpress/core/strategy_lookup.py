@@ -16,6 +16,7 @@ from typing import Any
 
 from turnpress.core.breakpoints import strategy_origin
 from turnpress.core.errors import PLUGIN_FAULTS, PluginError, a_or_an
+from turnpress.core.hooks.strategies import NO_STRATEGY
 from turnpress.core.registry import Registry, get_registry
 from turnpress.core.strategy import (
     BASELINE_STRATEGY,
@@ -106,8 +107,8 @@ def _lookup(name: str, registry: Registry) -> type:
     if name in strategies:
         return strategies[name].value
     valid = ", ".join(sorted(strategies)) or "(none)"
-    raise ValueError(f"unknown strategy {name!r}; registered strategies: {valid}."
-                     + registry.failure_note())
+    raise ValueError(f"unknown strategy {name!r}; registered strategies: {valid} (or "
+                     f"{'/'.join(NO_STRATEGY)} for no compression)." + registry.failure_note())
 
 
 def parse_strategy_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -165,6 +166,8 @@ def _resolve(compression: Compression, registry: Registry) -> tuple[type, dict[s
         return cls, _validated(cls, {**options, **compression[1]})
     if isinstance(compression, str):
         name, text_options = parse_strategy_spec(compression)
+        if name.lower() in NO_STRATEGY:  # "none", "off", "false": no compression
+            name = BASELINE_STRATEGY
         cls = _lookup(name, registry)
         return cls, _validated(cls, text_options, from_text=True)
     if _is_strategy_class(compression):
@@ -223,10 +226,11 @@ def get_strategy(compression: Compression = True, /, registry: Registry | None =
     """The strategy instance that ``render(..., compression=compression)`` uses.
 
     Accepts everything :func:`normalize` accepts, plus a ready instance; extra
-    keyword arguments are options. ``False``/``None`` give the ``full-history``
-    baseline. Bad names and options raise ``ValueError``. A name, spec string or
-    ``True``/``False``/``None`` is looked up, parsed and validated once per set of
-    registered strategies; later calls only build a new instance from the result.
+    keyword arguments are options. ``False``/``None`` (and ``"none"``, ``"off"``,
+    ``"false"``) give the ``full-history`` baseline. Bad names and options raise
+    ``ValueError``. A name, spec string or ``True``/``False``/``None`` is looked up,
+    parsed and validated once per set of registered strategies; later calls only build
+    a new instance from the result.
     """
     registry = registry or get_registry()
     if not options and _is_strategy_class(type(compression)):
@@ -252,8 +256,8 @@ def get_strategy(compression: Compression = True, /, registry: Registry | None =
 def normalize(compression: Compression) -> tuple[str | None, dict[str, Any]]:
     """Normalize a ``compression=`` value to ``(strategy_name | None, options)``.
 
-    ``True`` -> ``("price-scheduled", {})`` (``DEFAULT_STRATEGY``); ``False``/``None`` ->
-    ``(None, {})``;
+    ``True`` -> ``("price-scheduled", {})`` (``DEFAULT_STRATEGY``); ``False``/``None``
+    and the names ``"none"``, ``"off"``, ``"false"`` (``NO_STRATEGY``) -> ``(None, {})``;
     a registered name (or ``"name:k=v,..."``), a Strategy class, an instance, or
     ``(name_or_class, {options})``. Anything else, an unknown name or an unknown
     option raises ``ValueError`` naming the bad value and the valid ones.
@@ -262,4 +266,7 @@ def normalize(compression: Compression) -> tuple[str | None, dict[str, Any]]:
         return None, {}
     cls, options = _resolve(compression, get_registry())
     _instantiate(cls, options)  # option values are checked by the constructor
+    if isinstance(compression, str) and \
+            parse_strategy_spec(compression)[0].lower() in NO_STRATEGY:
+        return None, {}
     return cls.name, options
