@@ -285,3 +285,23 @@ def test_tie_breaking_digests_stay_within_their_budget(monkeypatch):
     text = turnpress.to_clojure(frozenset({items, frozenset({items})}), 8, 10_000)[0]
     assert all(f'"{c}"]' in text for c in "abcdefgh")
     assert 0 < len(visited) <= 8  # the budget ran out: no digest asked for after that
+
+
+def test_an_option_without_a_default_is_named_as_such() -> None:
+    """A strategy whose constructor takes a keyword with no default: giving it is not
+    "no option 'k'; valid options: (none)" but what is wrong and how to mend it."""
+    from turnpress import Strategy
+
+    class Needy(Strategy):
+        name = "needy"
+
+        def __init__(self, *, k: int) -> None:
+            self.k = k
+
+        def to_messages(self, turns, memory, ctx):
+            return [ctx.message("user", ctx.mission)]
+
+    with pytest.raises(ValueError, match=r"^strategy 'needy': option 'k' has no default in "
+                                         r"Needy.__init__; a strategy's options are "
+                                         r"keyword-only arguments with defaults"):
+        normalize((Needy, {"k": 2}))

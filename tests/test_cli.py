@@ -156,6 +156,27 @@ def test_strategies_lists_each_option_with_what_its_docstring_says() -> None:
         assert line.count("(") == line.count(")") or line.endswith("...")
 
 
+
+def test_strategies_shows_each_default_as_s_takes_it() -> None:
+    """`turnpress strategies` shows a default the way ``-s NAME:option=value`` reads it
+    (``start_on=human``, ``clear_tool_inputs=false``; it showed Python reprs, which -s
+    refused: ``got "'human'"``): every default shown, given back with -s, makes the
+    default strategy."""
+    from turnpress.core.compression import get_strategy
+
+    out = run("strategies")
+    assert out.exit_code == 0, out.output
+    assert "start_on=human " in out.output and "clear_tool_inputs=false " in out.output
+    assert "='" not in out.output and "=False" not in out.output
+    name = ""
+    for line in out.output.splitlines():
+        if line and not line.startswith(" "):
+            name = line.split(":")[0]
+        elif line.startswith("  ") and "=" in line.split()[0]:
+            option = line.split()[0]
+            assert get_strategy(f"{name}:{option}") == get_strategy(name), (name, option)
+
+
 def test_render_anthropic_of_a_part_it_has_no_block_for_is_one_line(tmp_path) -> None:
     """An OpenAI-only part (input_audio) in a transcript: -f anthropic says which trace,
     turn and part have no Anthropic block (it was a traceback); -f openai carries it."""

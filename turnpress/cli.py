@@ -39,7 +39,7 @@ from turnpress.core.providers import (
 from turnpress.core.registry import PluginError, PluginWarning, get_registry
 from turnpress.core.responses import to_responses, with_compactions
 from turnpress.core.strategy import DEFAULT_STRATEGY
-from turnpress.core.strategy_lookup import describe_options
+from turnpress.core.strategy_lookup import describe_options, option_text
 from turnpress.core.templates import export_templates, list_templates
 from turnpress.core.trace import TraceError, is_bare_name, iter_traces, trace_file
 from turnpress.core.trace_inputs import discover, skipped_lines
@@ -386,8 +386,9 @@ def strategies(names: tuple[str, ...]) -> None:
         summary = (inspect.getdoc(cls) or "").strip().split("\n\n")[0]
         lines = [f"{name}: {' '.join(summary.split()).replace('``', '')}"]
         options = describe_options(cls)
-        width = max((len(f"{o}={d!r}") for o, d, _ in options), default=0)
-        lines.extend(f"  {f'{o}={d!r}':<{width}}  {text}".rstrip() for o, d, text in options)
+        shown = [(f"{o}={option_text(d)}", text) for o, d, text in options]
+        width = max((len(o) for o, _ in shown), default=0)
+        lines.extend(f"  {o:<{width}}  {text}".rstrip() for o, text in shown)
         if not options:
             lines.append("  (no options)")
         blocks.append("\n".join(lines))

@@ -26,7 +26,7 @@ from turnpress.core.strategy import (
 )
 
 __all__ = ["StrategyCreationError", "describe_options", "get_strategy", "normalize",
-           "parse_strategy_spec", "strategy_names"]
+           "option_text", "parse_strategy_spec", "strategy_names"]
 
 
 def strategy_names(registry: Registry | None = None) -> list[str]:
@@ -152,6 +152,15 @@ def _coerce_option(strategy: str, option: str, text: str, default: Any) -> Any:
     return text
 
 
+def option_text(value: Any) -> str:
+    """An option's value as ``-s NAME:option=value`` takes it (what
+    :func:`_coerce_option` reads back): ``true``/``false`` for a boolean, the text itself
+    for a string (nothing for an empty one), else ``str(value)``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def _resolve(compression: Compression, registry: Registry) -> tuple[type, dict[str, Any]]:
     """``(strategy class, validated options as given)`` for a ``compression=`` value."""
     if compression is None or compression is False:
@@ -186,12 +195,28 @@ def _validated(cls: type, options: Mapping[str, Any], *, from_text: bool = False
     defaults = option_defaults(cls)
     unknown = [k for k in options if k not in defaults]
     if unknown:
+        if unknown[0] in _required_options(cls):
+            raise ValueError(
+                f"strategy {cls.name!r}: option {unknown[0]!r} has no default in "
+                f"{cls.__name__}.__init__; a strategy's options are keyword-only arguments "
+                f"with defaults (give {unknown[0]!r} one)")
         valid = ", ".join(defaults) or "(none)"
         raise ValueError(f"strategy {cls.name!r} has no option {unknown[0]!r}; "
                          f"valid options: {valid}")
     if from_text:
         return {k: _coerce_option(cls.name, k, v, defaults[k]) for k, v in options.items()}
     return dict(options)
+
+
+def _required_options(cls: type) -> list[str]:
+    """The keyword arguments of ``cls``'s constructor that have no default (which no
+    option can give: a strategy is made from its name alone)."""
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in parameters
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
 
 
 class StrategyCreationError(PluginError):
