@@ -122,6 +122,7 @@ def test_a_plugin_that_fails_to_import_is_named_and_left_out(site, body, expecte
     [line] = warning_lines(result)
     assert f"plugin 'bad-import' (distribution {dist} 1.0, entry point {ep})" in line
     assert expected in line
+    assert "leave it out with TURNPRESS_LOAD_PLUGINS" in line or "left out" in line
     listing = cli("plugins")
     assert listing.exit_code == 0 and "NOT LOADED" in listing.stdout
     assert_builtins_work()
@@ -185,6 +186,33 @@ def test_load_plugins_naming_nothing_installed_warns(site, monkeypatch) -> None:
                                            "installed plugin has"):
         registry = Registry()
     assert "shout-a" in registry.strategies()
+
+
+
+def test_an_unknown_strategy_names_the_plugins_load_plugins_leaves_out(site, monkeypatch
+                                                                      ) -> None:
+    """With TURNPRESS_LOAD_PLUGINS set, an unknown strategy's error says which installed
+    plugins it left out (one of them may provide the name) and how to mend it; a name
+    the variable gives that nothing installed has is not called a failed load."""
+    from turnpress.core.compression import get_strategy
+
+    make_plugin(site, "a", SHOUT.format(n="a"))
+    make_plugin(site, "b", SHOUT.format(n="b"))
+    monkeypatch.setenv("TURNPRESS_LOAD_PLUGINS", "b")
+    reset_registry(Registry())
+    with pytest.raises(ValueError) as info:
+        get_strategy("shout-a")
+    assert ("Note: TURNPRESS_LOAD_PLUGINS='b' leaves out the installed plugin "
+            "turnpress-a (a), which may provide it: unset it, or add the plugin's name."
+            in str(info.value))
+    assert "failed to load" not in str(info.value)
+    monkeypatch.setenv("TURNPRESS_LOAD_PLUGINS", "a,b,nope")
+    with pytest.warns(PluginWarning, match="names 'nope'"):
+        reset_registry(Registry())
+    with pytest.raises(ValueError) as info:
+        get_strategy("shout-c")
+    assert "Note:" not in str(info.value)  # nothing left out, nothing failed
+    reset_registry(None)
 
 
 # -- raising in each hook --------------------------------------------------------------

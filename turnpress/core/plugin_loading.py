@@ -79,6 +79,10 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
 """The built-in plugin modules, registered in this order (no directory scanning)."""
 
 LOAD_PLUGINS_ENV = "TURNPRESS_LOAD_PLUGINS"
+
+#: how to mend a plugin that fails, said after what went wrong
+LEAVE_OUT = (f"Upgrade or reinstall it (or report it to its authors), or leave it out with "
+             f"{LOAD_PLUGINS_ENV}=<the plugins to load, comma-separated>")
 """Unset: load every third-party plugin; empty: none; else a comma-separated list of
 entry-point or distribution names to load."""
 
@@ -190,6 +194,8 @@ class PluginLoader:
         self.pm.add_hookspecs(hookspecs)
         self.errors: list[PluginError] = []
         self.plugins: dict[str, PluginInfo] = {}
+        # installed plugins TURNPRESS_LOAD_PLUGINS leaves out ("distribution (entry point)")
+        self.left_out: list[str] = []
         self._cache: dict[str, Any] = {}
         self._lock = threading.RLock()
         if builtins:
@@ -216,8 +222,10 @@ class PluginLoader:
             for name in sorted(wanted - known):
                 self._warn(f"{LOAD_PLUGINS_ENV} names {name!r}, which no installed plugin "
                            f"has (installed: {', '.join(sorted(known)) or 'none'})")
-            eps = [ep for ep in eps
-                   if _norm(ep.name) in wanted or _norm(_dist_name(ep)) in wanted]
+            chosen = [ep for ep in eps
+                      if _norm(ep.name) in wanted or _norm(_dist_name(ep)) in wanted]
+            self.left_out = [f"{_dist_name(ep)} ({ep.name})" for ep in eps if ep not in chosen]
+            eps = chosen
         watch = _InterruptWatch()
         with watch.watching():
             for ep in eps:
@@ -248,7 +256,7 @@ class PluginLoader:
             return None
         except Exception as exc:
             self._fail(info, f"{info.source} failed to import: "
-                             f"{type(exc).__name__}: {exc}")
+                             f"{type(exc).__name__}: {exc}. {LEAVE_OUT}")
             return None
         finally:
             timer.cancel()
@@ -347,7 +355,8 @@ class PluginLoader:
 
     def _fail_hook(self, info: PluginInfo, hook: str, exc: BaseException) -> None:
         self._problem(info, f"{info.source} raised in hook {hook}(): "
-                            f"{type(exc).__name__}: {exc}")
+                            f"{type(exc).__name__}: {exc}; what it registers there is "
+                            f"left out. {LEAVE_OUT}")
 
     def _call(self, impl: Any, info: PluginInfo, hook_name: str, **kwargs: Any) -> Any:
         """Call one hook implementation; report and return None if it raises."""

@@ -8,6 +8,7 @@ that hook's answers (:mod:`turnpress.core.hooks`).
 
 from __future__ import annotations
 
+import os
 import threading
 
 from turnpress.core.errors import PluginError, PluginWarning
@@ -68,12 +69,21 @@ class Registry(StrategiesHook, NamespaceRenderersHook, TokenizersHook, TraceRead
         self.executors()
 
     def failure_note(self) -> str:
-        """A sentence for "unknown name" errors when some plugins failed to load."""
-        failed = [str(e) for e in self.errors]
-        if not failed:
-            return ""
-        return (" Note: some plugins failed to load and may be the ones that provide it: "
-                + "; ".join(failed))
+        """A sentence for "unknown name" errors when some plugins failed to load, or
+        ``TURNPRESS_LOAD_PLUGINS`` left installed ones out (either may be the one that
+        provides the name)."""
+        note = ""
+        failed = [str(e) for e in self.errors if e.plugin is not None]
+        if failed:
+            note += (" Note: some plugins failed to load and may be the ones that provide "
+                     "it: " + "; ".join(failed))
+        if self.left_out:
+            value = os.environ.get(LOAD_PLUGINS_ENV, "")
+            note += (f" Note: {LOAD_PLUGINS_ENV}={value!r} leaves out the installed "
+                     f"plugin{'s' if len(self.left_out) > 1 else ''} "
+                     f"{', '.join(self.left_out)}, which may provide it: unset it, or add "
+                     f"the plugin's name.")
+        return note
 
 
 _registry: Registry | None = None
