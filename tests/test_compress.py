@@ -314,8 +314,40 @@ def test_bad_message_leaves_the_compressor_unchanged() -> None:
 def test_not_a_list() -> None:
     with pytest.raises(ValueError, match="expected a list of message objects, got dict"):
         compress({"role": "user", "content": "hi"})
+    # what to pass instead: a lone message in a list, a request body's "messages"
+    with pytest.raises(ValueError, match=r"got dict; pass a list of them, \[message\]$"):
+        compress({"role": "user", "content": "hi"})
+    with pytest.raises(ValueError, match=r"got dict; pass its \"messages\" list \(and its "
+                                         r"\"tools\" as tools=\)$"):
+        compress({"model": "m", "messages": TRANSCRIPT})
+    with pytest.raises(ValueError, match="expected a list of message objects, got str"):
+        compress("hi")
     with pytest.raises(ValueError, match=r"\(system, messages\) pair"):
         compress([{"role": "user", "content": "hi"}], format="anthropic")
+
+
+
+def test_any_iterable_of_messages_is_read_as_a_list() -> None:
+    """A generator or another iterable of messages is what its list is (Compressor.extend
+    takes any iterable; compress refused all but a sequence)."""
+    for name in ("full-history", "rolling-window"):
+        assert compress((m for m in TRANSCRIPT), strategy=name) == compress(
+            TRANSCRIPT, strategy=name)
+        assert compress(iter(TRANSCRIPT), strategy=name) == compress(TRANSCRIPT, strategy=name)
+
+
+@pytest.mark.parametrize("bad", [-3, 2.5, True, "5"])
+def test_turns_left_is_a_count_of_turns(bad: Any) -> None:
+    """turns_left below zero, or not an int, is an error in compress and in
+    Compressor.messages (it was taken as it came)."""
+    message = r"^turns_left must be a number of turns \(an int >= 0\) or None"
+    with pytest.raises(ValueError, match=message):
+        compress(TRANSCRIPT, turns_left=bad)
+    compressor = Compressor()
+    compressor.extend(TRANSCRIPT)
+    with pytest.raises(ValueError, match=message):
+        compressor.messages(turns_left=bad)
+    assert compress(TRANSCRIPT, turns_left=0) == compressor.messages(turns_left=0)
 
 
 def test_unknown_format_and_strategy() -> None:

@@ -128,6 +128,7 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
     the README's "Compress your own agent's messages").
     """
     _check_format(format)
+    _check_turns_left(turns_left)
     chosen = get_strategy(strategy)  # an unknown strategy is an error even with no turn yet
     cache_rules, prices = _pricing(format, cache, price)
     if format == "responses":
@@ -332,6 +333,7 @@ class Compressor:
     def messages(self, *, turns_left: int | None = None) -> Any:
         """What to send now, in this compressor's ``format`` (see :func:`compress`;
         ``turns_left=None``: not known, no turns-left line)."""
+        _check_turns_left(turns_left)
         if self.format == "responses":
             return self._responses(turns_left)
         if not self._open:
@@ -711,10 +713,26 @@ def _plain(message: Any) -> Any:
 
 
 def _plain_list(messages: Any) -> list[Any]:
-    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+    """The messages of a list (or any iterable, a generator's read once) as plain dicts;
+    a request body, a lone message or a text is refused with what to pass instead."""
+    if isinstance(messages, Mapping):
+        hint = ("; pass its \"messages\" list (and its \"tools\" as tools=)"
+                if "messages" in messages else
+                "; pass a list of them, [message]" if "role" in messages else "")
+        raise TraceError(f"{WHERE}: expected a list of message objects, got "
+                         f"{type(messages).__name__}{hint}")
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
         raise TraceError(f"{WHERE}: expected a list of message objects, got "
                          f"{type(messages).__name__}")
     return [_plain(m) for m in messages]
+
+
+def _check_turns_left(turns_left: Any) -> None:
+    """``turns_left`` is None (not known) or a count of turns, never below zero."""
+    if turns_left is not None and (isinstance(turns_left, bool)
+                                   or not isinstance(turns_left, int) or turns_left < 0):
+        raise ValueError(f"turns_left must be a number of turns (an int >= 0) or None "
+                         f"(not known), got {turns_left!r}")
 
 
 def _has_assistant(messages: Sequence[Any]) -> bool:
