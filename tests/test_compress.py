@@ -350,6 +350,33 @@ def test_turns_left_is_a_count_of_turns(bad: Any) -> None:
     assert compress(TRANSCRIPT, turns_left=0) == compressor.messages(turns_left=0)
 
 
+
+def test_a_prompt_of_the_system_prompt_alone_is_no_anthropic_request() -> None:
+    """trim-messages, as LangChain's trim_messages, keeps nothing but the system prompt
+    once a tool-calling run's mission no longer fits (no user message is left to start
+    on): in the Anthropic shape that is a request the API refuses, so compress and
+    Compressor say what happened and what to do; the OpenAI shape is as the strategy
+    gives it."""
+    messages = [{"role": "user", "content": "Audit"}]
+    for i in range(10):
+        messages += [{"role": "assistant", "content": [
+                         {"type": "tool_use", "id": f"t{i}", "name": "cat", "input": {}}]},
+                     {"role": "user", "content": [
+                         {"type": "tool_result", "tool_use_id": f"t{i}", "content": "x" * 2000}]}]
+    strategy = "trim-messages:max_tokens=3000"
+    expected = (r"^strategy 'trim-messages' left no message after the system prompt, and the "
+                r"Anthropic API needs one; give it more room \(its options: max_tokens=3000, ")
+    with pytest.raises(ValueError, match=expected):
+        compress({"system": "s", "messages": messages}, strategy=strategy, format="anthropic")
+    compressor = Compressor(strategy, format="anthropic", system="s")
+    compressor.extend(messages)
+    with pytest.raises(ValueError, match=expected):
+        compressor.messages()
+    _, roomy = compress({"system": "s", "messages": messages},
+                        strategy="trim-messages:max_tokens=30000", format="anthropic")
+    assert roomy
+
+
 def test_unknown_format_and_strategy() -> None:
     with pytest.raises(ValueError, match="unknown format 'gemini'; use one of openai, anthropic"):
         compress(TRANSCRIPT, format="gemini")  # type: ignore[arg-type]

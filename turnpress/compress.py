@@ -74,6 +74,7 @@ from turnpress.core.responses import (
     to_responses,
     with_compactions,
 )
+from turnpress.core.strategy_lookup import option_text
 from turnpress.core.tokens import common_prefix_length, get_tokenizer
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers import anthropic_messages, openai_chat, openai_responses
@@ -160,7 +161,20 @@ def _next_prompt(trace: Trace, chosen: Any, turns_left: int | None,
     args["memory"] = {}
     prompt, points = render_with_breakpoints(**args, compression=chosen,
                                              cache=pricing[0], price=pricing[1])
+    _check_not_empty(prompt, chosen, format)
     return _shaped(prompt, points, format, set(error_ids))
+
+
+def _check_not_empty(prompt: Sequence[Message], strategy: Any, format: str) -> None:
+    """An Anthropic request needs a message after the system prompt: a strategy that
+    leaves none (``trim-messages``, as LangChain's ``trim_messages``, once a tool-calling
+    run's mission no longer fits) is an error saying so, not a request the API refuses."""
+    if format != "anthropic" or any(m["role"] not in INSTRUCTION_ROLES for m in prompt):
+        return
+    options = ", ".join(f"{k}={option_text(v)}" for k, v in strategy.options.items())
+    raise ValueError(f"strategy {strategy.name!r} left no message after the system prompt, "
+                     f"and the Anthropic API needs one; give it more room (its options: "
+                     f"{options or 'none'}) or choose another strategy")
 
 
 def _pricing(format: str, cache: str | CacheRules | None, price: str | Price | None
@@ -349,6 +363,7 @@ class Compressor:
         prepared = prepare(self._turns_now(), {}, options)
         messages = prepared.messages()  # the strategy's own objects: shaped and copied below
         points = prepared.breakpoints(messages)  # checked in every format, as compress() does
+        _check_not_empty(messages, self.strategy, self.format)
         return self._shapes.shaped(messages, points, self._error_ids)
 
     def _responses(self, turns_left: int | None) -> Any:

@@ -15,7 +15,10 @@ Tokens are counted with the ``tokenizer`` option (default ``chars4``, characters
 close to LangChain's ``count_tokens_approximately``), each message as
 ``turnpress.core.message_text`` counts it. Once trimming starts, the front of the
 prompt moves every turn, so a provider's prompt cache holds only the system message:
-``compare`` shows what that costs.
+``compare`` shows what that costs. On a tool-calling run whose only user message is
+the mission, once the mission no longer fits there is no user message left to start
+on, and the prompt is the system message alone, as LangChain's gives it (the Anthropic
+API refuses that request: ``compress(format="anthropic")`` says so instead).
 """
 
 from __future__ import annotations
