@@ -264,6 +264,38 @@ def test_a_run_that_starts_with_the_assistant_has_no_mission(name: str) -> None:
     assert all(m["content"] for m in anthropic)
 
 
+
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+
+
+@pytest.mark.parametrize("name", strategy_names())
+def test_an_image_in_the_mission_is_sent_by_every_strategy(name: str) -> None:
+    """The mission's image (a part that is not text) is what the user gave: the
+    coalesced views sent only its ``[image]`` marker once the run made a tool call; now
+    the view's USER message carries the part after its text, in both shapes."""
+    chat = [{"role": "user", "content": [{"type": "text", "text": "Describe this chart"}, IMAGE]},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "ok"}]
+    try:
+        out = compress(chat, strategy=name)
+    except StrategyNotApplicable:
+        return
+    parts = [p for m in out if isinstance(m["content"], list) for p in m["content"]]
+    assert IMAGE in parts, out
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBORw0KGgo="}}
+    anthropic = [{"role": "user", "content": [{"type": "text", "text": "Describe"}, image]},
+                 {"role": "assistant", "content": [{"type": "tool_use", "id": "a",
+                                                    "name": "f", "input": {}}]},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a",
+                                               "content": "ok"}]}]
+    _, shaped = compress(("s", anthropic), strategy=name, format="anthropic")
+    blocks = [b for m in shaped if isinstance(m["content"], list) for b in m["content"]]
+    assert any(b.get("type") == "image" and b.get("source") == image["source"]
+               for b in blocks), shaped
+
+
 # -- errors (item 4) --------------------------------------------------------------------------
 
 

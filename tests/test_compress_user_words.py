@@ -91,7 +91,7 @@ def test_coalesced_view_labels_the_users_messages(name: str) -> None:
     the view as its own USER message."""
     out = compress(CHAT, strategy=name)
     assert [m["role"] for m in out] == ["system", "user", "user"]
-    view = out[1]["content"]
+    view = texts(out)[1]  # its text (the mission's image follows it, as a part)
     assert ";; User messages:\n;; user, after turn 1:\n" + LONG in view
     assert NEWEST not in view
 
@@ -99,7 +99,7 @@ def test_coalesced_view_labels_the_users_messages(name: str) -> None:
 def test_mid_run_system_message_is_labelled_as_system() -> None:
     """ux-b item 2: a mid-run system message is not a tool output either."""
     chat = [*CHAT[:4], {"role": "system", "content": "Budget: 2 more calls."}, *CHAT[5:]]
-    view = compress(chat, strategy="single-user-coalesced")[1]["content"]
+    view = texts(compress(chat, strategy="single-user-coalesced"))[1]
     assert ";; system, after turn 1:\nBudget: 2 more calls." in view
     assert all("Budget" not in s for s in output_sections(view))
 
@@ -109,7 +109,7 @@ def test_mid_run_developer_message_is_the_users_words_too(strategy) -> None:
     """OpenAI's `developer` role is its newer `system` (the readers read it so): mid-run it
     was shown as tool output, where a system message was not."""
     chat = [*CHAT[:4], {"role": "developer", "content": "Budget: 2 more calls."}, *CHAT[5:]]
-    view = compress(chat, strategy=strategy)[1]["content"]
+    view = texts(compress(chat, strategy=strategy))[1]
     assert ";; developer, after turn 1:\nBudget: 2 more calls." in view
     assert all("Budget" not in s for s in output_sections(view))
 
@@ -159,7 +159,7 @@ def test_transcripts_without_tool_calls_keep_their_rendering() -> None:
     chat = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"},
             {"role": "assistant", "content": "```bash\nls\n```"},
             {"role": "user", "content": obs}]
-    view = compress(chat, strategy="single-user-coalesced")[1]["content"]
+    view = texts(compress(chat, strategy="single-user-coalesced"))[1]
     assert ";; Output:\nrow 0\n" in view and "lines elided" in view
     assert ";; User messages:" not in view
     assert len(compress(chat, strategy="single-user-coalesced")) == 2
@@ -189,14 +189,16 @@ def test_words_before_the_first_tool_call_read_as_before() -> None:
                                   "rolling-window:window=1,step=1"])
 def test_coalesced_views_mark_non_text_parts(name: str) -> None:
     """ux-b item 3: an image in the mission and an audio-only request are not dropped
-    silently: the view shows [image] / [audio] where they were."""
+    silently: the view shows [image] / [audio] where they were, and the mission's image
+    itself follows the view's text (it is what the user gave)."""
     out = compress(CHAT, strategy=name)
-    assert "Count the files in /tmp.\n[image]" in out[1]["content"]
+    assert "Count the files in /tmp.\n[image]" in texts(out)[1]
+    assert IMAGE in out[1]["content"]
     audio_only = [*CHAT[:3], CHAT[3], {"role": "user", "content": [AUDIO]},
                   {"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
     out = compress(audio_only, strategy=name)
     # in the view as a marker, or (a recent turn kept as sent) the part itself
-    assert "[audio]" in out[1]["content"] or any(
+    assert "[audio]" in texts(out)[1] or any(
         isinstance(m["content"], list) and AUDIO in m["content"] for m in out), name
 
 

@@ -244,6 +244,28 @@ def mission_text(ctx: RenderContext) -> str:
     return "\n\n".join(t for t in texts if t) or ctx.mission
 
 
+def mission_parts(ctx: RenderContext) -> list[dict[str, Any]]:
+    """The parts of the transcript's mission message(s) that are not text (an image, a
+    file, audio: what :func:`content_text` shows as a marker), as the user sent them."""
+    parts: list[dict[str, Any]] = []
+    for m in ctx.preamble[_head_count(ctx):]:
+        content = m.get("content")
+        if isinstance(content, list):
+            parts.extend(dict(p) for p in content if isinstance(p, Mapping)
+                         and "text" not in p and "content" not in p)
+    return parts
+
+
+def view_message(ctx: RenderContext, content: str) -> Message:
+    """The USER message of a coalesced transcript view: ``content``, then the mission's
+    parts that are not text as sent (the text says where each was, by its marker), so an
+    image the user gave stays in every prompt, not only its ``[image]`` marker."""
+    parts = mission_parts(ctx)
+    if not parts:
+        return ctx.message("user", content)
+    return {"role": "user", "content": [{"type": "text", "text": content}, *parts]}
+
+
 def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
                  max_chars: int | None = None, lines: int = HEAD_LINES) -> str | None:
     """The ``;; Output:`` section of a transcript: its last ``limit`` feedback contents

@@ -19,6 +19,7 @@ from turnpress.plugins._imported_messages import (
     preamble_head,
     summary_view,
     transcript_head_breakpoints,
+    view_message,
 )
 
 ERROR_MODES = ("last", "pairs")
@@ -102,7 +103,7 @@ class SingleUserCoalesced(Strategy):
             content = self.transcript_content(turns, ctx)
             # no USER message of nothing: a run that starts with the assistant (a greeting
             # bot's) has no mission, and before its first turn nothing to show
-            view = [ctx.message("user", content)] if content else []
+            view = [view_message(ctx, content)] if content else []
             return [*preamble_head(ctx), *view, *newest_words(turns)]
         pairs: list[Message] = []
         if self.errors == "pairs":
