@@ -224,3 +224,73 @@ def test_the_readme_section_runs_as_printed():
         assert chat(request)[0] == {"role": "user", "content": example.MISSION}
         check_pairing(request)
         check_chat_request(chat(request))
+
+
+def audit_agent(capability):
+    """An agent (``FunctionModel``) that reads a file per call, seven times, then
+    answers; its model's requests and the agent."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import TextPart
+    from pydantic_ai.models.function import FunctionModel
+
+    requests: list[list] = []
+
+    def model(messages, info):
+        requests.append(list(messages))
+        if len(requests) % 8 == 0:
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(parts=[ToolCallPart("read", {"path": f"f{len(requests)}"},
+                                                 tool_call_id=f"c{len(requests)}")])
+
+    agent = Agent(FunctionModel(model), capabilities=[capability])
+
+    @agent.tool_plain
+    def read(path: str) -> str:
+        """Read a file."""
+        return "\n".join(f"{path} line {i}" for i in range(40))
+
+    return requests, agent
+
+
+def test_the_capability_compresses_the_request_only_and_the_run_keeps_its_history():
+    """pydantic-ai's own ``ProcessHistory`` stores what a processor returns as the run's
+    history; the capability changes only what the model is sent, so
+    ``result.all_messages()`` is the full history and a second run continued from it
+    compresses the full history again, never a compressed view."""
+    history = TurnpressHistory()
+    requests, agent = audit_agent(history.capability())
+    first = agent.run_sync("Audit the repo")
+    assert len(requests[-1]) < len(history.full_history())  # the model got a compressed view
+    assert chat(first.all_messages()) == chat([*history.full_history(), first.all_messages()[-1]])
+    assert first.all_messages()[0].parts[-1].content == "Audit the repo"
+    agent.run_sync("again", message_history=first.all_messages())
+    assert chat(history.full_history()[:len(first.all_messages())]) == chat(first.all_messages())
+    for request in requests:
+        check_pairing(request)
+        check_chat_request(chat(request))
+
+
+def test_a_run_continued_from_a_stored_compressed_view_gets_its_full_history_back():
+    """Used as pydantic-ai's ``ProcessHistory`` processor (or pydantic-ai 1's
+    ``history_processors``), the run's history is the compressed view; a second run
+    given that view is mapped back to the full history the processor kept."""
+    from pydantic_ai.capabilities import ProcessHistory
+
+    history = TurnpressHistory()
+    _, agent = audit_agent(ProcessHistory(history))
+    first = agent.run_sync("Audit the repo")
+    full = history.full_history()
+    assert len(first.all_messages()) < len(full)  # pydantic-ai stored the view
+    agent.run_sync("again", message_history=first.all_messages())
+    assert chat(history.full_history()[:len(full)]) == chat(full)
+
+
+def test_a_compressed_view_it_cannot_map_back_is_a_warning():
+    from pydantic_ai.capabilities import ProcessHistory
+
+    history = TurnpressHistory()
+    _, agent = audit_agent(ProcessHistory(history))
+    view = agent.run_sync("Audit the repo").all_messages()
+    _, other = audit_agent(ProcessHistory(TurnpressHistory()))
+    with pytest.warns(UserWarning, match="full_history"):
+        other.run_sync("again", message_history=view)

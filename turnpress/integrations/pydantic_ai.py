@@ -16,15 +16,35 @@ pydantic-ai messages: a message the strategy sent as it was is the run's own obj
 parts. Tool calls and returns stay paired by ``tool_call_id``, and the result ends
 with a ``ModelRequest`` as pydantic-ai requires.
 
-pydantic-ai stores what a history processor returns as the run's history, so the
-next call gets the compressed messages back plus the new ones. The processor keeps
-the full history of each run (by ``RunContext.run_id``) and compresses that, never
-a compressed view again; :meth:`TurnpressHistory.full_history` gives it back.
+What the run keeps. pydantic-ai's own ``ProcessHistory`` capability (and pydantic-ai
+1's ``history_processors``) stores what a processor returns as the run's history
+(``ctx.messages[:] = ...``): ``result.all_messages()`` would be the compressed view,
+and a run given it as ``message_history`` would compress a compressed view, what the
+first run dropped gone. :meth:`TurnpressHistory.capability` is therefore not
+``ProcessHistory`` but a capability whose ``before_model_request`` replaces only
+``request_context.messages``, which pydantic-ai 2 sends and never stores: the run's
+history, ``result.all_messages()`` and ``new_messages()`` stay whole, and the usual
+``agent.run_sync(..., message_history=result.all_messages())`` is compressed from the
+full history again.
+
+Used as a plain processor (``ProcessHistory(TurnpressHistory())``, pydantic-ai 1), the
+run's history is the compressed view. The processor keeps the full history of each
+run (by ``RunContext.run_id``; the last :data:`RUNS_KEPT` runs) and compresses that,
+never a compressed view again: a history that starts with a view it returned (the
+next request of the run, or a new run given ``result.all_messages()``) is read as the
+full history that view came from. Messages it rewrote carry ``metadata={"turnpress":
+"rewritten"}``; a history holding one it cannot map back (the run forgotten, another
+process) is compressed as it is, with a ``UserWarning``: pass
+``message_history=processor.full_history()`` instead.
+:meth:`TurnpressHistory.full_history` gives a run's full history back.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -47,9 +67,9 @@ except ImportError:  # pragma: no cover - tested in a subprocess
                       "pip install 'turnpress[pydantic-ai]'") from None
 
 try:  # pydantic-ai >= 2 takes history processors as a capability
-    from pydantic_ai.capabilities import ProcessHistory
+    from pydantic_ai.capabilities import AbstractCapability
 except ImportError:  # pragma: no cover - pydantic-ai 1
-    ProcessHistory = None
+    AbstractCapability = None
 
 from turnpress.core.compression import Compression
 from turnpress.core.pricing import CacheRules, Price
@@ -61,6 +81,8 @@ __all__ = ["TurnpressHistory", "from_chat", "to_chat"]
 RUNS_KEPT = 32
 #: outcomes of a ``ToolReturnPart`` (pydantic-ai 2) that are errors
 FAILED_OUTCOMES = ("failed", "retried")
+#: the ``metadata`` of a message turnpress rewrote (pydantic-ai never sends metadata)
+REWRITTEN = {"turnpress": "rewritten"}
 
 
 def _text(content: Any) -> str:
@@ -138,7 +160,7 @@ def from_chat(sent: Sequence[dict[str, Any]], originals: Sequence[ModelMessage],
                 a is b for a, b in zip(owner.parts, parts, strict=True)):
             out.append(owner)
         else:
-            out.append(ModelRequest(parts=list(parts), instructions=instructions))
+            out.append(_rewritten(ModelRequest(parts=list(parts), instructions=instructions)))
         parts.clear()
 
     for message in sent:
@@ -176,7 +198,24 @@ def _response(message: dict[str, Any]) -> ModelResponse:
     parts: list[Any] = [TextPart(message["content"])] if message.get("content") else []
     parts += [ToolCallPart(c["function"]["name"], c["function"]["arguments"],
                            tool_call_id=c["id"]) for c in message.get("tool_calls") or ()]
-    return ModelResponse(parts=parts)
+    return _rewritten(ModelResponse(parts=parts))
+
+
+def _rewritten(message: ModelMessage) -> ModelMessage:
+    """``message`` marked as turnpress's (where this pydantic-ai has message metadata)."""
+    if hasattr(message, "metadata"):
+        message.metadata = dict(REWRITTEN)
+    return message
+
+
+def _is_rewritten(message: ModelMessage) -> bool:
+    return (getattr(message, "metadata", None) or {}).get("turnpress") == REWRITTEN["turnpress"]
+
+
+def _starts_with(messages: Sequence[ModelMessage], view: Sequence[ModelMessage]) -> bool:
+    """Whether ``messages`` begins with ``view`` (the same objects, or equal ones)."""
+    return bool(view) and len(messages) >= len(view) and all(
+        a is b or a == b for a, b in zip(messages, view, strict=False))
 
 
 class TurnpressHistory:
@@ -197,40 +236,84 @@ class TurnpressHistory:
                  price: str | Price | None = None) -> None:
         self.options = CompressOptions(strategy, cache=cache, price=price,
                                        where="TurnpressHistory")
-        #: run id -> (the run's full history, what was returned for it last)
+        #: run id -> (the run's full history, what was returned for it last), oldest first
         self._runs: OrderedDict[Any, tuple[list[ModelMessage], list[ModelMessage]]] = (
             OrderedDict())
+        self._lock = threading.Lock()  # pydantic-ai runs a processor in worker threads
 
     def capability(self) -> Any:
-        """This processor as a pydantic-ai 2 capability (``ProcessHistory``), for
+        """This processor as a pydantic-ai 2 capability that compresses what the model
+        is sent and leaves the run's history whole (:class:`TurnpressCapability`), for
         ``Agent(capabilities=[...])``."""
-        if ProcessHistory is None:  # pragma: no cover - pydantic-ai 1
+        if AbstractCapability is None:  # pragma: no cover - pydantic-ai 1
             raise TypeError("this pydantic-ai has no capabilities: pass the processor "
                             "itself, Agent(history_processors=[TurnpressHistory()])")
-        return ProcessHistory(self)
+        return TurnpressCapability(self)
 
     def full_history(self, run_id: str | None = None) -> list[ModelMessage]:
         """The full history of run ``run_id`` (default: the latest run) as the processor
         last saw it, before compression."""
-        if run_id is None:
-            return list(next(reversed(self._runs.values()))[0]) if self._runs else []
-        return list(self._runs[run_id][0])
+        with self._lock:
+            if run_id is None:
+                return list(next(reversed(self._runs.values()))[0]) if self._runs else []
+            return list(self._runs[run_id][0])
 
     def __call__(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         """The messages to send for this model request."""
-        full, returned = self._runs.pop(ctx.run_id, ([], []))
-        if returned and len(messages) >= len(returned) and all(
-                a is b for a, b in zip(messages, returned, strict=False)):
-            full = [*full, *messages[len(returned):]]  # what was added since
-        else:
-            full = list(messages)  # a new run, or a history changed by someone else
+        full = self._unfold(ctx.run_id, messages)
         forms, _, failed = to_chat(full)
         keywords = self.options.keywords(getattr(ctx, "model", None))
         sent = compress_chat(forms, failed=failed, **keywords)
         instructions = next((m.instructions for m in reversed(full)
                              if isinstance(m, ModelRequest) and m.instructions), None)
         out = from_chat(sent, full, instructions)
-        self._runs[ctx.run_id] = (full, list(out))
-        while len(self._runs) > RUNS_KEPT:
-            self._runs.popitem(last=False)
+        with self._lock:
+            self._runs[ctx.run_id] = (full, list(out))
+            self._runs.move_to_end(ctx.run_id)
+            while len(self._runs) > RUNS_KEPT:
+                self._runs.popitem(last=False)
         return out
+
+    def _unfold(self, run_id: Any, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """The full history ``messages`` stand for: when they begin with a view this
+        processor returned (this run's last one, else another kept run's, newest
+        first), the full history that view came from and what was added since; else
+        ``messages`` themselves (with a warning when they hold a rewritten message)."""
+        with self._lock:
+            kept = [self._runs[run_id]] if run_id in self._runs else []
+            kept += [seen for other, seen in reversed(self._runs.items()) if other != run_id]
+        for full, view in kept:
+            if _starts_with(messages, view):
+                return [*full, *messages[len(view):]]
+        if any(_is_rewritten(m) for m in messages):
+            warnings.warn("TurnpressHistory: the message history holds messages turnpress "
+                          "rewrote for an earlier request (a run's compressed view), and "
+                          "this processor no longer keeps the full history they came from: "
+                          "what that compression dropped is lost. Use capability(), which "
+                          "leaves the run's history whole, or pass "
+                          "message_history=processor.full_history()", UserWarning,
+                          stacklevel=2)
+        return list(messages)
+
+
+if AbstractCapability is not None:
+    @dataclasses.dataclass
+    class TurnpressCapability(AbstractCapability[Any]):
+        """A :class:`TurnpressHistory` as a pydantic-ai 2 capability: before each model
+        request it replaces the request's messages (``request_context.messages``) with
+        the processor's, and never the run's history (``RunContext.messages``), which
+        pydantic-ai's own ``ProcessHistory`` would overwrite."""
+
+        processor: TurnpressHistory
+
+        async def before_model_request(self, ctx: RunContext[Any], request_context: Any) -> Any:
+            """The request with the compressed messages (the processor runs in a worker
+            thread, as ``ProcessHistory`` runs a plain function)."""
+            messages = list(request_context.messages)
+            request_context.messages = await asyncio.to_thread(self.processor, ctx, messages)
+            return request_context
+
+        @classmethod
+        def get_serialization_name(cls) -> str | None:
+            """None: not in agent specs (it holds a processor object)."""
+            return None
