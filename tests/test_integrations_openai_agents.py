@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("agents")
 
+from agents import Agent, Model, ModelResponse, RunConfig, Runner, Usage
 from agents.run_config import CallModelData, ModelInputData
 from integration_checks import (
     check_items,
@@ -24,6 +25,11 @@ from integration_checks import (
     readme_block,
     run_readme_block,
     saved_percent,
+)
+from openai.types.responses import (
+    ResponseFunctionWebSearch,
+    ResponseOutputMessage,
+    ResponseOutputText,
 )
 
 from turnpress.compress import count_tokens
@@ -205,3 +211,112 @@ def test_the_readme_section_runs_as_printed():
     for _, items in model.requests:
         assert items[0] == {"role": "user", "content": example.MISSION}
         check_items(items, produced_reasoning(model))
+
+
+def search_turn(k: int) -> list[dict]:
+    """A user question and a reasoning model's answer to it from a hosted web search:
+    ``reasoning``, ``web_search_call``, ``message`` (as the Responses API returns them)."""
+    return [{"role": "user", "content": f"Search the news {k}"},
+            {"type": "reasoning", "id": f"rs_{k}", "summary": [], "encrypted_content": "x"},
+            {"type": "web_search_call", "id": f"ws_{k}", "status": "completed",
+             "action": {"type": "search", "query": f"news {k}"}},
+            {"type": "message", "role": "assistant", "id": f"msg_{k}", "status": "completed",
+             "content": [{"type": "output_text", "text": f"X{k} happened", "annotations": []}]}]
+
+
+def kinds(items: list) -> list[str]:
+    return [i.get("type") or i["role"] for i in items]
+
+
+def test_full_history_sends_hosted_tool_items_where_they_were():
+    """A hosted tool call (``web_search_call``) is part of the model response it came
+    in: full-history sends the input in its order (QA r08: it went first)."""
+    items = [{"role": "user", "content": "Search the news"},
+             {"type": "web_search_call", "id": "ws_1", "status": "completed",
+              "action": {"type": "search", "query": "news"}},
+             {"type": "message", "role": "assistant", "id": "m1", "status": "completed",
+              "content": [{"type": "output_text", "text": "X happened", "annotations": []}]},
+             {"role": "user", "content": "thanks"}]
+    assert call(items, strategy="full-history").input == items
+    runs = [item for k in range(3) for item in search_turn(k)]
+    runs += [{"role": "user", "content": "Between two questions"},
+             {"type": "file_search_call", "id": "fs_1", "status": "completed",
+              "queries": ["a"]},
+             {"role": "user", "content": "thanks"}]
+    assert call(runs, strategy="full-history").input == runs
+
+
+@pytest.mark.parametrize("strategy", [True, "single-user-coalesced", "observation-masking",
+                                      "rolling-window", "per-turn-summary"])
+def test_hosted_tool_items_stay_with_their_turn(strategy):
+    """With a compressing strategy a hosted tool item goes right before its response
+    when that is sent as it was, else where its turn is (after the question it
+    answered), never before the first user message."""
+    items = [item for k in range(6) for item in search_turn(k)]
+    items.append({"role": "user", "content": "Which was first?"})
+    out = call(items, strategy=strategy).input
+    searches = [i for i in out if i.get("type") == "web_search_call"]
+    assert searches == [i for i in items if i.get("type") == "web_search_call"]  # whole
+    first_user = next(k for k, i in enumerate(out) if i.get("role") == "user")
+    assert all(k > first_user for k, i in enumerate(out) if i.get("type") == "web_search_call")
+    for k, item in enumerate(out):
+        if item.get("type") != "web_search_call":
+            continue
+        number = item["id"].removeprefix("ws_")
+        after = out[k + 1] if k + 1 < len(out) else {}
+        if after.get("id") == f"msg_{number}":
+            continue  # its response, as it was
+        before = [i for i in out[:k] if i.get("type") != "web_search_call"]
+        assert before[-1].get("role") == "user"  # the question, or the coalesced view
+    order = [int(i["id"].removeprefix("ws_")) for i in searches]
+    assert order == sorted(order)
+
+
+class SearchingModel(Model):
+    """A fake model behind the Agents SDK's ``Model`` interface (as in
+    ``examples/openai_agents_agent.py``) that answers each question from a hosted web
+    search: a ``web_search_call`` item, then its message. ``requests`` records the input
+    items of every call."""
+
+    def __init__(self) -> None:
+        self.requests: list[list] = []
+
+    async def get_response(self, system_instructions, input, *args, **kwargs) -> ModelResponse:
+        items = [{"role": "user", "content": input}] if isinstance(input, str) else input
+        self.requests.append(json.loads(json.dumps(items)))
+        k = len(self.requests)
+        text = ResponseOutputText(type="output_text", annotations=[], text=f"answer {k}")
+        return ModelResponse(output=[
+            ResponseFunctionWebSearch(id=f"ws_{k}", status="completed", type="web_search_call",
+                                      action={"type": "search", "query": f"q{k}"}),
+            ResponseOutputMessage(id=f"msg_{k}", type="message", role="assistant",
+                                  status="completed", content=[text])],
+            usage=Usage(), response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError("SearchingModel does not stream")
+
+
+@pytest.mark.parametrize("strategy", ["full-history", None])
+def test_a_conversation_with_hosted_searches_through_the_runner(strategy):
+    """A real ``Runner`` conversation of three questions, each continued from
+    ``result.to_input_list()``: with full-history the model gets what it gets
+    without the filter; with the default no search comes before the question."""
+    def converse(input_filter):
+        model = SearchingModel()
+        agent = Agent(name="searcher", instructions="Be brief.", model=model)
+        config = RunConfig(call_model_input_filter=input_filter, tracing_disabled=True)
+        history: list = []
+        for k in range(3):
+            history = Runner.run_sync(agent, [*history, {"role": "user", "content": f"Q{k}"}],
+                                      run_config=config).to_input_list()
+        return model.requests
+
+    plain = converse(None)
+    sent = converse(TurnpressFilter(strategy) if strategy else TurnpressFilter())
+    if strategy == "full-history":
+        assert sent == plain
+    for request in sent:
+        first_user = next(k for k, i in enumerate(request) if i.get("role") == "user")
+        assert all(k > first_user for k, i in enumerate(request)
+                   if i.get("type") == "web_search_call")

@@ -18,9 +18,13 @@ strategy, and writes the result back as Responses items:
 - a ``reasoning`` item is opaque and is sent whole, with the response it belongs
   to, or not at all: the API refuses a reasoning item without the item that
   followed it, so when the strategy rewrites that response its reasoning goes too;
-- a ``compaction`` item (the server's compacted earlier context) is opaque and sent
-  whole, first, where the context it stands for belongs; other item types (hosted
-  tool calls...) are sent whole too, ahead of the compressed conversation;
+- every other item type (hosted tool calls such as ``web_search_call``, a
+  ``compaction`` item standing for the server's compacted earlier context...) is
+  opaque and always sent whole, where it was: with the response it came in when
+  that response is sent as it was (so ``full-history`` sends the input in its
+  order), else right after the last item sent as it was that preceded it, and
+  never before the first user message unless it came before it (a leading
+  ``compaction`` item stays first);
 - rewritten messages are new items (``{"role", "content"}``, ``function_call``,
   ``function_call_output``), with each call's ``call_id``, so every output follows
   its call and no output is left without one.
@@ -53,8 +57,11 @@ from turnpress.integrations._common import CompressOptions, compress_chat, messa
 
 __all__ = ["TurnpressFilter", "from_chat", "to_chat"]
 
-#: item types sent whole and never read: the API wants them back as they were
+#: item types sent whole and never read: the API wants them back as they were (as
+#: every type outside :data:`CHAT_KINDS`: hosted tool calls too)
 OPAQUE = ("reasoning", "compaction")
+#: the item types read as chat messages; any other but ``reasoning`` is sent whole, in place
+CHAT_KINDS = ("message", "function_call", "function_call_output")
 _ERROR = re.compile(r"^\s*(An error occurred while running the tool|Error\b)", re.I)
 
 
@@ -89,12 +96,27 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+def _is_user(item: Any) -> bool:
+    """Whether an input item is a user message."""
+    item = _plain(item)
+    return isinstance(item, Mapping) and _kind(item) == "message" and item.get("role") == "user"
+
+
+def _is_hosted(item: Any) -> bool:
+    """Whether an input item is opaque and always sent (a hosted tool call, a
+    ``compaction``...: neither a chat message nor ``reasoning``)."""
+    item = _plain(item)
+    return not isinstance(item, Mapping) or _kind(item) not in (*CHAT_KINDS, "reasoning")
+
+
 def to_chat(items: Sequence[Any], instructions: str | None = None,
             is_error: Callable[[str], bool] = default_is_error,
             ) -> tuple[list[dict[str, Any]], list[list[Any]], list[Any], set[str]]:
     """``(chat messages, the items each came from, items kept aside, failed call ids)``
     of Responses input ``items`` (see the module docstring). ``instructions`` is a
-    system message first."""
+    system message first. Opaque items (``reasoning``, hosted tool calls...) are among
+    the items of the model response they precede; those that precede none are kept
+    aside."""
     forms: list[dict[str, Any]] = []
     sources: list[list[Any]] = []
     aside: list[Any] = []
@@ -107,7 +129,7 @@ def to_chat(items: Sequence[Any], instructions: str | None = None,
     for raw in items:
         item = _plain(raw)
         kind = _kind(item) if isinstance(item, Mapping) else "?"
-        if kind == "reasoning":
+        if kind not in CHAT_KINDS:  # reasoning, hosted tool calls...: with what follows
             pending.append(raw)
             continue
         is_assistant = kind == "function_call" or (
@@ -127,7 +149,7 @@ def to_chat(items: Sequence[Any], instructions: str | None = None,
                      "function": {"name": item["name"], "arguments": item["arguments"]}})
             continue
         response = None
-        aside.extend(pending)  # reasoning not followed by an output item: sent as it is
+        aside.extend(pending)  # not followed by an output item: sent as it is
         pending = []
         if kind == "function_call_output":
             output = _text(item.get("output"))
@@ -135,11 +157,9 @@ def to_chat(items: Sequence[Any], instructions: str | None = None,
             sources.append([raw])
             if is_error(output):
                 failed.add(item["call_id"])
-        elif kind == "message":
+        else:
             forms.append({"role": item.get("role", "user"), "content": _text(item.get("content"))})
             sources.append([raw])
-        else:  # compaction, hosted tool items...: opaque, sent whole
-            aside.append(raw)
     aside.extend(pending)
     return forms, sources, aside, failed
 
@@ -177,6 +197,27 @@ def from_chat(sent: Sequence[dict[str, Any]], forms: Sequence[dict[str, Any]],
     return text, items
 
 
+def _put_back(items: Sequence[Any], out: Sequence[Any], extra: Sequence[Any]) -> list[Any]:
+    """``out`` (input items sent as they were, and new ones) with the ``extra`` items of
+    ``items`` that it lacks put back where they were: each right after the last item
+    of ``out`` that came before it in ``items``, and, if it came after the first user
+    message, never before that message."""
+    position = {id(item): k for k, item in enumerate(items)}
+    known = [position.get(id(item)) for item in out]
+    first_user = next((k for k, item in enumerate(items) if _is_user(item)), len(items))
+    after_user = next((k + 1 for k, item in enumerate(out) if _is_user(item)), 0)
+    slots = []
+    for item in extra:
+        at = position[id(item)]
+        slot = max((k + 1 for k, seen in enumerate(known) if seen is not None and seen < at),
+                   default=0)
+        slots.append((max(slot, after_user) if at > first_user else slot, at, item))
+    placed = list(out)
+    for slot, _, item in sorted(slots, key=lambda s: s[:2], reverse=True):
+        placed.insert(slot, item)
+    return placed
+
+
 class TurnpressFilter:
     """An Agents SDK ``call_model_input_filter``: ``RunConfig(call_model_input_filter=
     TurnpressFilter())``.
@@ -209,4 +250,8 @@ class TurnpressFilter:
         model = getattr(getattr(data, "agent", None), "model", None)
         sent = compress_chat(forms, failed=failed, **self.options.keywords(model))
         new_instructions, out = from_chat(sent, forms, sources, bool(instructions))
-        return ModelInputData(input=[*aside, *out], instructions=new_instructions)
+        sent_ids = {id(item) for item in out}
+        unsent = [item for source in sources for item in source
+                  if id(item) not in sent_ids and _is_hosted(item)]
+        return ModelInputData(input=_put_back(items, out, [*aside, *unsent]),
+                              instructions=new_instructions)
