@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -329,3 +330,26 @@ def test_the_terminal_table_shows_an_interval_under_a_figure_only_where_it_is_wi
     full = next(i for i, ln in enumerate(lines) if ln.startswith("full-history"))
     assert lines[full + 1].startswith("lossy")  # no interval line: 1.00x exactly
     assert any("95% bootstrap interval over runs" in ln for ln in lines)
+
+
+@pytest.mark.parametrize(("shown", "full"), [
+    ([10], True),                                      # one run: no interval
+    ([10] * 8 + [6, 7], False),                        # no recommendation, a candidate
+    ([10] * 8 + [6, 7], True),                         # recommended, a cheaper candidate
+    ([5, 5, 6, 5, 4, 5, 5, 6], False),                 # ruled out, even at the upper bound
+])
+def test_the_html_report_says_what_the_footer_says_of_the_recommendation(shown, full):
+    """QA-b item 7: the page said "95% interval 1.000-1.000 ... straddles 0.9" of a
+    single run, where the terminal says one run gives no interval; the page now gives
+    the footer's own lines on a recommendation withheld or undecided."""
+    from html import unescape
+
+    from turnpress.compare.html import html_report
+
+    result = synthetic_result(shown, full=full)
+    page = " ".join(unescape(re.sub(r"<[^>]+>", " ", html_report(result))).split()).lower()
+    said = [ln for ln in notes(result) if ln.startswith(("no recommendation", "undecided"))]
+    assert said
+    for line in said:
+        assert line.lower() in page
+    assert "straddles" not in page

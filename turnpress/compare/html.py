@@ -31,7 +31,7 @@ import jinja2
 from turnpress.compare.intervals import CONFIDENCE, Interval
 from turnpress.compare.pricing import cost_usd
 from turnpress.compare.results import ComparisonResult, StrategyResult
-from turnpress.compare.table import format_cost, recall_text
+from turnpress.compare.table import format_cost, recall_text, undecided_notes
 from turnpress.core.errors import printable
 from turnpress.core.tokens import message_body
 
@@ -259,7 +259,8 @@ def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -
         script=(ASSETS / "report.js").read_text(encoding="utf-8"),
         data=_script_json(data),
         prompt_note=data["meta"]["prompt_note"],
-        candidate=result.candidate,
+        # the terminal footer's own lines on a withheld or undecided recommendation
+        undecided=[line[:1].upper() + line[1:] for line in undecided_notes(result)],
         confidence=f"{CONFIDENCE * 100:g}%",
     ))
 

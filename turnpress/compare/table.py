@@ -22,7 +22,7 @@ from turnpress.compare.results import AsRun, ComparisonResult, StrategyResult
 from turnpress.core.compression import BASELINE_STRATEGY
 
 __all__ = ["compact_tokens", "comparison_table", "dropped_summary", "format_cost", "notes",
-           "plain_lines", "print_comparison", "short_cost"]
+           "plain_lines", "print_comparison", "short_cost", "undecided_notes"]
 
 RECOMMENDED_MARK = "*"
 AS_RUN_LABEL = "as run (billed)"
@@ -95,25 +95,35 @@ def _ci_cell(value: str, interval: Interval, decimals: int) -> Text:
 def _recommendation_notes(result: ComparisonResult) -> list[str]:
     """What the footer says about the recommendation, from the recall intervals: the
     recommended strategy, and the cheaper candidate more runs could settle."""
-    pct = f"{CONFIDENCE * 100:g}%"
-    best, bar = result.recommended, result.min_recall
+    best = result.recommended
     lines = []
     if best is not None:
         lines.append(f"{RECOMMENDED_MARK} recommended: {best.label}, the cheapest whose "
-                     f"recall is >= {bar:g} (--min-recall) at the lower bound of its {pct} "
-                     f"interval (recall {best.needed_fact_recall:.3f}, worst run "
-                     f"{best.min_trace_recall:.3f})")
-    elif not result.compared:
-        return []
-    elif not any(s.needed for s in result.compared):
-        return ["no recommendation: no prompt had a needed fact, so recall measured "
-                "nothing (the runs are too short, or have no turns)"]
+                     f"recall is >= {result.min_recall:g} (--min-recall) at the lower bound "
+                     f"of its {CONFIDENCE * 100:g}% interval (recall "
+                     f"{best.needed_fact_recall:.3f}, worst run {best.min_trace_recall:.3f})")
+    return lines + undecided_notes(result)
+
+
+def undecided_notes(result: ComparisonResult) -> list[str]:
+    """The footer's lines on a recommendation withheld (why: recall measured nothing, no
+    strategy reaches the bar, one run gives no interval, the candidate's interval reaches
+    under the bar) or on a cheaper candidate still undecided; the HTML report says the
+    same lines. Empty when a recommendation is made and nothing cheaper is open."""
+    pct = f"{CONFIDENCE * 100:g}%"
+    best, bar = result.recommended, result.min_recall
+    if best is None:
+        if not result.compared:
+            return []
+        if not any(s.needed for s in result.compared):
+            return ["no recommendation: no prompt had a needed fact, so recall measured "
+                    "nothing (the runs are too short, or have no turns)"]
     candidate = result.candidate
     if candidate is None:
         if best is None:
-            lines.append(f"no recommendation: no strategy has recall >= {bar:g} "
-                         f"(--min-recall), even at the upper bound of its {pct} interval")
-        return lines
+            return [f"no recommendation: no strategy has recall >= {bar:g} (--min-recall), "
+                    f"even at the upper bound of its {pct} interval"]
+        return []
     s, ci = candidate.strategy, candidate.recall
     runs = len(result.traces)
     if runs < MIN_RUNS:
@@ -132,12 +142,10 @@ def _recommendation_notes(result: ComparisonResult) -> list[str]:
         settle = f"about {candidate.runs_to_settle} runs in all would settle it"
     head = "no recommendation" if best is None else "undecided, and cheaper"
     if s.needed_fact_recall >= bar - 1e-12:
-        lines.append(f"{head}: the best candidate, {where}: the interval reaches under "
-                     f"{bar:g} (--min-recall); {more}: {settle}, if its recall holds")
-    else:
-        lines.append(f"{head}: {where}: under {bar:g} (--min-recall), but the interval "
-                     f"reaches it; {more}: {settle}")
-    return lines
+        return [f"{head}: the best candidate, {where}: the interval reaches under "
+                f"{bar:g} (--min-recall); {more}: {settle}, if its recall holds"]
+    return [f"{head}: {where}: under {bar:g} (--min-recall), but the interval reaches it; "
+            f"{more}: {settle}"]
 
 
 def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
