@@ -243,6 +243,45 @@ def test_a_failing_strategy_is_listed_and_the_rest_complete(fresh_registry):
     assert "broken: failed: " in out.output and "KeyError: 'boom'" in out.output
 
 
+def test_nothing_compared_is_exit_1_with_a_line_saying_why(fresh_registry):
+    """QA-b item 8: when every strategy asked for failed or does not apply, the table (or
+    the JSON) still lists them with their reasons, then one line says nothing was
+    compared and the exit code is 1 (it was 0, as if the comparison had succeeded)."""
+    from turnpress.core.strategy import StrategyNotApplicable
+
+    class Broken(Strategy):
+        name = "broken"
+
+        def to_messages(self, turns, memory, ctx):
+            if turns:
+                raise KeyError("boom")
+            return [ctx.message("user", ctx.mission)]
+
+    class Elsewhere(Strategy):
+        name = "elsewhere"
+
+        def to_messages(self, turns, memory, ctx):
+            raise StrategyNotApplicable("only for transcripts")
+
+    _plugin(Broken, "broken-plugin")
+    _plugin(Elsewhere, "elsewhere-plugin")
+    out = run(str(PHONE), "-s", "broken", "--tokenizer", "chars4")
+    assert out.exit_code == 1, out.output
+    assert "broken: failed: " in out.stdout and "KeyError: 'boom'" in out.stdout
+    assert out.stderr.splitlines()[-1] == (
+        "Error: nothing was compared: no strategy asked for could run (broken: failed); "
+        "the reasons are listed above")
+    both = run(str(PHONE), "-s", "broken", "-s", "elsewhere", "--tokenizer", "chars4",
+               "--json")
+    assert both.exit_code == 1, both.output
+    doc = json.loads(both.stdout)
+    assert doc["strategies"] == []
+    assert [e["status"] for e in doc["not_compared"]] == ["failed", "n/a"]
+    assert "(broken: failed, elsewhere: n/a)" in both.stderr
+    assert run(str(PHONE), "-s", "broken", "-s", "aggressive", "--tokenizer",
+               "chars4").exit_code == 0
+
+
 def test_bad_arguments_raise_value_errors():
     with pytest.raises(ValueError, match="unknown tokenizer"):
         compare_traces(PHONE, tokenizer="nope")

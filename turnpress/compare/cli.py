@@ -125,6 +125,7 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     that cannot be read or has no turn is skipped and named (--strict: stop).
     Cost ratio, recall and tokens saved get a 95% bootstrap interval over runs; a
     strategy is recommended only if its recall's lower bound is at least --min-recall.
+    When no strategy asked for could run, the table is printed and the exit code is 1.
 
     summary-compaction's summarization calls are billed as their own rows (input at
     the input price, output at the output price); summaries are cached on disk, and
@@ -196,6 +197,10 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         except OSError as exc:
             raise CLIError(f"--html {html_path}: {exc.strerror or exc}") from None
         click.echo(f"HTML report: {html_path}", err=True)
+    if not result.compared:  # every strategy asked for failed or does not apply: exit 1
+        left = ", ".join(f"{label}: {status}" for label, status, _ in result.not_compared)
+        raise click.ClickException(f"nothing was compared: no strategy asked for could run "
+                                   f"({left}); the reasons are listed above")
 
 
 def _progress(console: Console, total: int) -> Progress:
