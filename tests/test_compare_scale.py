@@ -233,9 +233,31 @@ def test_resume_with_other_settings_is_one_line_exit_2(good, tmp_path):
     result = run(*good, "-s", "full-history", "-t", "chars4", "--cache", "anthropic",
                  "--resume", str(out))
     assert result.exit_code == 2
-    assert result.output.startswith(f"Error: --resume {out}: line 1 was computed with cache "
-                                    f"openai (now anthropic)"), result.output
+    assert result.output.startswith(f"Error: --resume {out}: line 1 was computed with other "
+                                    f"settings than now: cache: openai in the file, "
+                                    f"anthropic now; price: "), result.output
     assert result.output.count("\n") == 1
+
+
+def test_resume_names_each_differing_setting_as_it_is_written(good, tmp_path):
+    """QA-b item 16: the price was a Python dict (``{'input': 2.0, ..., 'write': None}``);
+    each differing setting is now named with its value in the file and now, a price
+    as --price takes it."""
+    out = tmp_path / "per-trace.jsonl"
+    run(good[0], "-s", "full-history", "-t", "chars4", "--per-trace", str(out))
+    result = run(good[0], "-s", "full-history", "-t", "o200k_base", "--price",
+                 "in=2,cached=0.5", "--resume", str(out))
+    assert result.exit_code == 2
+    assert result.output == (
+        f"Error: --resume {out}: line 1 was computed with other settings than now: "
+        f"tokenizer: chars4 in the file, o200k_base now; price: in=2,cached=0.5,out=8 in "
+        f"the file, in=2,cached=0.5 now; resume with the same --tokenizer, --cache and "
+        f"--price, or write to another file\n")
+    preset = run(good[0], "-s", "full-history", "-t", "chars4", "--price",
+                 "anthropic-sonnet-4", "--resume", str(out))
+    assert "price: in=2,cached=0.5,out=8 in the file, anthropic-sonnet-4 (in=3,cached=0.3,"\
+           "write=3.75,out=15) now;" in preset.output
+    assert "{" not in preset.output
 
 
 def test_results_done_before_a_strict_failure_are_written(good, broken, tmp_path):

@@ -34,6 +34,18 @@ def _settings(tokenizer: str, cache: str, price: Price) -> dict[str, Any]:
     return {"tokenizer": tokenizer, "cache": cache, "price": price.to_json()}
 
 
+def _setting_text(value: Any) -> str:
+    """A setting of a per-trace line as the command line writes it: a price as
+    ``in=2,cached=0.5,out=8`` (as ``--price`` takes it), anything else as it is."""
+    if isinstance(value, dict):
+        try:
+            return str(Price(value["input"], value["cached"], value["write"],
+                             output=value["output"]))
+        except (KeyError, TypeError, ValueError):
+            return json.dumps(value)
+    return str(value)
+
+
 def _info_json(info: TraceInfo) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(info):
@@ -191,11 +203,13 @@ class ResumeIndex:
                                      f"result of turnpress compare ({type(exc).__name__}: "
                                      f"{exc}); pass the file --per-trace wrote") from None
                 if theirs != settings:
-                    diff = ", ".join(f"{k} {theirs[k]} (now {settings[k]})" for k in settings
-                                     if theirs[k] != settings[k])
+                    now = {"tokenizer": tokenizer, "cache": cache, "price": str(price)}
+                    diff = "; ".join(f"{k}: {_setting_text(theirs[k])} in the file, {now[k]} "
+                                     f"now" for k in settings if theirs[k] != settings[k])
                     raise ValueError(f"--resume {path}: line {lineno} was computed with "
-                                     f"{diff}; resume with the same --tokenizer, --cache "
-                                     f"and --price, or write to another file")
+                                     f"other settings than now: {diff}; resume with the "
+                                     f"same --tokenizer, --cache and --price, or write to "
+                                     f"another file")
                 key = self._same_file(key)
                 if key[0] is not None and label in wanted:
                     seen.setdefault(key, {})[label] = (start, lineno)
