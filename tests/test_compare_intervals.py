@@ -353,3 +353,22 @@ def test_the_html_report_says_what_the_footer_says_of_the_recommendation(shown, 
     for line in said:
         assert line.lower() in page
     assert "straddles" not in page
+
+
+@pytest.mark.parametrize("n", [2, 50])
+def test_the_html_report_says_what_the_footer_says_of_the_sample(n):
+    """QA-b item 16: ``--sample 100`` of fewer runs compares every run; the footer says
+    "sample: all N runs", and the page said "A sample of 3 of 3 runs, stratified by
+    length": it now gives the footer's line, of a sample of some runs or of all."""
+    from html import unescape
+
+    from turnpress.compare.html import html_report
+    from turnpress.examples import short_example_trace_paths
+
+    result = compare_traces(short_example_trace_paths(), ["full-history"],
+                            tokenizer="chars4", sample=n)
+    page = " ".join(unescape(re.sub(r"<[^>]+>", " ", html_report(result))).split()).lower()
+    [line] = [ln for ln in notes(result) if ln.startswith("sample: ")]
+    assert line.startswith("sample: all 3 runs" if n > 3 else "sample: 2 of 3 runs")
+    assert line.lower() in page
+    assert "a sample of 3 of 3" not in page

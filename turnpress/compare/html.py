@@ -31,7 +31,7 @@ import jinja2
 from turnpress.compare.intervals import CONFIDENCE, Interval
 from turnpress.compare.pricing import cost_usd
 from turnpress.compare.results import ComparisonResult, StrategyResult
-from turnpress.compare.table import format_cost, recall_text, undecided_notes
+from turnpress.compare.table import format_cost, recall_text, sample_note, undecided_notes
 from turnpress.core.errors import printable
 from turnpress.core.tokens import message_body
 
@@ -260,9 +260,15 @@ def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -
         data=_script_json(data),
         prompt_note=data["meta"]["prompt_note"],
         # the terminal footer's own lines on a withheld or undecided recommendation
-        undecided=[line[:1].upper() + line[1:] for line in undecided_notes(result)],
+        undecided=[_sentence(line) for line in undecided_notes(result)],
         confidence=f"{CONFIDENCE * 100:g}%",
+        sample=_sentence(sample_note(result)),
     ))
+
+
+def _sentence(line: str | None) -> str | None:
+    """A footer line of the terminal as a paragraph of the page: its first letter upper."""
+    return None if line is None else line[:1].upper() + line[1:]
 
 
 def _span(interval: Interval, decimals: int) -> str:

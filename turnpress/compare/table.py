@@ -22,7 +22,8 @@ from turnpress.compare.results import AsRun, ComparisonResult, StrategyResult
 from turnpress.core.compression import BASELINE_STRATEGY
 
 __all__ = ["compact_tokens", "comparison_table", "dropped_summary", "format_cost", "notes",
-           "plain_lines", "print_comparison", "short_cost", "undecided_notes"]
+           "plain_lines", "print_comparison", "sample_note", "short_cost",
+           "undecided_notes"]
 
 RECOMMENDED_MARK = "*"
 AS_RUN_LABEL = "as run (billed)"
@@ -173,13 +174,9 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
                      f"new message sent once and nothing re-read, the system prompt "
                      + ("read from the cache" if result.cache != "none"
                         else "sent each call (no cache)"))
-    sample = result.sample
-    if sample is not None and sample.every_run:
-        lines.append(f"sample: all {sample.population} runs (--sample asked for at least as "
-                     f"many)")
-    elif sample is not None:
-        lines.append(f"sample: {sample.runs} of {sample.population} runs, drawn stratified by "
-                     f"length (--sample {sample.runs} --seed {sample.seed})")
+    drawn = sample_note(result)
+    if drawn is not None:
+        lines.append(drawn)
     ci = ("cost_ratio_95ci, recall_95ci, saved_95ci" if plain
           else f"under {ratio} and recall")
     lines.append(f"{ci}: {CONFIDENCE * 100:g}% bootstrap interval over runs (seed "
@@ -211,6 +208,18 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
         lines.append(f"skipped: {n} run{'s' * (n != 1)} that cannot be read or have no turn "
                      f"(listed on stderr and in --json; --strict stops at the first)")
     return lines
+
+
+def sample_note(result: ComparisonResult) -> str | None:
+    """The footer's line on ``--sample`` (None without it): the runs drawn of how many, or
+    that the sample is every run; the HTML report says the same line."""
+    sample = result.sample
+    if sample is None:
+        return None
+    if sample.every_run:
+        return f"sample: all {sample.population} runs (--sample asked for at least as many)"
+    return (f"sample: {sample.runs} of {sample.population} runs, drawn stratified by length "
+            f"(--sample {sample.runs} --seed {sample.seed})")
 
 
 def never_cached(result: ComparisonResult) -> list[str]:
