@@ -62,7 +62,9 @@ def test_compare_and_trace_show_take_a_directory(logs):
     # what is not a run is skipped by the scan; a run that cannot be read (invalid JSON,
     # empty) is a broken run, skipped and counted by compare as if named, and
     # --strict stops at it
-    assert "skipped " in result.stderr and "2 file(s) skipped, 5 read" in result.stderr
+    assert "skipped " in result.stderr
+    assert result.stderr.splitlines()[-1] == ("7 file(s) found, 2 skipped (not a run); the "
+                                              "runs of the other 5: 4 compared, 2 skipped")
     assert [Path(s["file"]).name for s in doc["skipped"]] == ["broken.json", "empty.jsonl"]
     strict = CliRunner().invoke(main, ["compare", str(logs), "-s", "full-history", "--strict"])
     assert strict.exit_code == 2 and "broken.json: line 1: invalid JSON" in strict.output
@@ -72,6 +74,38 @@ def test_compare_and_trace_show_take_a_directory(logs):
         f"skipped {logs}/nested/empty.jsonl: empty: no line to read",
         "1 file(s) skipped, 2 read"]
 
+
+def test_compare_of_a_directory_counts_files_and_runs_that_agree(tmp_path):
+    """QA-b item 16: the scan said "1 file(s) skipped, 3 read", then compare skipped 2 of
+    the 3 "read" (they cannot be read); the count now comes after the comparison, of the
+    files found and of the runs compared and skipped, and they add up."""
+    from turnpress.examples import example_trace_paths
+
+    root = tmp_path / "d"
+    root.mkdir()
+    good = next(p for p in example_trace_paths() if p.stem == "product-research")
+    shutil.copy(good, root / good.name)
+    (root / "garbled.json").write_text("{oops")
+    (root / "empty.jsonl").write_text("\n")
+    (root / "notes.txt").write_text("hi")
+    result = CliRunner().invoke(main, ["compare", str(root), "-s", "aggressive", "-t",
+                                       "chars4"])
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"skipped {root}/notes.txt: not a .json, .jsonl, .ndjson file"
+    assert [ln.split(":")[0] for ln in lines[1:3]] == [f"Skipped {root}/empty.jsonl",
+                                                       f"Skipped {root}/garbled.json"]
+    assert lines[3:] == ["4 file(s) found, 1 skipped (not a run); the runs of the other 3: "
+                         "1 compared, 2 skipped"]
+    assert not any(" read" in ln for ln in lines)
+    for other in ("phone-campaign", "inventory-audit"):
+        shutil.copy(next(p for p in example_trace_paths() if p.stem == other), root)
+    sampled = CliRunner().invoke(main, ["compare", str(root), "-s", "aggressive", "-t",
+                                        "chars4", "--sample", "2"])
+    assert sampled.exit_code == 0, sampled.output
+    assert sampled.stderr.splitlines()[-1] == (
+        "6 file(s) found, 1 skipped (not a run); the runs of the other 5: 2 compared, "
+        "2 skipped, 1 not drawn (--sample)")
 
 def test_import_a_directory(logs, tmp_path):
     out = tmp_path / "all.jsonl"

@@ -42,7 +42,7 @@ from turnpress.core.strategy import DEFAULT_STRATEGY
 from turnpress.core.strategy_lookup import describe_options, option_text
 from turnpress.core.templates import export_templates, list_templates
 from turnpress.core.trace import TraceError, is_bare_name, iter_traces, trace_file
-from turnpress.core.trace_inputs import discover, skipped_lines
+from turnpress.core.trace_inputs import Inputs, discover, skipped_lines
 from turnpress.examples import EXAMPLES_DIR, example_trace_paths
 
 T = TypeVar("T")
@@ -255,14 +255,21 @@ def input_files(args: tuple[str, ...], *, broken: bool = False) -> list[str]:
     directory or pattern holds that no reader recognises is named on stderr with the
     reason, then a count (``turnpress.core.trace_inputs.discover``); ``broken``: one
     that cannot be read is kept, as if named (a broken run, for the caller to report)."""
+    return [str(p) for p in scan_inputs(args, broken=broken).files]
+
+
+def scan_inputs(args: tuple[str, ...], *, broken: bool = False,
+                count: bool = True) -> Inputs:
+    """:func:`input_files`, found and skipped (``count``: False leaves the count line
+    to a caller that counts once it has read the files)."""
     args = with_stdin(args)
     try:
         found = discover((resolve_trace_path(a) for a in args), broken=broken)
     except TraceError as exc:
         raise fail_cleanly(exc) from None
-    for line in skipped_lines(found):
+    for line in skipped_lines(found, count=count):
         echo(line, err=True)
-    return [str(p) for p in found.files]
+    return found
 
 
 def load_traces_or_examples(paths: tuple[str, ...]) -> list[Any]:

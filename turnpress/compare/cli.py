@@ -19,7 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from turnpress.cli import CLIError, input_files, strategy_spec, templates_option
+from turnpress.cli import CLIError, scan_inputs, strategy_spec, templates_option
 from turnpress.compare.cache import cache_model_names
 from turnpress.compare.engine import NothingCompared, check_settings, compare_traces
 from turnpress.compare.failures import CompareError, TemplateCompareError
@@ -31,6 +31,7 @@ from turnpress.core.errors import ExecutorError
 from turnpress.core.registry import PluginError
 from turnpress.core.summaries import SummaryBudgetExceeded
 from turnpress.core.trace import TraceError
+from turnpress.core.trace_inputs import Inputs
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -137,7 +138,8 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         check_settings(specs, tokenizer, cache, price)
     except (ValueError, PluginError) as exc:
         raise CLIError(str(exc)) from None
-    sources = input_files(traces, broken=True) or None
+    found = scan_inputs(traces, broken=True, count=False)  # counted once compared
+    sources = [str(p) for p in found.files] or None
     if html_path is not None:
         parent = Path(html_path).resolve().parent
         if not parent.is_dir():
@@ -170,6 +172,8 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         if len(exc.skipped) > 1:
             for skipped in exc.skipped:
                 click.echo(f"Skipped {skipped}", err=True)
+        _echo_count(found, 0, len(exc.skipped))
+        if len(exc.skipped) > 1:
             raise CLIError(f"none of the {len(exc.skipped)} runs could be compared (each "
                            f"is listed above)") from None
         raise CLIError(str(exc)) from None
@@ -185,6 +189,9 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         raise click.ClickException(str(exc)) from None
     for skipped in result.skipped:
         click.echo(f"Skipped {skipped}", err=True)
+    sample_info = result.sample
+    _echo_count(found, len(result.traces), len(result.skipped),
+                0 if sample_info is None else sample_info.population - sample_info.runs)
     if as_json:  # piece by piece: the per-prompt lists are never held whole
         for piece in result.iter_json():
             click.echo(piece, nl=False)
@@ -201,6 +208,18 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         left = ", ".join(f"{label}: {status}" for label, status, _ in result.not_compared)
         raise click.ClickException(f"nothing was compared: no strategy asked for could run "
                                    f"({left}); the reasons are listed above")
+
+
+def _echo_count(found: Inputs, compared: int, skipped: int, not_drawn: int = 0) -> None:
+    """When the scan of a directory or pattern skipped files that are not runs: the count
+    of the files found, and of the runs of the others compared, skipped (they cannot be
+    read or have no turn) and not drawn by ``--sample``, on stderr."""
+    if not found.skipped:
+        return
+    drawn = f", {not_drawn} not drawn (--sample)" if not_drawn else ""
+    click.echo(f"{len(found.files) + len(found.skipped)} file(s) found, {len(found.skipped)} "
+               f"skipped (not a run); the runs of the other {len(found.files)}: {compared} "
+               f"compared, {skipped} skipped{drawn}", err=True)
 
 
 def _progress(console: Console, total: int) -> Progress:

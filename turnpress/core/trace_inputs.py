@@ -114,10 +114,13 @@ def discover(args: Iterable[str | os.PathLike[str]], *, broken: bool = False) ->
     return out
 
 
-def skipped_lines(inputs: Inputs) -> list[str]:
-    """One line per skipped file (``skipped FILE: why``), then a count, or nothing."""
+def skipped_lines(inputs: Inputs, *, count: bool = True) -> list[str]:
+    """One line per skipped file (``skipped FILE: why``), then (``count``) a count, or
+    nothing. Without the count, a caller that reads the files counts them once it has
+    (``compare``: of the files it kept, some may turn out not to be runs it can read)."""
     if not inputs.skipped:
         return []
     lines = [f"skipped {path}: {reason}" for path, reason in inputs.skipped]
-    lines.append(f"{len(inputs.skipped)} file(s) skipped, {len(inputs.files)} read")
+    if count:
+        lines.append(f"{len(inputs.skipped)} file(s) skipped, {len(inputs.files)} read")
     return lines
