@@ -132,6 +132,22 @@ def test_trace_show_compressed_view() -> None:
     assert trace.system_prompt in raw
 
 
+def test_trace_show_strategy_implies_the_compressed_view() -> None:
+    """QA-b item 16: ``trace show -s aggressive`` without ``--view compressed`` showed the
+    full view, ignoring -s without a word. -s now means the compressed view; with an
+    explicit ``--view full`` it is one error line."""
+    implied = run("trace", "show", PRODUCT, "-s", "aggressive")
+    assert implied.exit_code == 0, implied.output
+    assert implied.output == run("trace", "show", PRODUCT, "--view", "compressed", "-s",
+                                 "aggressive").output
+    assert implied.output != run("trace", "show", PRODUCT).output
+    assert load_trace(PRODUCT).prompt(4, "aggressive")[1]["content"] in implied.output
+    both = run("trace", "show", PRODUCT, "--view", "full", "-s", "aggressive")
+    assert both.exit_code == 2
+    assert both.output == ("Error: -s/--strategy chooses the prompts of --view compressed; "
+                           "--view full shows the turns as they ran: drop one of them\n")
+
+
 def test_help_lists_every_command() -> None:
     result = run("--help")
     for command in ("render", "plugins", "trace", "templates"):

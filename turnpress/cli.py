@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from turnpress.core.compression import get_strategy
 from turnpress.core.errors import printable
@@ -457,18 +458,25 @@ def trace() -> None:
 
 @trace.command("show")
 @click.argument("path", metavar="TRACE")
-@click.option("--view", type=click.Choice(["full", "compressed"]), default="full",
-              show_default=True, help="full: every turn as it ran; compressed: the prompt "
-              "each turn was given, then its reply.")
+@click.option("--view", type=click.Choice(["full", "compressed"]), default=None,
+              help="full (the default): every turn as it ran; compressed (the default "
+              "with -s): the prompt each turn was given, then its reply.")
 @click.option("--raw", is_flag=True, help="Show raw LLM responses and the system prompt.")
 @click.option("--strategy", "-s", default=DEFAULT_STRATEGY, show_default=True,
               metavar="NAME[:k=v,...]|none",
-              help="Strategy for --view compressed; none: the full history (full-history).")
+              help="Strategy of the compressed view (-s alone means --view compressed); "
+                   "none: the full history (full-history).")
 @templates_option
-def trace_show(path: str, view: str, raw: bool, strategy: str,
+def trace_show(path: str, view: str | None, raw: bool, strategy: str,
                template_dirs: tuple[str, ...]) -> None:
     """Show the turns of the run(s) in TRACE (a file, a bundled trace's name, a
     directory read recursively, or a glob pattern such as 'logs/**/*.jsonl')."""
+    given = click.get_current_context().get_parameter_source("strategy") \
+        is not ParameterSource.DEFAULT
+    if given and view == "full":
+        raise CLIError("-s/--strategy chooses the prompts of --view compressed; --view full "
+                       "shows the turns as they ran: drop one of them")
+    view = view or ("compressed" if given else "full")
     chosen = choose_strategy(strategy)
     for tr in load_traces_or_examples((path,)):
         echo(run_strategy(chosen, lambda tr=tr: describe_trace(
