@@ -20,7 +20,13 @@ from integration_checks import (
     run_readme_block,
     saved_percent,
 )
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_openai_messages
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    convert_to_openai_messages,
+)
 
 from turnpress.compress import count_tokens
 from turnpress.integrations._common import CompressOptions, provider_of
@@ -28,7 +34,9 @@ from turnpress.integrations.langchain import (
     LangChainCompressor,
     TurnpressMiddleware,
     compress_messages,
+    from_openai,
     pre_model_hook,
+    to_openai,
 )
 
 example = load_example("langchain_agent")
@@ -277,3 +285,88 @@ class _SmolModel:
     ("anthropic:claude-3-5-haiku", "anthropic"), ("mistral-large", None), (None, None)])
 def test_provider_of_a_model_name(model, provider):
     assert provider_of(model) == provider
+
+
+THINKING = {"type": "thinking", "thinking": "The file is short.", "signature": "c2ln"}
+REDACTED = {"type": "redacted_thinking", "data": "ZW5j"}
+
+
+def thinking_run() -> list[BaseMessage]:
+    """A run as ChatAnthropic with extended thinking keeps it: each AIMessage's content
+    holds its thinking blocks (signature and all) before its text."""
+    return [HumanMessage("Count the files."),
+            AIMessage([THINKING, REDACTED, {"type": "text", "text": "Listing."}],
+                      tool_calls=[{"name": "ls", "args": {}, "id": "c1"}]),
+            ToolMessage("a\nb", tool_call_id="c1"),
+            AIMessage([dict(THINKING, thinking="Two files.")],
+                      tool_calls=[{"name": "wc", "args": {"path": "a"}, "id": "c2"}]),
+            ToolMessage("Error: no wc", tool_call_id="c2", status="error")]
+
+
+@pytest.mark.parametrize("strategy", [True, "full-history", "observation-masking",
+                                      "rolling-window", "single-user-coalesced"])
+def test_anthropic_thinking_blocks_are_kept(strategy):
+    """ChatAnthropic's ``thinking`` / ``redacted_thinking`` content blocks go to the
+    strategy as ``thinking_blocks`` (where turnpress keeps Anthropic thinking) and come
+    back in the AIMessage's content, first, as given; the newest AIMessage (the one the
+    pending tool result answers, whose thinking Anthropic requires) is sent whole."""
+    messages = thinking_run()
+    sent = compress_messages(messages, strategy=strategy)
+    assert messages == thinking_run()  # not changed in place
+    if strategy == "full-history":
+        assert sent == messages
+    if strategy != "single-user-coalesced":
+        assert sent[-2].content == messages[-2].content
+        assert sent[-2].tool_calls == messages[-2].tool_calls
+    for message in sent:
+        if isinstance(message, AIMessage) and isinstance(message.content, list):
+            blocks = [b for b in message.content if b["type"] != "text"]
+            assert blocks in ([THINKING, REDACTED], [dict(THINKING, thinking="Two files.")])
+
+
+def test_thinking_blocks_survive_the_openai_shape_and_back():
+    forms = to_openai(thinking_run())
+    assert forms[1]["thinking_blocks"] == [THINKING, REDACTED]
+    assert forms[1]["content"] == [{"type": "text", "text": "Listing."}]
+    assert forms[3]["thinking_blocks"] == [dict(THINKING, thinking="Two files.")]
+    assert forms[3]["content"] is None
+    back = from_openai(forms)
+    assert [m.content for m in back] == [m.content for m in thinking_run()]
+    compressor = LangChainCompressor("observation-masking")
+    compressor.extend(thinking_run())
+    assert compressor.messages() == thinking_run()
+
+
+class ThinkingModel(example.ScriptedModel):
+    """The example's scripted model, answering as ChatAnthropic with extended thinking
+    does: each AIMessage's content starts with a signed ``thinking`` block."""
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        result = super()._generate(messages, stop, run_manager, **kwargs)
+        reply = result.generations[0].message
+        text = [{"type": "text", "text": reply.content}] if reply.content else []
+        reply.content = [dict(THINKING, thinking=f"Call {len(self.requests)}."), *text]
+        return result
+
+
+def test_an_agent_whose_model_thinks_runs_with_the_middleware():
+    """End to end through ``create_agent``: every request the model gets holds its
+    newest AIMessage as the model wrote it, thinking block first."""
+    from langchain.agents import create_agent
+
+    model = ThinkingModel(paths=["src/part_00.py", "nope.py", "src/part_01.py"])
+    repo = example.repository(2)
+
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return repo.get(path, f"Error: no such file {path!r}")
+
+    agent = create_agent(model, [read_file], system_prompt=example.SYSTEM,
+                         middleware=[TurnpressMiddleware()])
+    state = agent.invoke({"messages": [{"role": "user", "content": example.MISSION}]})
+    assert len(state["messages"]) == 8
+    assert len(model.requests) == 4
+    for k, request in enumerate(model.requests[1:], 1):
+        newest = [m for m in request if isinstance(m, AIMessage)][-1]
+        assert newest.content[0] == dict(THINKING, thinking=f"Call {k}.")
+        assert newest.tool_calls == state["messages"][2 * k - 1].tool_calls

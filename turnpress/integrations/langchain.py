@@ -16,7 +16,11 @@ LangChain agents keep their state as ``langchain_core`` messages. This module
 converts them to the OpenAI chat shape turnpress reads and back, with
 langchain-core's own converters (``convert_to_openai_messages``,
 ``convert_to_messages``), so ``AIMessage.tool_calls`` and ``ToolMessage`` ids
-survive the trip.
+survive the trip. ChatAnthropic's extended thinking (an ``AIMessage`` whose content
+holds ``thinking`` / ``redacted_thinking`` blocks, signature and all) becomes the
+message's ``thinking_blocks``, where turnpress keeps Anthropic thinking in the OpenAI
+shape (as it does for Anthropic input), and comes back as those blocks, first in the
+``AIMessage``'s content, as ChatAnthropic wrote them.
 
 What the OpenAI shape has no place for (a message's ``id``, ``name``,
 ``response_metadata``, ``additional_kwargs``, a ``ToolMessage``'s ``status`` and
@@ -35,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from turnpress.compress import Compressor
 from turnpress.core.pricing import CacheRules, Price
 from turnpress.integrations._common import CompressOptions, compress_chat, message_key
+from turnpress.plugins.readers.anthropic_messages import THINKING_BLOCKS
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -58,14 +63,45 @@ def _core() -> Any:
 
 
 def to_openai(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
-    """``BaseMessage``s as OpenAI chat messages (dicts)."""
-    return list(_core().convert_to_openai_messages(list(messages)))
+    """``BaseMessage``s as OpenAI chat messages (dicts); an ``AIMessage``'s thinking
+    blocks as its ``thinking_blocks`` (see the module docstring)."""
+    return [_thinking_apart(m) for m in _core().convert_to_openai_messages(list(messages))]
 
 
 def from_openai(messages: Sequence[dict[str, Any]]) -> list[BaseMessage]:
     """OpenAI chat messages as ``BaseMessage``s (``SystemMessage``, ``HumanMessage``,
-    ``AIMessage`` with ``tool_calls``, ``ToolMessage``)."""
-    return list(_core().convert_to_messages([dict(m) for m in messages]))
+    ``AIMessage`` with ``tool_calls`` and its ``thinking_blocks`` first in its content,
+    ``ToolMessage``)."""
+    return list(_core().convert_to_messages([_thinking_back(m) for m in messages]))
+
+
+def _thinking_apart(message: dict[str, Any]) -> dict[str, Any]:
+    """An assistant message with its content's thinking blocks as ``thinking_blocks``
+    (its content the other parts; ``None`` when none are left and it calls tools)."""
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return message
+    thinking = [p for p in content if isinstance(p, dict) and p.get("type") in THINKING_BLOCKS]
+    if not thinking:
+        return message
+    rest = [p for p in content if not (isinstance(p, dict)
+                                       and p.get("type") in THINKING_BLOCKS)]
+    empty = None if message.get("tool_calls") else ""
+    return {**message, "content": rest or empty, "thinking_blocks": thinking}
+
+
+def _thinking_back(message: dict[str, Any]) -> dict[str, Any]:
+    """A chat message for ``convert_to_messages``: ``thinking_blocks`` put back first in
+    its content (as ChatAnthropic holds them)."""
+    out = dict(message)
+    thinking = out.pop("thinking_blocks", None)
+    if not thinking:
+        return out
+    content = out.get("content")
+    parts = (list(content) if isinstance(content, list)
+             else [{"type": "text", "text": content}] if content else [])
+    out["content"] = [*(dict(b) for b in thinking), *parts]
+    return out
 
 
 def _given_back(sent: Sequence[dict[str, Any]], originals: Sequence[BaseMessage],
