@@ -370,3 +370,33 @@ def test_an_agent_whose_model_thinks_runs_with_the_middleware():
         newest = [m for m in request if isinstance(m, AIMessage)][-1]
         assert newest.content[0] == dict(THINKING, thinking=f"Call {k}.")
         assert newest.tool_calls == state["messages"][2 * k - 1].tool_calls
+
+
+def test_dicts_and_tuples_are_read_as_langchain_reads_them():
+    """What LangChain's ``convert_to_messages`` takes (dicts, ``(role, content)``
+    tuples, strings) is taken, and given back as ``BaseMessage``s."""
+    assert compress_messages([{"role": "user", "content": "hi"}]) == [HumanMessage("hi")]
+    run = [("user", "Count the files."),
+           {"role": "assistant", "content": "", "tool_calls": [
+               {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+           {"role": "tool", "tool_call_id": "c1", "content": "a\nb"}]
+    sent = compress_messages(run, strategy="full-history")
+    assert [type(m) for m in sent] == [HumanMessage, AIMessage, ToolMessage]
+    assert sent[1].tool_calls == [{"name": "ls", "args": {}, "id": "c1", "type": "tool_call"}]
+    compressor = LangChainCompressor("full-history")
+    compressor.extend(run)
+    compressor.add("Now count the lines.")
+    assert compressor.messages() == [*sent, HumanMessage("Now count the lines.")]
+
+
+@pytest.mark.parametrize(("messages", "problem"), [
+    ("hi", "a list of messages .*, got str$"),
+    (HumanMessage("hi"), "a list of messages .*, got HumanMessage$"),
+    ({"role": "user", "content": "hi"}, "a list of messages .*, got dict$"),
+    ([HumanMessage("hi"), 42], "message 1 is not one LangChain can read: Unsupported"),
+    ([{"role": "user"}], "message 0 is not one LangChain can read: Message dict must "
+                         "contain 'role' and 'content'")])
+def test_what_is_no_message_list_is_a_type_error_saying_what_to_pass(messages, problem):
+    with pytest.raises(TypeError, match=r"compress_messages: .*" + problem) as caught:
+        compress_messages(messages)
+    assert "BaseMessages" in str(caught.value) and "\n" not in str(caught.value)

@@ -22,6 +22,12 @@ message's ``thinking_blocks``, where turnpress keeps Anthropic thinking in the O
 shape (as it does for Anthropic input), and comes back as those blocks, first in the
 ``AIMessage``'s content, as ChatAnthropic wrote them.
 
+:func:`compress_messages` and :class:`LangChainCompressor` take, besides
+``BaseMessage``s, what LangChain's ``convert_to_messages`` takes (``{"role",
+"content"}`` dicts in the OpenAI shape, ``(role, content)`` tuples, strings as human
+messages) and give back ``BaseMessage``s; anything else is a ``TypeError`` saying
+what to pass.
+
 What the OpenAI shape has no place for (a message's ``id``, ``name``,
 ``response_metadata``, ``additional_kwargs``, a ``ToolMessage``'s ``status`` and
 ``artifact``) is given back from the caller's messages: a message the strategy
@@ -33,7 +39,7 @@ ChatAnthropic sends as ``is_error``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from turnpress.compress import Compressor
@@ -49,8 +55,8 @@ try:  # the middleware needs langchain >= 1.0; the list functions need langchain
 except ImportError:  # pragma: no cover - depends on the environment
     AgentMiddleware = None  # type: ignore[assignment,misc]
 
-__all__ = ["LangChainCompressor", "TurnpressMiddleware", "compress_messages", "from_openai",
-           "pre_model_hook", "to_openai"]
+__all__ = ["MESSAGES_TAKEN", "LangChainCompressor", "TurnpressMiddleware", "as_message",
+           "as_messages", "compress_messages", "from_openai", "pre_model_hook", "to_openai"]
 
 
 def _core() -> Any:
@@ -104,6 +110,34 @@ def _thinking_back(message: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: what the LangChain functions take as messages, as their errors say it
+MESSAGES_TAKEN = ("BaseMessages, or what LangChain's convert_to_messages takes: "
+                  "{'role', 'content'} dicts, (role, content) tuples, strings")
+
+
+def as_messages(messages: Any, where: str) -> list[BaseMessage]:
+    """``messages`` (a list of what :data:`MESSAGES_TAKEN` says) as ``BaseMessage``s,
+    those given as ``BaseMessage``s the same objects; a string, a single message or a
+    message LangChain cannot read is a ``TypeError`` naming ``where``."""
+    if isinstance(messages, (str, bytes, Mapping, tuple, _core().BaseMessage)) \
+            or not isinstance(messages, Iterable):
+        raise TypeError(f"{where}: expected a list of messages ({MESSAGES_TAKEN}), got "
+                        f"{type(messages).__name__}")
+    return [as_message(m, where, k) for k, m in enumerate(messages)]
+
+
+def as_message(message: Any, where: str, index: int = 0) -> BaseMessage:
+    """One message (see :func:`as_messages`; ``index``: its place in the caller's
+    list) as a ``BaseMessage``."""
+    try:
+        [converted] = _core().convert_to_messages([message])
+    except (NotImplementedError, ValueError, TypeError) as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TypeError(f"{where}: message {index} is not one LangChain can read: {problem} "
+                        f"(pass {MESSAGES_TAKEN})") from None
+    return converted
+
+
 def _given_back(sent: Sequence[dict[str, Any]], originals: Sequence[BaseMessage],
                 forms: Sequence[dict[str, Any]]) -> list[BaseMessage]:
     """``sent`` (OpenAI messages) as ``BaseMessage``s, with what the OpenAI shape lost
@@ -127,7 +161,7 @@ def _given_back(sent: Sequence[dict[str, Any]], originals: Sequence[BaseMessage]
     return out
 
 
-def compress_messages(messages: Sequence[BaseMessage], *, strategy: Any = True,
+def compress_messages(messages: Sequence[Any], *, strategy: Any = True,
                       tools: Any = None, turns_left: int | None = None,
                       cache: str | CacheRules | None = None, price: str | Price | None = None,
                       model: Any = None) -> list[BaseMessage]:
@@ -137,9 +171,11 @@ def compress_messages(messages: Sequence[BaseMessage], *, strategy: Any = True,
     ``status="error"`` makes its turn a failed one for the strategy. ``cache`` and
     ``price`` are handed to ``compress()``; without ``cache``, the provider of
     ``model`` (the chat model the messages go to) where it can be told, else
-    ``openai``."""
+    ``openai``. ``messages`` may hold what LangChain's ``convert_to_messages`` takes
+    (dicts, ``(role, content)`` tuples, strings); anything else is a ``TypeError``."""
     options = CompressOptions(strategy, cache=cache, price=price, where="compress_messages")
-    return _compressed(messages, options, tools=tools, turns_left=turns_left, model=model)
+    return _compressed(as_messages(messages, "compress_messages"), options, tools=tools,
+                       turns_left=turns_left, model=model)
 
 
 def _compressed(messages: Sequence[BaseMessage], options: CompressOptions, *,
@@ -201,17 +237,20 @@ class LangChainCompressor:
         self._originals: list[BaseMessage] = []
         self._forms: list[dict[str, Any]] = []
 
-    def add(self, message: BaseMessage) -> None:
-        """Append one message (its OpenAI form is read)."""
+    def add(self, message: Any) -> None:
+        """Append one message (its OpenAI form is read): a ``BaseMessage`` or what
+        LangChain's ``convert_to_messages`` takes (a dict, a ``(role, content)``
+        tuple, a string); anything else is a ``TypeError``."""
+        message = as_message(message, "LangChainCompressor.add")
         forms = to_openai([message])
         self.compressor.extend(forms)
         if len(forms) == 1:
             self._originals.append(message)
             self._forms.extend(forms)
 
-    def extend(self, messages: Sequence[BaseMessage]) -> None:
-        """``add`` each of ``messages``."""
-        for message in messages:
+    def extend(self, messages: Sequence[Any]) -> None:
+        """``add`` each of ``messages`` (a list, as :func:`compress_messages` takes)."""
+        for message in as_messages(messages, "LangChainCompressor.extend"):
             self.add(message)
 
     def messages(self, *, turns_left: int | None = None) -> list[BaseMessage]:
