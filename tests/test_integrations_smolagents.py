@@ -267,3 +267,92 @@ def read_file_of_the_example(path: str) -> str:
         path: the file's path
     """
     return example.repository(6)[path]
+
+
+class PlanningModel(Model):
+    """A scripted smolagents model for a ``CodeAgent``: the given code, one step at a
+    time; a planning call (stop sequence ``<end_plan>``) gets ``PLAN n``."""
+
+    def __init__(self, codes: list[str]) -> None:
+        super().__init__(model_id="scripted")
+        self.codes = list(codes)
+        self.plans = 0
+        self.requests: list = []
+
+    def generate(self, messages, stop_sequences=None, response_format=None,
+                 tools_to_call_from=None, **kwargs):
+        if stop_sequences and "<end_plan>" in stop_sequences:
+            self.plans += 1
+            return ChatMessage(role=MessageRole.ASSISTANT,
+                               content=f"PLAN {self.plans}: read the next files.")
+        request = self._prepare_completion_kwargs(
+            messages=messages, stop_sequences=stop_sequences,
+            response_format=response_format, tools_to_call_from=tools_to_call_from, **kwargs)
+        self.requests.append(request["messages"])
+        return ChatMessage(role=MessageRole.ASSISTANT,
+                           content=f"Thought: go on.\n<code>\n{self.codes.pop(0)}\n</code>")
+
+
+def reads(*paths: str) -> list[str]:
+    """The code of one step per path: read it, print its first line."""
+    return [f'text = read_file(path="{p}")\nprint(text.splitlines()[0])' for p in paths]
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file.
+
+    Args:
+        path: the file's path
+    """
+    return "\n".join(f"{path}: LIMIT_{k} = {k * 11}" for k in range(30))
+
+
+def check_in_order(request: list[dict], groups: list[list[str]]) -> None:
+    """Every mention of each group's words in ``request`` comes after every mention of
+    the words of the groups before it (those the request mentions)."""
+    said = text(request)
+    spans = [[(said.find(w), said.rfind(w)) for w in group if w in said] for group in groups]
+    spans = [s for s in spans if s]
+    for before, after in pairwise(spans):
+        assert max(last for _, last in before) < min(first for first, _ in after), (
+            before, after, said)
+
+
+def test_steps_after_a_plan_are_never_shown_before_it():
+    """``planning_interval=3``: the steps taken after the second plan are folded into a
+    view of their own, after that plan, so the model sees the steps and plans in the
+    order they happened; the view of the steps before it is left as it was."""
+    model = PlanningModel([*reads(*(f"f{k}.py" for k in range(5))), 'final_answer("ok")'])
+    memory = TurnpressMemory()
+    agent = CodeAgent(tools=[read_file], model=model, step_callbacks=[memory],
+                      verbosity_level=-1, max_steps=10, planning_interval=3)
+    assert agent.run("Read five files.") == "ok"
+    kinds = [type(s).__name__ for s in agent.memory.steps]
+    assert kinds == ["TaskStep", "PlanningStep", "TurnpressView", "PlanningStep",
+                     "TurnpressView", "ActionStep"]
+    assert [s.step_number for s in agent.memory.steps[2].steps] == [1, 2, 3]
+    assert [s.step_number for s in agent.memory.steps[4].steps] == [4, 5]
+    assert len(memory.steps) == 6
+    for request in model.requests:
+        check_in_order(request, [["PLAN 1"], ["f0.py", "f1.py", "f2.py"], ["PLAN 2"],
+                                 ["f3.py", "f4.py"]])
+    assert "f3.py" in text(model.requests[-1]) and "PLAN 2" in text(model.requests[-1])
+
+
+def test_the_steps_of_a_second_task_come_after_it():
+    """``agent.run(..., reset=False)``: the steps of the first task stay in their view,
+    before the second ``TaskStep``; the second task's steps follow it."""
+    model = PlanningModel([*reads("a.py", "b.py"), 'final_answer("one")',
+                           *reads("c.py"), 'final_answer("two")'])
+    agent = CodeAgent(tools=[read_file], model=model, step_callbacks=[TurnpressMemory()],
+                      verbosity_level=-1, max_steps=10)
+    assert agent.run("Task one: read a.py and b.py.") == "one"
+    assert agent.run("Task two: read c.py.", reset=False) == "two"
+    kinds = [type(s).__name__ for s in agent.memory.steps]
+    assert kinds == ["TaskStep", "TurnpressView", "TaskStep", "TurnpressView", "ActionStep"]
+    assert [s.step_number for s in agent.memory.steps[1].steps] == [1, 2, 3]
+    for request in model.requests:
+        check_in_order(request, [["Task one"], ["a.py", "b.py", '"one"'], ["Task two"],
+                                 ["c.py"]])
+    assert "c.py" in text(model.requests[-1])

@@ -11,10 +11,23 @@ agent runs is a step callback; :class:`TurnpressMemory` is one::
     agent = CodeAgent(tools=..., model=..., step_callbacks=[TurnpressMemory()])
 
 After each step it replaces the *old* ``ActionStep``\\ s in ``agent.memory.steps``
-with one :class:`TurnpressView` step: the strategy's rendering of those steps as
+with :class:`TurnpressView` steps: the strategy's rendering of those steps as
 turnpress turns. The newest step stays as smolagents wrote it (the model sees its
 last code and that code's observation or error exactly), the ``TaskStep`` (the
-mission) and planning steps stay as they are. Each ``ActionStep`` becomes a turn:
+mission) and planning steps stay as they are.
+
+What the model sees keeps the order of the steps. A view stands for one *run* of
+consecutive old ``ActionStep``\\ s: a ``PlanningStep`` (``planning_interval=``) or a
+``TaskStep`` (the next task of ``agent.run(..., reset=False)``) ends the run, and the
+steps after it go into a view of their own, after it. So each plan comes before the
+steps taken under it and each task before its own steps (whose numbers start again at
+1), as smolagents wrote them. A view that no later step joins is left as it is, never
+rendered again: the prompt before the newest plan or task does not change, which is
+what a provider's prompt cache rewards. The price is one view per plan or task (each
+lists what its steps defined and called) instead of one for the whole run; between
+plans, where most of a run's steps are, the compression is that of one view.
+
+Each ``ActionStep`` becomes a turn:
 
 - ``program``: ``code_action`` (the coalesced views drop it; ``full-history``
   shows it); a ``ToolCallingAgent``'s step has its tool calls as Python calls;
@@ -158,7 +171,8 @@ class TurnpressMemory:
     """A smolagents step callback: ``CodeAgent(..., step_callbacks=[TurnpressMemory()])``.
 
     After each ``ActionStep`` it replaces the older ``ActionStep``\\ s of
-    ``agent.memory.steps`` with a :class:`TurnpressView` (see the module docstring),
+    ``agent.memory.steps`` with a :class:`TurnpressView` for each run of them between
+    plans and tasks (see the module docstring),
     so the next ``write_memory_to_messages()`` (the model's input) holds the
     strategy's view of them. ``strategy`` is anything :func:`turnpress.normalize`
     accepts (an unknown one is a ``ValueError`` here). ``cache`` (``"openai"`` /
@@ -190,23 +204,42 @@ class TurnpressMemory:
         self._rewrite(agent.memory, step, tools, getattr(agent, "model", None))
 
     def _rewrite(self, memory: Any, newest: ActionStep, tools: Any, model: Any = None) -> None:
-        """Replace the old action steps (all in memory: ``newest`` is appended by
-        smolagents after its callbacks) by one view of them, where the first was. A
-        step this callback did not see (added before it) is read without variables."""
-        steps = memory.steps
-        old = [k for k, s in enumerate(steps)
-               if isinstance(s, (ActionStep, TurnpressView)) and s is not newest]
-        if not old:
-            return
+        """Replace each run of old action steps (steps and views in a row; ``newest`` is
+        appended by smolagents after its callbacks) by one view of them, where the run
+        was; a run that is one view already is left as it is (see the module
+        docstring)."""
+        steps: list[MemoryStep] = []
+        for fold, run in _runs(memory.steps, newest):
+            if fold and not (len(run) == 1 and isinstance(run[0], TurnpressView)):
+                steps.append(self._view(run, memory, tools, model))
+            else:
+                steps.extend(run)
+        memory.steps = steps
+
+    def _view(self, run: list[MemoryStep], memory: Any, tools: Any, model: Any = None
+              ) -> TurnpressView:
+        """One view of the action steps ``run`` holds (its steps and those of its
+        views). A step this callback did not see (added before it) is read without
+        variables."""
         replaced: list[ActionStep] = []
-        for k in old:
-            s = steps[k]
-            replaced.extend(s.steps if isinstance(s, TurnpressView) else [s])
+        for s in run:
+            replaced.extend(s.steps if isinstance(s, TurnpressView) else [s]
+                            if isinstance(s, ActionStep) else [])
         turns = [self._turn.get(id(s)) or turn_of(s, tools=tools) for s in replaced]
         keywords = self.options.keywords(model)
         rendered = render(turns, mission="", system_prompt=memory.system_prompt.system_prompt,
                           turns_left=None, compression=keywords.pop("strategy"), **keywords)
-        view = TurnpressView(replaced, [m for m in rendered if m["role"] != "system"])
-        keep = [s for k, s in enumerate(steps) if k not in set(old)]
-        keep.insert(old[0], view)
-        memory.steps = keep
+        return TurnpressView(replaced, [m for m in rendered if m["role"] != "system"])
+
+
+def _runs(steps: list[MemoryStep], newest: ActionStep) -> list[tuple[bool, list[MemoryStep]]]:
+    """``steps`` in runs, in order: each run of old action steps and views in a row
+    (``True``), and each other step alone (``False``)."""
+    runs: list[tuple[bool, list[MemoryStep]]] = []
+    for step in steps:
+        fold = isinstance(step, (ActionStep, TurnpressView)) and step is not newest
+        if fold and runs and runs[-1][0]:
+            runs[-1][1].append(step)
+        else:
+            runs.append((fold, [step]))
+    return runs
