@@ -253,7 +253,8 @@ def test_a_tool_calling_agent_gets_the_view_of_its_tool_calls():
     assert "LIMIT_5_59 = 559" in last  # the newest step's observation, as written
     assert last.count("Calling tools:") == 1  # the newest step's only
     after_error = text(model.requests[4])  # the failed step, old now, as a delta
-    assert ";; Turn 3 ran (code omitted)" in after_error
+    assert ";; Turn 3\n;; No tool calls made\nError: " in after_error
+    assert ';; Turn 2 called read_file_of_the_example({:path "src/part_02.py"})' in after_error
     assert "Error: Error executing tool 'read_file_of_the_example' with arguments {'path': " \
         "'src/nope.py'}: KeyError" in after_error
     # a step without code has its tool calls as its program
@@ -356,3 +357,21 @@ def test_the_steps_of_a_second_task_come_after_it():
         check_in_order(request, [["Task one"], ["a.py", "b.py", '"one"'], ["Task two"],
                                  ["c.py"]])
     assert "c.py" in text(model.requests[-1])
+
+
+@pytest.mark.parametrize("strategy", ["price-scheduled", "checkpoint-coalesced"])
+def test_a_step_without_code_is_not_said_to_have_code(strategy):
+    """A ``ToolCallingAgent`` writes no code: its old steps are not "ran (code omitted)"
+    but the tool calls they made; a ``CodeAgent``'s steps still are."""
+    model = ToolCallingModel(name="read_file_of_the_example")
+    agent = ToolCallingAgent(tools=[tool(read_file_of_the_example)], model=model,
+                             verbosity_level=-1, step_callbacks=[TurnpressMemory(strategy)])
+    assert agent.run("Read the files.") == "done"
+    said = "\n".join(text(r) for r in model.requests)
+    assert "code omitted" not in said
+    assert ";; Turn 1" in said and 'read_file_of_the_example({:path "src/part_01.py"})' in said
+    coder = PlanningModel([*reads("a.py", "b.py"), 'final_answer("ok")'])
+    agent = CodeAgent(tools=[read_file], model=coder, verbosity_level=-1,
+                      step_callbacks=[TurnpressMemory(strategy)])
+    assert agent.run("Read two files.") == "ok"
+    assert ";; Turn 1 ran (code omitted)" in text(coder.requests[-1])

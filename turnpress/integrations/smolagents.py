@@ -41,6 +41,12 @@ Each ``ActionStep`` becomes a turn:
 - a step with ``error`` is a failed turn (reason: the error's class, message: its
   text), which the coalesced views show while it is the latest.
 
+A ``ToolCallingAgent`` writes no code, so a view of steps none of which has code is
+rendered with the templates in ``smolagents_templates/`` next to this module (passed as
+``template_dirs``): its deltas name each step's tool calls where the strategies'
+own templates say "ran (code omitted)" (``price-scheduled``, ``checkpoint-coalesced``).
+They take the place of a ``TURNPRESS_TEMPLATES`` override of those two names.
+
 Images of old steps (``observations_images``) are not in the view (a coalesced
 view is text). Nothing is lost: the view keeps the ``ActionStep``\\ s it replaced
 (``TurnpressView.steps``) and the callback keeps every step (``TurnpressMemory.steps``).
@@ -52,6 +58,7 @@ import ast
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 try:
@@ -69,6 +76,8 @@ from turnpress.integrations._common import CompressOptions
 __all__ = ["TurnpressMemory", "TurnpressView", "turn_of"]
 
 LOGS = "Execution logs:\n"
+#: the templates of a view of steps without code (see the module docstring)
+NO_CODE_TEMPLATES = Path(__file__).resolve().parent / "smolagents_templates"
 LAST_OUTPUT = "Last output from code snippet:\n"
 _ROLES = {"user": MessageRole.USER, "assistant": MessageRole.ASSISTANT,
           "system": MessageRole.SYSTEM, "developer": MessageRole.SYSTEM,
@@ -220,15 +229,18 @@ class TurnpressMemory:
               ) -> TurnpressView:
         """One view of the action steps ``run`` holds (its steps and those of its
         views). A step this callback did not see (added before it) is read without
-        variables."""
+        variables; steps that all wrote no code are rendered with
+        :data:`NO_CODE_TEMPLATES`."""
         replaced: list[ActionStep] = []
         for s in run:
             replaced.extend(s.steps if isinstance(s, TurnpressView) else [s]
                             if isinstance(s, ActionStep) else [])
         turns = [self._turn.get(id(s)) or turn_of(s, tools=tools) for s in replaced]
         keywords = self.options.keywords(model)
+        no_code = all(s.code_action is None for s in replaced)
         rendered = render(turns, mission="", system_prompt=memory.system_prompt.system_prompt,
-                          turns_left=None, compression=keywords.pop("strategy"), **keywords)
+                          turns_left=None, compression=keywords.pop("strategy"),
+                          template_dirs=(NO_CODE_TEMPLATES,) if no_code else (), **keywords)
         return TurnpressView(replaced, [m for m in rendered if m["role"] != "system"])
 
 
