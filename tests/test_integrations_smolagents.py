@@ -375,3 +375,20 @@ def test_a_step_without_code_is_not_said_to_have_code(strategy):
                       step_callbacks=[TurnpressMemory(strategy)])
     assert agent.run("Read two files.") == "ok"
     assert ";; Turn 1 ran (code omitted)" in text(coder.requests[-1])
+
+
+def test_a_users_template_override_wins_over_the_no_code_templates(tmp_path, monkeypatch):
+    """The integration's templates for steps without code come after the user's own
+    TURNPRESS_TEMPLATES directories: an override of the same name is still the one used."""
+    (tmp_path / "price_scheduled").mkdir()
+    (tmp_path / "price_scheduled" / "compact_call.j2").write_text(
+        ";; Turn {{ number }} (the user's own template)", encoding="utf-8")
+    monkeypatch.setenv("TURNPRESS_TEMPLATES", str(tmp_path))
+    model = ToolCallingModel(name="read_file_of_the_example")
+    agent = ToolCallingAgent(tools=[tool(read_file_of_the_example)], model=model,
+                             verbosity_level=-1,
+                             step_callbacks=[TurnpressMemory("price-scheduled")])
+    assert agent.run("Read the files.") == "done"
+    said = "\n".join(text(r) for r in model.requests)
+    assert ";; Turn 1 (the user's own template)" in said
+    assert "Turn 1 called" not in said

@@ -45,7 +45,8 @@ A ``ToolCallingAgent`` writes no code, so a view of steps none of which has code
 rendered with the templates in ``smolagents_templates/`` next to this module (passed as
 ``template_dirs``): its deltas name each step's tool calls where the strategies'
 own templates say "ran (code omitted)" (``price-scheduled``, ``checkpoint-coalesced``).
-They take the place of a ``TURNPRESS_TEMPLATES`` override of those two names.
+A ``TURNPRESS_TEMPLATES`` override of those two names still wins: the user's
+directories are searched first.
 
 Images of old steps (``observations_images``) are not in the view (a coalesced
 view is text). Nothing is lost: the view keeps the ``ActionStep``\\ s it replaced
@@ -71,6 +72,7 @@ except ImportError:  # pragma: no cover - tested in a subprocess
 from turnpress.core.compression import Compression, render
 from turnpress.core.model import Failure, ToolCall, Turn
 from turnpress.core.pricing import CacheRules, Price
+from turnpress.core.templates import resolve_template_dirs
 from turnpress.integrations._common import CompressOptions
 
 __all__ = ["TurnpressMemory", "TurnpressView", "turn_of"]
@@ -240,7 +242,8 @@ class TurnpressMemory:
         no_code = all(s.code_action is None for s in replaced)
         rendered = render(turns, mission="", system_prompt=memory.system_prompt.system_prompt,
                           turns_left=None, compression=keywords.pop("strategy"),
-                          template_dirs=(NO_CODE_TEMPLATES,) if no_code else (), **keywords)
+                          template_dirs=(*resolve_template_dirs(), NO_CODE_TEMPLATES)
+                          if no_code else (), **keywords)
         return TurnpressView(replaced, [m for m in rendered if m["role"] != "system"])
 
 
