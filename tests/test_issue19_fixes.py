@@ -131,6 +131,23 @@ def test_openai_shape_sends_only_message_fields_and_string_arguments(tmp_path):
     assert load_trace(path).turns[0].messages[0]["provider_specific_fields"] == {"x": 1}
 
 
+
+def test_full_history_keeps_what_openai_compatible_apis_take_back() -> None:
+    """A reasoning model's ``reasoning_content`` (DeepSeek, vLLM: required back with its
+    tool calls) or ``reasoning`` (OpenRouter), and a tool message's ``name`` (Mistral,
+    Gemini), are sent as given: full-history gives the input back (it dropped them)."""
+    from turnpress import compress
+
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": None, "reasoning_content": "I think...",
+                 "tool_calls": [{"id": "a", "type": "function",
+                                 "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "a", "name": "f", "content": "r"},
+                {"role": "assistant", "content": "done", "reasoning": "short"},
+                {"role": "user", "content": "next"}]
+    assert compress(messages, strategy="full-history") == messages
+
+
 def test_importing_the_same_run_twice_warns_naming_it(tmp_path):
     out = tmp_path / "runs.jsonl"
     source = str(data("openai/request.json"))
@@ -206,7 +223,7 @@ def test_compare_help_shows_none_and_strategies_lists_options():
     assert lines[1].split() == ["window=2", "window", "(>=", "0)", "turns", "kept", "in",
                                 "full"]
     assert [line.split()[0] for line in lines[1:]] == [
-        "window=2", "step=10", "println_limit=15", "tool_call_limit=20", "errors='last'"]
+        "window=2", "step=10", "println_limit=15", "tool_call_limit=20", "errors=last"]
     everything = run("strategies").output
     assert "full-history: " in everything and "  (no options)" in everything
     bad = run("strategies", "nope")

@@ -69,15 +69,19 @@ def format_text(messages: Sequence[Message]) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-#: the fields of an OpenAI chat-completions message, by role (plus LiteLLM's
-#: ``thinking_blocks``, which carries Anthropic thinking in this shape)
+#: the fields of an OpenAI chat-completions message, by role, plus those that
+#: OpenAI-compatible APIs take back: LiteLLM's ``thinking_blocks`` (Anthropic thinking
+#: in this shape), the ``reasoning_content`` (DeepSeek, vLLM, Qwen) or ``reasoning``
+#: (OpenRouter) of a reasoning model, which some require back with its tool calls, and
+#: a tool message's ``name`` (Mistral, Gemini's OpenAI endpoint)
 OPENAI_FIELDS: dict[str, frozenset[str]] = {
     "system": frozenset({"role", "content", "name"}),
     "developer": frozenset({"role", "content", "name"}),
     "user": frozenset({"role", "content", "name"}),
     "assistant": frozenset({"role", "content", "name", "tool_calls", "refusal", "audio",
-                            "function_call", "thinking_blocks"}),
-    "tool": frozenset({"role", "content", "tool_call_id"}),
+                            "function_call", "thinking_blocks", "reasoning_content",
+                            "reasoning"}),
+    "tool": frozenset({"role", "content", "tool_call_id", "name"}),
 }
 
 
