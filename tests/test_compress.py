@@ -296,6 +296,30 @@ def test_an_image_in_the_mission_is_sent_by_every_strategy(name: str) -> None:
                for b in blocks), shaped
 
 
+
+def test_ctx_feedback_of_a_transcript_turn_is_what_came_after_its_call() -> None:
+    """A plugin strategy written as the README's "Writing a strategy" shows the newest
+    turn with ``ctx.feedback``: on a chat transcript that is the tool results and the
+    user's words as sent (it showed "Result: nil", the turn having no REPL result)."""
+
+    class NewestTurn(Strategy):
+        name = "newest-turn-test"
+
+        def to_messages(self, turns, memory, ctx):
+            return [ctx.message("user", "\n\n".join(
+                [ctx.mission, ctx.feedback(turns[-1], ctx.turns_left)]))]
+
+    chat = [{"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "THE RESULT"},
+            {"role": "user", "content": "and then?"}]
+    assert compress(chat, strategy=NewestTurn) == [
+        {"role": "user", "content": "go\n\nTHE RESULT\n\nand then?"}]
+    assert compress(chat, strategy=NewestTurn, turns_left=2)[0]["content"].endswith(
+        "and then?\n\nTurns left: 2")
+
+
 # -- errors (item 4) --------------------------------------------------------------------------
 
 

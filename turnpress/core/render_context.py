@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from turnpress.core.clojure import to_clojure
 from turnpress.core.history import error_message, has_printed, newest_items
+from turnpress.core.message_text import message_body
 from turnpress.core.model import Memory, Message, Tool, Turn
 from turnpress.core.pricing import CACHE_RULES, DEFAULT_CACHE, CacheRules, Price, get_price
 from turnpress.core.registry import PluginError, Registry, get_registry
@@ -385,7 +386,13 @@ class RenderContext:
 
     def feedback(self, turn: Turn, turns_left: int) -> str:
         """What full history shows after a turn: its output, result or error, then
-        the turns-left line for that point."""
+        the turns-left line for that point. A turn of an imported transcript (it has
+        ``messages``) shows what came after its assistant message as sent: its tool
+        results and the user's words, one after the other (it has no REPL output nor
+        result of its own)."""
+        if turn.messages:
+            sent = [message_body(m) for m in turn.messages if m.get("role") != "assistant"]
+            return "\n\n".join(t for t in (*sent, self.turns_left_line(turns_left)) if t)
         return self.template(
             "history/feedback.j2",
             success=turn.success,
