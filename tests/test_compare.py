@@ -219,16 +219,19 @@ def test_a_lossy_plugin_strategy_shows_its_dropped_facts(fresh_registry):
     assert lossy.savings_vs_full_history > 0.5
 
 
+class Broken(Strategy):
+    """A plugin strategy that raises on every prompt after the first."""
+
+    name = "broken"
+
+    def to_messages(self, turns, memory, ctx):
+        if turns:
+            raise KeyError("boom")
+        return [ctx.message("user", ctx.mission)]
+
+
 def test_a_failing_strategy_is_listed_and_the_rest_complete(fresh_registry):
     """Issue 13: a plugin strategy that raises leaves the others' results intact."""
-    class Broken(Strategy):
-        name = "broken"
-
-        def to_messages(self, turns, memory, ctx):
-            if turns:
-                raise KeyError("boom")
-            return [ctx.message("user", ctx.mission)]
-
     _plugin(Broken, "broken-plugin")
     result = compare_traces(PHONE, ["broken", "full-history"], tokenizer="chars4")
     assert [s.label for s in result.compared] == ["full-history"]
@@ -248,14 +251,6 @@ def test_nothing_compared_is_exit_1_with_a_line_saying_why(fresh_registry):
     the JSON) still lists them with their reasons, then one line says nothing was
     compared and the exit code is 1 (it was 0, as if the comparison had succeeded)."""
     from turnpress.core.strategy import StrategyNotApplicable
-
-    class Broken(Strategy):
-        name = "broken"
-
-        def to_messages(self, turns, memory, ctx):
-            if turns:
-                raise KeyError("boom")
-            return [ctx.message("user", ctx.mission)]
 
     class Elsewhere(Strategy):
         name = "elsewhere"
