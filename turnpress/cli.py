@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from turnpress.core.breakpoints import strategy_failure
 from turnpress.core.compression import get_strategy
 from turnpress.core.errors import printable
 from turnpress.core.hooks.strategies import NO_STRATEGY
@@ -189,19 +190,17 @@ def run_strategy(strategy: Any, call: Callable[[], T]) -> T:
 
     A ``ValueError`` (a bad option, a :class:`TemplateProblem`...) or a
     ``PluginError`` becomes a :class:`CLIError`; any other exception from a
-    third-party strategy names the strategy and its plugin. A built-in strategy's
+    third-party strategy names the strategy and its plugin
+    (:func:`~turnpress.core.breakpoints.strategy_failure`). A built-in strategy's
     bug keeps its traceback.
     """
     try:
         return call()
-    except (ValueError, PluginError) as exc:
-        raise fail_cleanly(exc) from None
     except Exception as exc:
-        owner = get_registry().strategy_owner(type(strategy))
-        if owner is None or owner.builtin:
+        problem = strategy_failure(strategy, exc)
+        if problem is None:
             raise
-        raise CLIError(f"strategy {strategy.name!r} of {owner.source} failed: "
-                       f"{type(exc).__name__}: {exc}") from None
+        raise CLIError(problem) from None
 
 
 def resolve_trace_path(arg: str) -> str:

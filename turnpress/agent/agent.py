@@ -22,6 +22,7 @@ from turnpress.agent.step import Step
 from turnpress.agent.system_prompt import system_prompt as default_system_prompt
 from turnpress.core.compression import Compression, normalize
 from turnpress.core.model import Keyword, Tool, coerce_tools
+from turnpress.core.templates import check_templates
 
 __all__ = ["DEFAULT_MAX_TURNS", "INHERIT", "Agent", "AgentToolError", "Settings"]
 
@@ -166,6 +167,7 @@ class Agent:
         if not callable(settings.llm):
             raise TypeError(f"llm must be callable (messages -> str), got "
                             f"{type(settings.llm).__name__}")
+        check_templates(agent.template_dirs)  # a broken override fails here, not mid-run
         prompt = (agent.system_prompt if agent.system_prompt is not None
                   else default_system_prompt(agent.template_dirs))
         return run_loop(mission=mission, llm=settings.llm, tools=agent.tool_map(settings),

@@ -4,7 +4,8 @@ Without ``--llm`` the task's scripted replies are used, so the bundled tasks run
 offline; every step of the command is a library call (``load_task``,
 ``Task.build_agent``, ``Agent.run``, ``Step.to_trace``, ``save_trace``).
 Exit codes: 0 the agent returned, 1 the run ended failed (any failure reason:
-``fail``, ``max_turns``, ``llm_error``), 2 bad input (one ``Error:`` line).
+``fail``, ``max_turns``, ``llm_error``, ``render_error``: the last also as one
+``Error:`` line on stderr), 2 bad input (one ``Error:`` line).
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from rich.console import Console
 from turnpress.agent.agent import INHERIT
 from turnpress.agent.display import RunView
 from turnpress.agent.llm import LLMError, MissingDependencyError, llm_from_spec
+from turnpress.agent.loop import RENDER_ERROR
 from turnpress.agent.mission import expand_mission
 from turnpress.agent.system_prompt import system_prompt
 from turnpress.agent.tasks import DEFAULT_TASK, TaskError, bundled_task_names, load_task
-from turnpress.cli import CLIError, strategy_spec
+from turnpress.cli import CLIError, echo, strategy_spec
 from turnpress.core.compression import normalize
+from turnpress.core.errors import PluginError
+from turnpress.core.templates import check_templates
 from turnpress.core.trace import append_jsonl, save_trace
 
 __all__ = ["run"]
@@ -156,8 +160,9 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
     Exit status:
       0  the agent returned (return ...)
       1  the run ended failed, whatever the reason: the program's (fail ...),
-         max_turns, or llm_error (the LLM call failed, the scripted replies
-         ran out); the trace is still saved with --save-trace
+         max_turns, llm_error (the LLM call failed, the scripted replies
+         ran out) or render_error (a template or a plugin strategy failed
+         after turns ran); the trace is still saved with --save-trace
       2  bad input (one Error: line); nothing was run
     """
     console = Console(highlight=False, soft_wrap=True)
@@ -176,6 +181,7 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
         agent = loaded.build_agent(llm, max_turns=max_turns,
                                    compression=_compression(spec),
                                    template_dirs=template_dirs)
+        check_templates(agent.template_dirs)  # before the header: nothing runs
         prompt = system_prompt(agent.template_dirs)
         mission = expand_mission(agent.mission, agent.data)
         effective = agent.settings()
@@ -189,7 +195,7 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
                 llm=llm_label, strategy=strategy_name, system_prompt=prompt)
     try:
         step = agent.run(system_prompt=prompt, on_turn=view.turn)
-    except ValueError as exc:
+    except (ValueError, PluginError) as exc:  # found before the first LLM call
         raise CLIError(str(exc)) from None
     view.outcome(step)
     if save_trace:
@@ -199,5 +205,7 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
             raise CLIError(f"cannot save the trace to {save_trace}: {exc}") from None
         verb = "appended to" if _appends(Path(save_trace)) else "saved to"
         console.print(f"trace {verb} {save_trace}", soft_wrap=True)
+    if step.failure is not None and step.failure.reason == RENDER_ERROR:
+        echo(f"Error: {step.failure.message}", err=True)  # as render and compare say it
     if not step.success:
         click.get_current_context().exit(1)

@@ -24,6 +24,7 @@ from typing import Any
 from turnpress.agent.llm import LLM, LLMReply, call_llm, llm_pricing
 from turnpress.agent.program import NO_PROGRAM, find_program
 from turnpress.agent.step import Step, sum_usage
+from turnpress.core.breakpoints import strategy_failure
 from turnpress.core.compression import (
     Compression,
     RunState,
@@ -31,16 +32,22 @@ from turnpress.core.compression import (
     prompt_arguments,
     render_with_calls,
 )
+from turnpress.core.errors import PluginError
 from turnpress.core.model import Failure, Message, Tool, Turn, Usage
+from turnpress.core.templates import TemplateProblem
 from turnpress.lisp import run_program
 
-__all__ = ["FAIL_REASON", "TurnObserver", "run_loop"]
+__all__ = ["FAIL_REASON", "RENDER_ERROR", "TurnObserver", "run_loop"]
 
 TurnObserver = Callable[[Turn, list[Message]], None]
 """Called after each turn with the new turn and the messages the LLM was given for it."""
 
 FAIL_REASON = "fail"
 """``Failure.reason`` of a program that called ``(fail reason)``: the run ends."""
+
+RENDER_ERROR = "render_error"
+"""``Failure.reason`` of a run whose next prompt could not be built after turns ran (a
+template problem, a plugin strategy that raised): the run ends, its turns kept."""
 
 
 def run_loop(
@@ -67,7 +74,12 @@ def run_loop(
     (``summary-compaction``) calls the agent's own ``llm`` for its summaries; their
     usage is added to the usage of the turn whose prompt they built
     (``summary_calls``, ``summary_input_tokens``, ``summary_output_tokens``), and a
-    summarization call that fails ends the run with ``llm_error``.
+    summarization call that fails ends the run with ``llm_error``. A prompt that
+    cannot be built (a :class:`TemplateProblem`, a plugin strategy that raised: a
+    ``PluginError`` naming it) raises before the first LLM call, as bad input; once
+    turns ran, it ends the run with :data:`RENDER_ERROR`, naming the template or the
+    strategy and its plugin, so the turns are kept. A built-in strategy's own bug is
+    raised as it is.
     ``on_turn`` (if given) sees each turn as soon as it is appended.
     """
     if max_turns == 1:
@@ -99,11 +111,15 @@ def run_loop(
                                                 template_dirs=template_dirs, cache=cache,
                                                 price=price)
         except Exception as exc:
-            if configure is None:
-                raise
-            return finish(False, failure=Failure(
-                "llm_error", f"the summarization call before turn {len(turns) + 1} "
-                             f"failed: {type(exc).__name__}: {exc}"))
+            failure = _render_failure(strategy, exc, len(turns) + 1,
+                                      summarizes=configure is not None)
+            if failure is None:
+                raise  # a built-in strategy's own bug
+            if not turns and failure.reason == RENDER_ERROR:  # bad input: nothing ran yet
+                if isinstance(exc, (ValueError, PluginError)):
+                    raise
+                raise PluginError(failure.message) from exc
+            return finish(False, failure=failure)
         sent.append(messages)
         try:
             reply: LLMReply = call_llm(llm, messages)
@@ -169,6 +185,17 @@ def with_summary(usage: Usage | None, calls: Iterable[Any]) -> Usage | None:
     return dataclasses.replace(usage,
                                summary_input_tokens=sum(c.input_tokens for c in calls),
                                summary_output_tokens=sum(c.output_tokens for c in calls))
+
+
+def _render_failure(strategy: Any, exc: Exception, number: int, *,
+                    summarizes: bool) -> Failure | None:
+    """Why the prompt of turn ``number`` could not be built, or None for a built-in
+    strategy's bug. A summarizing strategy's other failures are its model call's."""
+    if summarizes and not isinstance(exc, (TemplateProblem, PluginError)):
+        return Failure("llm_error", f"the summarization call before turn {number} failed: "
+                                    f"{type(exc).__name__}: {exc}")
+    problem = strategy_failure(strategy, exc)
+    return None if problem is None else Failure(RENDER_ERROR, problem)
 
 
 def _no_program(reply: str, fenced: bool) -> str:

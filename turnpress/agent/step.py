@@ -24,7 +24,9 @@ class Step:
       is the prompt of turn ``i + 1``; when an LLM call itself failed, its prompt
       is the last entry and has no turn).
     - ``failure``: why the run did not succeed (``None`` on success). Reasons: the
-      program's own ``fail``, ``max_turns``, or ``llm_error``.
+      program's own ``fail``, ``max_turns``, ``llm_error``, or ``render_error`` (the
+      next prompt could not be built: a template problem, a plugin strategy that
+      raised).
     - ``usage``: token counts summed over the calls whose LLM reported them
       (``None`` if none did); ``turn_usage`` holds them per call.
     - ``mission`` (expanded), ``system_prompt``, ``max_turns``, ``tools``, ``data``

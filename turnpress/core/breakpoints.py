@@ -1,13 +1,16 @@
-"""Checking a strategy's ``cache_breakpoints()`` result before a provider shape uses it."""
+"""Checking a strategy's ``cache_breakpoints()`` result before a provider shape uses it,
+and naming a strategy (and its plugin) in what it got wrong."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from turnpress.core.errors import PluginError
 from turnpress.core.registry import get_registry
 
-__all__ = ["BreakpointError", "breakpoint_problem", "check_breakpoints", "strategy_origin"]
+__all__ = ["BreakpointError", "breakpoint_problem", "check_breakpoints", "strategy_failure",
+           "strategy_origin"]
 
 SHAPE = "a list of (message_index: int, offset: int | None) pairs"
 
@@ -55,15 +58,36 @@ def check_breakpoints(raw: Any, count: int, strategy: Any) -> list[tuple[int, in
     return [(index, offset) for index, offset in raw]
 
 
+def _plugin_of(strategy: Any) -> Any:
+    """The third-party plugin that registered ``strategy`` (an instance or its class),
+    or None for a built-in or unregistered one."""
+    cls = strategy if isinstance(strategy, type) else type(strategy)
+    try:
+        owner = get_registry().strategy_owner(cls)
+    except Exception:  # the registry itself is broken: name the strategy only
+        owner = None
+    return None if owner is None or owner.builtin else owner
+
+
 def strategy_origin(strategy: Any) -> str:
     """``strategy 'x'``, plus ``of plugin ...`` when a third-party plugin registered it
     (``strategy``: an instance or its class)."""
     cls = strategy if isinstance(strategy, type) else type(strategy)
     name = getattr(strategy, "name", "") or cls.__name__
-    try:
-        owner = get_registry().strategy_owner(cls)
-    except Exception:  # the registry itself is broken: name the strategy only
-        owner = None
-    if owner is None or owner.builtin:
-        return f"strategy {name!r}"
-    return f"strategy {name!r} of {owner.source}"
+    owner = _plugin_of(strategy)
+    return f"strategy {name!r}" if owner is None else f"strategy {name!r} of {owner.source}"
+
+
+def strategy_failure(strategy: Any, exc: BaseException) -> str | None:
+    """One line for what went wrong while ``strategy`` built a prompt, or None for a
+    built-in strategy's own bug (the caller re-raises it, traceback and all).
+
+    A ``ValueError`` (a bad option, a :class:`TemplateProblem`...) or a
+    :class:`PluginError` is its message; any other exception from a third-party
+    strategy is ``strategy 'x' of plugin ... failed: Type: message``.
+    """
+    if isinstance(exc, (ValueError, PluginError)):
+        return str(exc)
+    if _plugin_of(strategy) is None:
+        return None
+    return f"{strategy_origin(strategy)} failed: {type(exc).__name__}: {exc}"

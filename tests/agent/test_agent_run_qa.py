@@ -1,0 +1,110 @@
+"""``turnpress run`` after the qa-b pass: what goes wrong partway through a run is one
+line, ends the run failed and keeps the turns that ran; bad input is refused early."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from plugin_helpers import make_plugin
+
+from turnpress import load_trace
+from turnpress.agent import Agent, ScriptedLLM
+from turnpress.cli import main
+from turnpress.core.registry import reset_registry
+
+TWO_TURNS = '''mission = "Count the items"
+max_turns = 3
+replies = ["```clojure\\n(def n (count data/items))\\n(println n)\\n```",
+           "```clojure\\n(return n)\\n```"]
+[data]
+items = [1, 2, 3]
+'''
+
+RAISES_FROM_TURN_2 = """
+    from turnpress import Strategy, hookimpl
+
+    class Late(Strategy):
+        name = "late-boom"
+
+        def to_messages(self, turns, memory, ctx):
+            if turns:
+                raise RuntimeError(f"boom at turn {len(turns) + 1}")
+            return [ctx.message("system", ctx.system_prompt),
+                    ctx.message("user", ctx.mission)]
+
+    @hookimpl
+    def register_strategies(register):
+        register(Late)
+"""
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(main, ["run", *args])
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+@pytest.fixture
+def task_file(tmp_path):
+    path = tmp_path / "count.toml"
+    path.write_text(TWO_TURNS)
+    return path
+
+
+def test_a_plugin_strategy_failing_midway_ends_the_run_failed_and_saves_it(site, task_file):
+    """qa-b item 1: one `Error: strategy ... of plugin ... failed` line, exit 1, trace kept."""
+    dist, _ = make_plugin(site, "late", RAISES_FROM_TURN_2)
+    reset_registry(None)
+    saved = site / "run.jsonl"
+    result = invoke(str(task_file), "-s", "late-boom", "--save-trace", str(saved))
+    assert result.exit_code == 1, result.output
+    assert result.stderr.strip() == (
+        f"Error: strategy 'late-boom' of plugin 'late' (distribution {dist} 1.0, entry "
+        f"point late = tpf_late) failed: RuntimeError: boom at turn 2")
+    assert "did not succeed after 1 turn: render_error" in result.stdout
+    trace = load_trace(saved)
+    assert len(trace.turns) == 1 and trace.turns[0].prints == ("3",)
+
+
+def test_a_failing_plugin_strategy_in_python_returns_a_failed_step(site):
+    make_plugin(site, "late", RAISES_FROM_TURN_2)
+    reset_registry(None)
+    step = Agent("m", data={"items": [1]}, compression="late-boom", llm=ScriptedLLM(
+        ["```clojure\n(def n 1)\n```", "```clojure\n(return n)\n```"])).run()
+    assert not step.success and len(step.turns) == 1
+    assert step.failure.reason == "render_error"
+    assert step.failure.message.startswith("strategy 'late-boom' of plugin 'late' (")
+    assert step.failure.message.endswith("failed: RuntimeError: boom at turn 2")
+
+
+def test_a_template_error_midway_ends_the_run_failed_and_saves_it(tmp_path, task_file):
+    """qa-b item 2: the error appears only on the final turn's prompt: exit 1 (not 2, as
+    turns ran), the run ends failed, the trace is saved."""
+    templates = tmp_path / "t" / "history"
+    templates.mkdir(parents=True)
+    (templates / "turns_left.j2").write_text(
+        "{% if turns_left == 1 %}{{ oops }}{% else %}Turns left: {{ turns_left }}{% endif %}")
+    saved = tmp_path / "mid.jsonl"
+    result = invoke(str(task_file), "--templates", str(tmp_path / "t"), "--max-turns", "2",
+                    "-s", "none", "--save-trace", str(saved))
+    assert result.exit_code == 1, result.output
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("Error: template ") and "'oops' is undefined" in line
+    assert "did not succeed after 1 turn: render_error" in result.stdout
+    assert len(load_trace(saved).turns) == 1
+
+
+def test_a_template_syntax_error_is_found_before_the_run(tmp_path, task_file):
+    """qa-b item 2: a template that does not compile is bad input, even one the first
+    prompt does not use (the failed-attempt section): exit 2, nothing run."""
+    templates = tmp_path / "t" / "history"
+    templates.mkdir(parents=True)
+    (templates / "failed_attempt.j2").write_text("{% if %}")
+    saved = tmp_path / "never.jsonl"
+    result = invoke(str(task_file), "--templates", str(tmp_path / "t"),
+                    "--save-trace", str(saved))
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "" and not saved.exists()
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("Error: template ") and "failed_attempt.j2" in line
+    assert "syntax error" in line
