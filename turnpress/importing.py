@@ -31,7 +31,7 @@ from turnpress.core.trace import (
     Trace,
     TraceError,
     append_jsonl,
-    is_native_trace,
+    is_trace_file,
     iter_traces,
     save_traces,
 )
@@ -155,18 +155,7 @@ def _check_appendable(out: Path) -> None:
     """Refuse to append to a file whose first line is not a turnpress trace."""
     if out.is_dir():
         raise TraceError(f"{out}: is a directory; give a file name for -o (e.g. runs.jsonl)")
-    try:
-        with out.open("rb") as handle:
-            first = next((line for line in handle if line.strip()), b"")
-    except OSError as exc:
-        raise TraceError(f"{out}: cannot read: {exc.strerror or exc}") from None
-    if not first:
-        return
-    try:
-        native = is_native_trace(json.loads(first))
-    except ValueError:
-        native = False
-    if not native:
+    if not is_trace_file(out):
         raise TraceError(f"{out}: the file exists and is not a turnpress trace file, so the "
                          f"runs were not appended to it; choose another -o, or add --force "
                          f"to replace it")

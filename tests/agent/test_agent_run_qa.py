@@ -108,3 +108,31 @@ def test_a_template_syntax_error_is_found_before_the_run(tmp_path, task_file):
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("Error: template ") and "failed_attempt.j2" in line
     assert "syntax error" in line
+
+
+@pytest.mark.parametrize("content", ["garbage line\n", '{"not": "a trace"}\n'])
+def test_save_trace_does_not_append_to_a_file_that_is_no_trace_file(tmp_path, content):
+    """qa-b item 3: the check `turnpress import -o` makes, before the run starts."""
+    path = tmp_path / "other.jsonl"
+    path.write_text(content)
+    result = invoke("product-research", "--save-trace", str(path))
+    assert result.exit_code == 2 and result.stdout == ""  # the run never started
+    assert result.stderr.strip() == (
+        f"Error: --save-trace {path}: the file exists and is not a turnpress trace file, "
+        f"so the run would not be appended to it; choose another file, or add --force to "
+        f"replace it")
+    assert path.read_text() == content
+    forced = invoke("product-research", "--save-trace", str(path), "--force")
+    assert forced.exit_code == 0, forced.output
+    assert f"trace saved to {path}" in forced.stdout
+    assert load_trace(path).name == "product-research"
+
+
+def test_save_trace_appends_to_an_empty_or_trace_file(tmp_path):
+    from turnpress.core.trace import iter_traces
+
+    path = tmp_path / "runs.jsonl"
+    path.write_text("")
+    assert invoke("order-summary", "--save-trace", str(path)).exit_code == 0
+    assert invoke("order-summary", "--save-trace", str(path), "--force").exit_code == 0
+    assert len(list(iter_traces(path))) == 2  # --force never replaces a trace file's runs

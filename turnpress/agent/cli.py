@@ -29,7 +29,7 @@ from turnpress.cli import CLIError, echo, strategy_spec
 from turnpress.core.compression import normalize
 from turnpress.core.errors import PluginError
 from turnpress.core.templates import check_templates
-from turnpress.core.trace import append_jsonl, save_trace
+from turnpress.core.trace import TraceError, append_jsonl, is_trace_file, save_trace
 
 __all__ = ["run"]
 
@@ -72,11 +72,14 @@ def _strategy_option(strategy: str | None, compression: str | None) -> str | Non
     return compression
 
 
-def check_trace_destination(path: str, *, force: bool) -> None:
-    """Refuse, before the run starts, a ``--save-trace`` path the run could not write.
+def check_trace_destination(path: str, *, force: bool) -> bool:
+    """Refuse, before the run starts, a ``--save-trace`` path the run could not write;
+    return whether the run will replace the file rather than append to it.
 
-    A ``.jsonl`` file gets the run appended (it is created if missing); an existing
-    ``.json`` file holds one run, so it is overwritten only with ``--force``.
+    A ``.jsonl`` file gets the run appended (it is created if missing) when it is a
+    turnpress trace file (:func:`~turnpress.core.trace.is_trace_file`, the check
+    ``turnpress import -o`` makes); any other existing file, and an existing ``.json``
+    file (it holds one run), is replaced only with ``--force``.
     """
     target = Path(path)
     parent = target.parent if str(target.parent) else Path(".")
@@ -86,25 +89,39 @@ def check_trace_destination(path: str, *, force: bool) -> None:
     if not parent.is_dir():
         raise CLIError(f"--save-trace {path}: directory {str(parent)!r} does not exist; "
                        f"create it first or choose another path")
-    if target.exists():
-        if not os.access(target, os.W_OK):
-            raise CLIError(f"--save-trace {path}: the file is not writable")
-        if not _appends(target) and not force:
+    if not target.exists():
+        if not os.access(parent, os.W_OK):
+            raise CLIError(f"--save-trace {path}: directory {str(parent)!r} is not writable")
+        return False
+    if not os.access(target, os.W_OK):
+        raise CLIError(f"--save-trace {path}: the file is not writable")
+    if not _appends(target):
+        if not force:
             raise CLIError(f"--save-trace {path}: the file already exists; add --force to "
                            f"overwrite it, or save to a .jsonl file to append runs")
-    elif not os.access(parent, os.W_OK):
-        raise CLIError(f"--save-trace {path}: directory {str(parent)!r} is not writable")
+        return True
+    try:
+        if is_trace_file(target):
+            return False
+    except TraceError as exc:
+        raise CLIError(f"--save-trace {exc}") from None
+    if not force:
+        raise CLIError(f"--save-trace {path}: the file exists and is not a turnpress trace "
+                       f"file, so the run would not be appended to it; choose another file, "
+                       f"or add --force to replace it")
+    return True
 
 
 def _appends(path: Any) -> bool:
     return path.suffix.lower() in (".jsonl", ".ndjson")
 
 
-def write_run(trace: Any, path: str) -> None:
-    """Save ``trace``: appended as one line to a ``.jsonl`` file, else written as JSON."""
+def write_run(trace: Any, path: str, *, replace: bool = False) -> None:
+    """Save ``trace``: appended as one line to a ``.jsonl`` file, else written as JSON;
+    ``replace``: the file is replaced by the run (one line for a ``.jsonl`` file)."""
 
     target = Path(path)
-    if not _appends(target):
+    if not _appends(target) or replace:
         save_trace(trace, target)
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -140,7 +157,9 @@ def _build_llm(spec: str, task: Any, base_url: str | None) -> tuple[Any, str]:
 @click.option("--save-trace", type=click.Path(dir_okay=False), metavar="FILE",
               help="Save the run as a trace: appended to a .jsonl file (one run a line), "
                    "or written to a .json file. Checked before the run starts.")
-@click.option("--force", is_flag=True, help="Let --save-trace overwrite an existing .json file.")
+@click.option("--force", is_flag=True,
+              help="Let --save-trace replace an existing .json file, or a .jsonl file that "
+                   "is not a turnpress trace file.")
 @click.option("--show-system", is_flag=True, help="Print the full system prompt each turn.")
 @click.option("--list", "list_only", is_flag=True, help="List the bundled tasks and exit.")
 @click.option("--templates", "template_dirs", multiple=True,
@@ -170,8 +189,7 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
         _list_tasks(console)
         return
     spec = _strategy_option(strategy, compression)
-    if save_trace:
-        check_trace_destination(save_trace, force=force)
+    replace = check_trace_destination(save_trace, force=force) if save_trace else False
     try:
         loaded = load_task(task)
     except TaskError as exc:
@@ -200,10 +218,10 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
     view.outcome(step)
     if save_trace:
         try:
-            write_run(step.to_trace(name=loaded.name), save_trace)
+            write_run(step.to_trace(name=loaded.name), save_trace, replace=replace)
         except (OSError, ValueError) as exc:
             raise CLIError(f"cannot save the trace to {save_trace}: {exc}") from None
-        verb = "appended to" if _appends(Path(save_trace)) else "saved to"
+        verb = "appended to" if _appends(Path(save_trace)) and not replace else "saved to"
         console.print(f"trace {verb} {save_trace}", soft_wrap=True)
     if step.failure is not None and step.failure.reason == RENDER_ERROR:
         echo(f"Error: {step.failure.message}", err=True)  # as render and compare say it

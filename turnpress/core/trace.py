@@ -54,6 +54,7 @@ __all__ = [
     "is_bare_name",
     "is_event_log",
     "is_native_trace",
+    "is_trace_file",
     "iter_traces",
     "load_trace",
     "parse_text",
@@ -267,6 +268,25 @@ def first_line(handle: BinaryIO, p: Path, *, strict: bool = False) -> Any:
         return None
     finally:
         handle.seek(0)
+
+
+def is_trace_file(path: str | os.PathLike[str]) -> bool:
+    """Whether runs may be appended to the existing file ``path``: it is empty, or its
+    first non-blank line is a turnpress trace (``turnpress import -o`` and ``run
+    --save-trace`` never append to anything else). An unreadable file raises
+    :class:`TraceError`."""
+    p = Path(path)
+    try:
+        with p.open("rb") as handle:
+            first = next((line for line in handle if line.strip()), b"")
+    except OSError as exc:
+        raise TraceError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if not first:
+        return True
+    try:
+        return is_native_trace(json.loads(first))
+    except ValueError:
+        return False
 
 
 def parse_text(data: bytes, where: str) -> Any:
