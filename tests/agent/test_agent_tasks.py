@@ -119,6 +119,12 @@ def test_build_agent_without_replies_needs_an_llm():
     (MINIMAL + 'compression = "nope"\n', "compression: unknown strategy 'nope'"),
     (MINIMAL + "replies = [1]\n", r"replies\[0\]: expected a string or a table"),
     (MINIMAL + "[[replies]]\nusage = { input_tokens = 1 }\n", r"replies\[0\]\.text: missing"),
+    # qa-b item 4: a typo in usage is an error, as everywhere else in the file
+    (MINIMAL + '[[replies]]\ntext = "x"\nusage = { input_tokens = 9, cached_tokens = 1 }\n',
+     r"replies\[0\]\.usage\.cached_tokens: unknown key; valid keys: input_tokens, "
+     r"output_tokens, cached_input_tokens, cache_write_input_tokens$"),
+    (MINIMAL + '[[replies]]\ntext = "x"\nusage = { foo = 1 }\n',
+     r"replies\[0\]\.usage\.foo: unknown key"),
     (MINIMAL + "[data]\nwhen = 2024-01-01\n", "data.when: dates and times are not supported"),
     (MINIMAL + '[tools.t]\nparams = { a = 1 }\n', "tools.t.params.a: expected a type label"),
     (MINIMAL + '[tools.t]\nresult = 1\nresults = [1]\n', "tools.t.results: give only one of"),

@@ -29,6 +29,7 @@ from turnpress.core.trace import Trace, load_trace
 __all__ = [
     "LLM",
     "PROVIDERS",
+    "USAGE_KEYS",
     "Anthropic",
     "LLMError",
     "LLMReply",
@@ -64,7 +65,7 @@ class LLMReply:
         integer or the cached and written tokens exceed ``input_tokens``.
         """
         usage = self.usage or {}
-        for key in _USAGE_KEYS:
+        for key in USAGE_KEYS:
             value = usage.get(key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < 0):
@@ -82,8 +83,9 @@ class LLMReply:
         return Usage(prompt, cached, written)
 
 
-_USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens",
-               "cache_write_input_tokens")
+USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens",
+              "cache_write_input_tokens")
+"""The token counts :class:`LLMReply` knows (its ``usage`` keeps other keys as given)."""
 
 
 LLM = Callable[[list[Message]], str | LLMReply]

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from turnpress.agent.agent import INHERIT, Agent
-from turnpress.agent.llm import LLM, LLMReply, ScriptedLLM
+from turnpress.agent.llm import LLM, USAGE_KEYS, LLMReply, ScriptedLLM
 from turnpress.agent.mission import expand_mission
 from turnpress.core.compression import Compression, normalize
 from turnpress.core.model import Tool
@@ -252,6 +252,8 @@ class _Parser:
             self.unknown(value, ("text", "usage"), at)
             text = self.get(value, "text", str, ..., at)
             usage = self.get(value, "usage", dict, None, at)
+            if usage is not None:
+                self.unknown(usage, USAGE_KEYS, at + "usage.")
             if usage is not None and not all(
                     isinstance(v, int) and not isinstance(v, bool) for v in usage.values()):
                 raise self.error(at + "usage", "token counts must be integers")
