@@ -3,7 +3,8 @@
 ``FakeLLMServer(replies)`` listens on 127.0.0.1 on a free port, in a thread. Each
 POST to ``/v1/chat/completions`` (OpenAI protocol) or ``/v1/messages`` (Anthropic
 protocol) gets the next scripted reply, with the configured token usage, and is recorded in
-``requests`` (path, headers, JSON body). No reply left -> HTTP 500 with an error body.
+``requests`` (path, headers, JSON body). No reply left -> HTTP 500 with an error body. A
+:class:`Raw` reply is sent as it is (a broken server: HTML, invalid JSON, an error body).
 """
 
 from __future__ import annotations
@@ -24,10 +25,19 @@ class Recorded:
     body: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Raw:
+    """A reply sent byte for byte, whatever the protocol."""
+
+    body: bytes
+    content_type: str = "application/json"
+    status: int = 200
+
+
 class FakeLLMServer:
     """A scripted chat server; use as a context manager."""
 
-    def __init__(self, replies: list[str], *, prompt_tokens: int = 100,
+    def __init__(self, replies: list[str | Raw], *, prompt_tokens: int = 100,
                  completion_tokens: int = 10, cached_tokens: int = 0) -> None:
         self.replies = list(replies)
         self.prompt_tokens = prompt_tokens
@@ -55,7 +65,7 @@ class FakeLLMServer:
 
     # -- protocol ---------------------------------------------------------------------
 
-    def _next_reply(self) -> str | None:
+    def _next_reply(self) -> str | Raw | None:
         with self._lock:
             index = len(self.requests) - 1
             return self.replies[index] if index < len(self.replies) else None
@@ -114,7 +124,13 @@ class FakeLLMServer:
                     server.requests.append(Recorded(
                         path, {k.lower(): v for k, v in self.headers.items()}, body))
                 reply = server._next_reply()
-                if reply is None:
+                if isinstance(reply, Raw):
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", reply.content_type)
+                    self.send_header("Content-Length", str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                elif reply is None:
                     self._send(500, {"error": {"message": "no scripted reply left",
                                                "type": "server_error"}})
                 elif path.endswith("/chat/completions"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from fake_openai import FakeLLMServer
+from fake_openai import FakeLLMServer, Raw
 
 from turnpress import Turn, save_trace
 from turnpress.agent import (
@@ -102,6 +102,37 @@ def test_openai_adapter_server_error_raises():
                                max_retries=0)
         with pytest.raises(Exception, match="no scripted reply left"):
             llm(MESSAGES)
+
+
+@pytest.mark.parametrize(("raw", "said"), [
+    (Raw(b"<html>hi</html>", "text/html"),
+     "answered with a response that is not JSON (HTTP 200, text/html): '<html>hi</html>'"),
+    (Raw(b"this is not json {"),
+     "answered with a response that is not JSON (HTTP 200, application/json): "
+     "'this is not json {'"),
+    (Raw(b'{"error": {"message": "model overloaded", "type": "server_error"}}'),
+     "answered with an error: model overloaded"),
+    (Raw(b'{"error": "quota exceeded"}'), "answered with an error: quota exceeded"),
+    (Raw(b'{"id": "x", "choices": []}'), "answered with no choices: "),
+])
+@pytest.mark.parametrize("adapter", ["openai", "anthropic"])
+def test_a_bad_server_reply_is_one_clear_error(raw, said, adapter):
+    """qa-b item 6: not an internal AttributeError or JSONDecodeError: the server, the
+    model, and what came back (the server's own message when it sent one)."""
+    if adapter == "anthropic" and "choices" in said:
+        raw, said = Raw(b'{"type": "message", "role": "assistant"}'), "answered with no content: "
+    with FakeLLMServer([raw]) as server:
+        if adapter == "openai":
+            llm = OpenAICompatible("m", base_url=server.base_url + "/v1", max_retries=0)
+            url = server.base_url + "/v1/"
+        else:
+            llm = Anthropic("m", base_url=server.base_url, api_key="k", max_retries=0)
+            url = server.base_url
+        with pytest.raises(LLMError) as err:
+            llm(MESSAGES)
+    message = str(err.value)
+    assert message.startswith(f"the server at {url} (model m) {said}"), message
+    assert "\n" not in message
 
 
 def test_openai_adapter_needs_a_key_for_the_real_endpoint(monkeypatch):

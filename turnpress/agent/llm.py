@@ -15,12 +15,13 @@ The SDKs are imported when an adapter is built, never when turnpress is imported
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from turnpress.core.errors import a_or_an
+from turnpress.core.errors import a_or_an, quote
 from turnpress.core.model import Message, Usage
 from turnpress.core.pricing import CacheRules, Price, resolve_pricing
 from turnpress.core.providers import to_anthropic
@@ -210,6 +211,32 @@ def _api_key(given: str | None, env_var: str, base_url: str | None) -> str:
     return "not-needed"
 
 
+def _json_reply(raw: Any, where: str) -> dict[str, Any]:
+    """The JSON object of a raw SDK response (``with_raw_response``), checked before the
+    SDK parses it: a body that is not JSON (an HTML page from a proxy...), or that holds
+    the server's ``error`` instead of a reply, raises :class:`LLMError` saying ``where``
+    and what came back, the server's own message when it sent one."""
+    http = raw.http_response
+    try:
+        body = json.loads(http.content)
+    except ValueError:
+        kind = http.headers.get("content-type", "no content type").split(";")[0].strip()
+        raise LLMError(f"{where} answered with a response that is not JSON (HTTP "
+                       f"{http.status_code}, {kind}): {quote(http.text)}") from None
+    if not isinstance(body, dict):
+        raise LLMError(f"{where} answered with JSON that is not an object: {quote(body)}")
+    if body.get("error"):
+        error = body["error"]
+        message = error.get("message") if isinstance(error, dict) else None
+        raise LLMError(f"{where} answered with an error: "
+                       f"{message if isinstance(message, str) else error}")
+    return body
+
+
+def _no_reply(where: str, field: str, body: Any) -> LLMError:
+    return LLMError(f"{where} answered with no {field}: {quote(body)}")
+
+
 class OpenAICompatible:
     """A chat-completions endpoint: OpenAI, or any server that speaks its protocol.
 
@@ -243,11 +270,18 @@ class OpenAICompatible:
         return f"OpenAICompatible(model={self.model!r}, base_url={self.base_url!r})"
 
     def __call__(self, messages: list[Message]) -> LLMReply:
-        """Send ``messages`` and return the first choice's text and the usage."""
-        response = self.client.chat.completions.create(
+        """Send ``messages`` and return the first choice's text and the usage.
+
+        A reply that is not a chat completion (not JSON, the server's ``error``, no
+        choices) raises :class:`LLMError` naming the server, the model and what came
+        back."""
+        raw = self.client.chat.completions.with_raw_response.create(
             model=self.model, messages=[dict(m) for m in messages], **self.options)
-        if not response.choices:
-            raise LLMError(f"{self.model}: the response has no choices")
+        where = f"the server at {self.client.base_url} (model {self.model})"
+        body = _json_reply(raw, where)
+        if not body.get("choices"):
+            raise _no_reply(where, "choices", body)
+        response = raw.parse()
         text = response.choices[0].message.content or ""
         usage = response.usage
         details = getattr(usage, "prompt_tokens_details", None)
@@ -307,9 +341,16 @@ class Anthropic:
 
         Anthropic's ``input_tokens`` leaves out the tokens read from and written to
         the cache; the reply's ``input_tokens`` adds them back (the whole prompt, as
-        :class:`LLMReply` counts it).
+        :class:`LLMReply` counts it). A reply that is not a message (not JSON, the
+        server's ``error``, no content) raises :class:`LLMError` naming the server, the
+        model and what came back.
         """
-        response = self.client.messages.create(**self.request(messages))
+        raw = self.client.messages.with_raw_response.create(**self.request(messages))
+        where = f"the server at {self.client.base_url} (model {self.model})"
+        body = _json_reply(raw, where)
+        if not isinstance(body.get("content"), list):
+            raise _no_reply(where, "content", body)
+        response = raw.parse()
         text = "".join(getattr(b, "text", "") for b in response.content
                        if getattr(b, "type", None) == "text")
         usage = response.usage
