@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -27,11 +28,13 @@ class Recorded:
 
 @dataclass(frozen=True)
 class Raw:
-    """A reply sent byte for byte, whatever the protocol."""
+    """A reply sent byte for byte, whatever the protocol, after ``delay`` seconds (a
+    server too slow for the client's timeout)."""
 
-    body: bytes
+    body: bytes = b"{}"
     content_type: str = "application/json"
     status: int = 200
+    delay: float = 0.0
 
 
 class FakeLLMServer:
@@ -125,11 +128,15 @@ class FakeLLMServer:
                         path, {k.lower(): v for k, v in self.headers.items()}, body))
                 reply = server._next_reply()
                 if isinstance(reply, Raw):
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", reply.content_type)
-                    self.send_header("Content-Length", str(len(reply.body)))
-                    self.end_headers()
-                    self.wfile.write(reply.body)
+                    time.sleep(reply.delay)
+                    try:
+                        self.send_response(reply.status)
+                        self.send_header("Content-Type", reply.content_type)
+                        self.send_header("Content-Length", str(len(reply.body)))
+                        self.end_headers()
+                        self.wfile.write(reply.body)
+                    except OSError:  # the client gave up waiting
+                        pass
                 elif reply is None:
                     self._send(500, {"error": {"message": "no scripted reply left",
                                                "type": "server_error"}})

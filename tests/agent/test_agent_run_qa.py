@@ -136,3 +136,51 @@ def test_save_trace_appends_to_an_empty_or_trace_file(tmp_path):
     assert invoke("order-summary", "--save-trace", str(path)).exit_code == 0
     assert invoke("order-summary", "--save-trace", str(path), "--force").exit_code == 0
     assert len(list(iter_traces(path))) == 2  # --force never replaces a trace file's runs
+
+
+def test_timeout_and_retries_are_options_and_a_retry_is_shown(monkeypatch):
+    """qa-b item 5: --timeout / --retries reach the adapter, the header says them, and a
+    retry is a line of the run, not minutes of silence."""
+    import time
+
+    from fake_openai import FakeLLMServer, Raw
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeLLMServer([Raw(delay=3), "```clojure\n(return 1)\n```"]) as server:
+        start = time.monotonic()
+        result = invoke("order-summary", "--llm", "openai:m", "--base-url",
+                        server.base_url + "/v1", "--timeout", "0.5", "--retries", "1")
+        elapsed = time.monotonic() - start
+    assert result.exit_code == 0, result.output
+    assert elapsed < 3
+    assert "(timeout 0.5 s, 1 retry)" in result.stdout
+    assert "retrying the LLM call in " in result.stdout
+
+
+def test_a_server_that_never_answers_fails_within_the_timeout(monkeypatch):
+    import time
+
+    from fake_openai import FakeLLMServer, Raw
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeLLMServer([Raw(delay=3)]) as server:
+        start = time.monotonic()
+        result = invoke("order-summary", "--llm", "openai:m", "--base-url",
+                        server.base_url + "/v1", "--timeout", "0.5", "--retries", "0")
+        elapsed = time.monotonic() - start
+    assert result.exit_code == 1, result.output
+    assert elapsed < 3
+    assert "did not succeed after 0 turns: llm_error" in result.stdout
+    assert "timed out" in result.stdout.lower()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--timeout", "0"], "--timeout"),
+    (["--retries", "-1"], "--retries"),
+])
+def test_bad_timeout_or_retries_is_one_line(args, message):
+    result = invoke("order-summary", "--llm", "openai:m", "--base-url",
+                    "http://127.0.0.1:9/v1", *args)
+    assert result.exit_code == 2 and result.stdout == ""
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("Error: ") and message in line

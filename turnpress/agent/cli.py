@@ -10,8 +10,12 @@ Exit codes: 0 the agent returned, 1 the run ended failed (any failure reason:
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,13 @@ from rich.console import Console
 
 from turnpress.agent.agent import INHERIT
 from turnpress.agent.display import RunView
-from turnpress.agent.llm import LLMError, MissingDependencyError, llm_from_spec
+from turnpress.agent.llm import (
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    LLMError,
+    MissingDependencyError,
+    llm_from_spec,
+)
 from turnpress.agent.loop import RENDER_ERROR
 from turnpress.agent.mission import expand_mission
 from turnpress.agent.system_prompt import system_prompt
@@ -131,15 +141,62 @@ def write_run(trace: Any, path: str, *, replace: bool = False) -> None:
             append_jsonl(target, new_run)
 
 
-def _build_llm(spec: str, task: Any, base_url: str | None) -> tuple[Any, str]:
+def _build_llm(spec: str, task: Any, base_url: str | None, timeout: float | None,
+               retries: int | None) -> tuple[Any, str]:
     try:
         if spec == "scripted":
+            if timeout is not None or retries is not None:
+                raise CLIError("--timeout and --retries set how long a real model is waited "
+                               "for; give them with --llm openai:MODEL or anthropic:MODEL")
             llm = task.scripted_llm()
             return llm, f"scripted ({len(llm.replies)} replies)"
-        return llm_from_spec(spec, base_url=base_url), spec + (f" at {base_url}" if base_url
-                                                               else "")
+        timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        retries = DEFAULT_RETRIES if retries is None else retries
+        llm = llm_from_spec(spec, base_url=base_url, timeout=timeout, max_retries=retries)
     except (ValueError, TaskError, LLMError, MissingDependencyError) as exc:
         raise CLIError(str(exc)) from None
+    where = f" at {base_url}" if base_url else ""
+    tries = f"{retries} retr{'y' if retries == 1 else 'ies'}"
+    return llm, f"{spec}{where} (timeout {timeout:g} s, {tries})"
+
+
+class _RetryNotes(logging.Handler):
+    """Shows each retry the OpenAI and Anthropic SDKs make (their ``Retrying request
+    ... in N seconds`` log records) as one line of the run, so a slow server is not
+    minutes of silence."""
+
+    LOGGERS = ("openai", "anthropic")
+
+    def __init__(self, view: RunView) -> None:
+        super().__init__(logging.INFO)
+        self.view = view
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if not text.startswith("Retrying request"):
+            return
+        delay = re.search(r"in ([\d.]+) seconds", text)
+        count = re.search(r"\(retry (\d+) of (\d+)\)", text)
+        self.view.note("retrying the LLM call"
+                       + (f" in {float(delay.group(1)):.1f} s" if delay else "")
+                       + (f" (retry {count.group(1)} of {count.group(2)})" if count else "")
+                       + ": no answer in time, a lost connection or a busy server")
+
+    @contextmanager
+    def attached(self) -> Iterator[None]:
+        """Listen to the SDKs' loggers (at INFO) while the block runs."""
+        loggers = [logging.getLogger(name) for name in self.LOGGERS]
+        levels = [logger.level for logger in loggers]
+        for logger in loggers:
+            logger.addHandler(self)
+            if logger.getEffectiveLevel() > logging.INFO:
+                logger.setLevel(logging.INFO)
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels, strict=True):
+                logger.removeHandler(self)
+                logger.setLevel(level)
 
 
 @click.command(cls=_OneLineErrors)
@@ -148,6 +205,12 @@ def _build_llm(spec: str, task: Any, base_url: str | None) -> tuple[Any, str]:
               metavar="scripted|openai:MODEL|anthropic:MODEL",
               help="Where replies come from: the task's scripted replies, or a real model.")
 @click.option("--base-url", help="API base URL (an OpenAI-compatible server, a proxy...).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help=f"How long to wait for the model's answer, per attempt (default "
+                   f"{DEFAULT_TIMEOUT:g}). Only with --llm openai:/anthropic:.")
+@click.option("--retries", type=click.IntRange(min=0), metavar="N",
+              help=f"How many times a call that timed out or failed on the server's side "
+                   f"is retried (default {DEFAULT_RETRIES}). Only with --llm openai:/anthropic:.")
 @click.option("--max-turns", type=click.IntRange(min=1), help="Override the task's max_turns.")
 @click.option("--strategy", "-s", "strategy", metavar="NAME[:k=v,...]|none",
               help="History strategy, e.g. single-user-coalesced:println_limit=5; "
@@ -164,7 +227,8 @@ def _build_llm(spec: str, task: Any, base_url: str | None) -> tuple[Any, str]:
 @click.option("--list", "list_only", is_flag=True, help="List the bundled tasks and exit.")
 @click.option("--templates", "template_dirs", multiple=True,
               type=click.Path(file_okay=False), help="Template override directory.")
-def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | None,
+def run(task: str | None, llm_spec: str, base_url: str | None, timeout: float | None,
+        retries: int | None, max_turns: int | None,
         strategy: str | None, compression: str | None, save_trace: str | None, force: bool,
         show_system: bool, list_only: bool, template_dirs: tuple[str, ...]) -> None:
     """Run an agent task and show each turn: the prompt sent, the reply, what ran.
@@ -194,7 +258,7 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
         loaded = load_task(task)
     except TaskError as exc:
         raise CLIError(str(exc)) from None
-    llm, llm_label = _build_llm(llm_spec, loaded, base_url)
+    llm, llm_label = _build_llm(llm_spec, loaded, base_url, timeout, retries)
     try:
         agent = loaded.build_agent(llm, max_turns=max_turns,
                                    compression=_compression(spec),
@@ -212,7 +276,8 @@ def run(task: str | None, llm_spec: str, base_url: str | None, max_turns: int | 
     view.header(title=f"turnpress run {loaded.name} ({where})", mission=mission,
                 llm=llm_label, strategy=strategy_name, system_prompt=prompt)
     try:
-        step = agent.run(system_prompt=prompt, on_turn=view.turn)
+        with _RetryNotes(view).attached():
+            step = agent.run(system_prompt=prompt, on_turn=view.turn)
     except (ValueError, PluginError) as exc:  # found before the first LLM call
         raise CLIError(str(exc)) from None
     view.outcome(step)

@@ -74,6 +74,10 @@ class RunView:
                 f"system prompt: static, {len(system_prompt):,} characters "
                 f"(--show-system prints it)", style="dim"))
 
+    def note(self, text: str) -> None:
+        """A line about the run as it goes (an LLM call being retried...)."""
+        self._label(f"note: {text}", "yellow")
+
     def messages(self, messages: Sequence[Message]) -> None:
         """The prompt: every message, the system prompt abbreviated unless asked for."""
         for i, message in enumerate(messages, 1):

@@ -28,6 +28,8 @@ from turnpress.core.providers import to_anthropic
 from turnpress.core.trace import Trace, load_trace
 
 __all__ = [
+    "DEFAULT_RETRIES",
+    "DEFAULT_TIMEOUT",
     "LLM",
     "PROVIDERS",
     "USAGE_KEYS",
@@ -179,6 +181,14 @@ class ReplayLLM(ScriptedLLM):
 # -- HTTP APIs ---------------------------------------------------------------------------
 
 
+DEFAULT_TIMEOUT = 120.0
+"""Seconds the HTTP adapters wait for one answer before the call is retried or fails."""
+
+DEFAULT_RETRIES = 2
+"""How many times the HTTP adapters retry a call that timed out, lost its connection or
+got a 408, 409, 429 or 5xx answer (the SDKs' own retry, with back-off)."""
+
+
 def _import_sdk(module: str, extra: str, adapter: str) -> Any:
     try:
         return importlib.import_module(module)
@@ -254,7 +264,7 @@ class OpenAICompatible:
     price: str | Price | None = None
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
-                 *, timeout: float = 120.0, max_retries: int = 2,
+                 *, timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_RETRIES,
                  price: str | Price | None = None, **options: Any) -> None:
         """Build the client; raises :class:`MissingDependencyError` without the SDK."""
         openai = _import_sdk("openai", "openai", "OpenAI-compatible")
@@ -309,7 +319,7 @@ class Anthropic:
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
                  *, max_tokens: int = 4096, cache_system_prompt: bool = False,
-                 timeout: float = 120.0, max_retries: int = 2,
+                 timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_RETRIES,
                  price: str | Price | None = None, **options: Any) -> None:
         """Build the client; raises :class:`MissingDependencyError` without the SDK."""
         anthropic = _import_sdk("anthropic", "anthropic", "Anthropic")
@@ -373,11 +383,12 @@ PROVIDERS: dict[str, Callable[..., LLM]] = {
 """``--llm PROVIDER:MODEL`` names and the adapters they build."""
 
 
-def llm_from_spec(spec: str, *, base_url: str | None = None,
-                  api_key: str | None = None) -> LLM:
+def llm_from_spec(spec: str, *, base_url: str | None = None, api_key: str | None = None,
+                  timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_RETRIES) -> LLM:
     """Build an adapter from ``"openai:MODEL"`` or ``"anthropic:MODEL"``.
 
-    Raises ``ValueError`` for an unknown provider or a missing model name, and
+    ``timeout`` (seconds per attempt) and ``max_retries`` go to the adapter. Raises
+    ``ValueError`` for an unknown provider or a missing model name, and
     :class:`MissingDependencyError` when the provider's SDK is not installed.
     """
     provider, sep, model = spec.partition(":")
@@ -386,7 +397,8 @@ def llm_from_spec(spec: str, *, base_url: str | None = None,
         raise ValueError(f"unknown LLM provider {provider!r} in {spec!r}; use {valid}")
     if not sep or not model.strip():
         raise ValueError(f"{spec!r} names no model; use {provider}:MODEL")
-    return PROVIDERS[provider](model.strip(), base_url=base_url, api_key=api_key)
+    return PROVIDERS[provider](model.strip(), base_url=base_url, api_key=api_key,
+                               timeout=timeout, max_retries=max_retries)
 
 
 def llm_pricing(llm: Any) -> tuple[CacheRules, Price]:
