@@ -184,3 +184,15 @@ def test_bad_timeout_or_retries_is_one_line(args, message):
     assert result.exit_code == 2 and result.stdout == ""
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("Error: ") and message in line
+
+
+def test_a_one_turn_run_shows_the_strategy_chosen_and_why_it_is_not_used():
+    """qa-b item 7: not "strategy: none (full history)" when -s aggressive was given."""
+    result = invoke("product-research", "-s", "aggressive", "--max-turns", "1")
+    header = result.stdout.splitlines()[1]
+    assert ("strategy: aggressive (not used: a one-turn run is never compressed, its one "
+            "prompt is the full history)") in header
+    default = invoke("product-research", "--max-turns", "1").stdout.splitlines()[1]
+    assert "strategy: price-scheduled (not used: a one-turn run" in default
+    off = invoke("product-research", "-s", "none", "--max-turns", "1").stdout.splitlines()[1]
+    assert "strategy: none (full history)  max turns: 1" in off

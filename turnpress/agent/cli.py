@@ -267,8 +267,7 @@ def run(task: str | None, llm_spec: str, base_url: str | None, timeout: float | 
         prompt = system_prompt(agent.template_dirs)
         mission = expand_mission(agent.mission, agent.data)
         effective = agent.settings()
-        strategy_name = (None if effective.max_turns == 1
-                         else normalize(effective.compression)[0])
+        strategy_name = normalize(effective.compression)[0]
     except (ValueError, TaskError) as exc:
         raise CLIError(str(exc)) from None
     view = RunView(console, max_turns=effective.max_turns, show_system=show_system)

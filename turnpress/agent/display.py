@@ -63,11 +63,16 @@ class RunView:
 
     def header(self, *, title: str, mission: str, llm: str, strategy: str | None,
                system_prompt: str) -> None:
-        """What is about to run."""
+        """What is about to run. ``strategy``: the one chosen (None: the full history); a
+        one-turn run never compresses (SS-001), which the line says."""
         self._label(title, "bold")
+        shown = strategy or "none (full history)"
+        if strategy and strategy != "full-history" and self.max_turns == 1:
+            shown += (" (not used: a one-turn run is never compressed, its one prompt is "
+                      "the full history)")
         self.console.print(Text.assemble(
-            ("LLM: ", "dim"), llm, ("  strategy: ", "dim"),
-            strategy or "none (full history)", ("  max turns: ", "dim"), str(self.max_turns)))
+            ("LLM: ", "dim"), llm, ("  strategy: ", "dim"), shown,
+            ("  max turns: ", "dim"), str(self.max_turns)))
         self.console.print(Text.assemble(("mission: ", "dim"), mission), soft_wrap=True)
         if not self.show_system:
             self.console.print(Text(
