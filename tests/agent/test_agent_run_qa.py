@@ -196,3 +196,21 @@ def test_a_one_turn_run_shows_the_strategy_chosen_and_why_it_is_not_used():
     assert "strategy: price-scheduled (not used: a one-turn run" in default
     off = invoke("product-research", "-s", "none", "--max-turns", "1").stdout.splitlines()[1]
     assert "strategy: none (full history)  max turns: 1" in off
+
+
+def test_the_llm_error_lists_scripted_too():
+    """qa-b item 16: every form --llm takes is listed."""
+    result = invoke("--llm", "bogus")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("Error: unknown LLM provider 'bogus' in 'bogus'; use "
+                                     "scripted, openai:MODEL, anthropic:MODEL")
+
+
+def test_a_missing_api_key_names_what_a_cli_user_can_set(monkeypatch):
+    """qa-b item 16: not "pass api_key=", which the command line cannot do."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = invoke("--llm", "openai:gpt-4o")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "Error: no API key: set the OPENAI_API_KEY environment variable, or give --base-url "
+        "for a server that needs none")

@@ -27,9 +27,12 @@ from turnpress.agent.display import RunView
 from turnpress.agent.llm import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
+    PROVIDERS,
     LLMError,
+    MissingAPIKeyError,
     MissingDependencyError,
     llm_from_spec,
+    unknown_provider,
 )
 from turnpress.agent.loop import RENDER_ERROR
 from turnpress.agent.mission import expand_mission
@@ -150,9 +153,14 @@ def _build_llm(spec: str, task: Any, base_url: str | None, timeout: float | None
                                "for; give them with --llm openai:MODEL or anthropic:MODEL")
             llm = task.scripted_llm()
             return llm, f"scripted ({len(llm.replies)} replies)"
+        if spec.partition(":")[0] not in PROVIDERS:
+            raise CLIError(unknown_provider(spec, "scripted"))
         timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         retries = DEFAULT_RETRIES if retries is None else retries
         llm = llm_from_spec(spec, base_url=base_url, timeout=timeout, max_retries=retries)
+    except MissingAPIKeyError as exc:
+        raise CLIError(f"no API key: set the {exc.env_var} environment variable, or give "
+                       f"--base-url for a server that needs none") from None
     except (ValueError, TaskError, LLMError, MissingDependencyError) as exc:
         raise CLIError(str(exc)) from None
     where = f" at {base_url}" if base_url else ""

@@ -36,6 +36,7 @@ __all__ = [
     "Anthropic",
     "LLMError",
     "LLMReply",
+    "MissingAPIKeyError",
     "MissingDependencyError",
     "OpenAICompatible",
     "ReplayLLM",
@@ -44,6 +45,7 @@ __all__ = [
     "call_llm",
     "llm_from_spec",
     "llm_pricing",
+    "unknown_provider",
 ]
 
 
@@ -97,6 +99,15 @@ LLM = Callable[[list[Message]], str | LLMReply]
 
 class LLMError(RuntimeError):
     """An LLM could not produce a reply."""
+
+
+class MissingAPIKeyError(LLMError):
+    """An HTTP adapter found no API key; ``env_var`` is the variable it reads."""
+
+    def __init__(self, env_var: str) -> None:
+        super().__init__(f"no API key: set the {env_var} environment variable or pass "
+                         f"api_key= (a server at a base_url= may need none)")
+        self.env_var = env_var
 
 
 class ScriptExhaustedError(LLMError):
@@ -217,7 +228,7 @@ def _api_key(given: str | None, env_var: str, base_url: str | None) -> str:
     if key:
         return key
     if base_url is None:
-        raise LLMError(f"no API key: set {env_var} or pass api_key=")
+        raise MissingAPIKeyError(env_var)
     return "not-needed"
 
 
@@ -393,12 +404,18 @@ def llm_from_spec(spec: str, *, base_url: str | None = None, api_key: str | None
     """
     provider, sep, model = spec.partition(":")
     if provider not in PROVIDERS:
-        valid = ", ".join(f"{p}:MODEL" for p in PROVIDERS)
-        raise ValueError(f"unknown LLM provider {provider!r} in {spec!r}; use {valid}")
+        raise ValueError(unknown_provider(spec))
     if not sep or not model.strip():
         raise ValueError(f"{spec!r} names no model; use {provider}:MODEL")
     return PROVIDERS[provider](model.strip(), base_url=base_url, api_key=api_key,
                                timeout=timeout, max_retries=max_retries)
+
+
+def unknown_provider(spec: str, *others: str) -> str:
+    """The error for an ``--llm`` spec whose provider is none of :data:`PROVIDERS`, listing
+    ``others`` (forms the caller also takes, e.g. ``scripted``) and ``PROVIDER:MODEL``."""
+    valid = ", ".join([*others, *(f"{p}:MODEL" for p in PROVIDERS)])
+    return f"unknown LLM provider {spec.partition(':')[0]!r} in {spec!r}; use {valid}"
 
 
 def llm_pricing(llm: Any) -> tuple[CacheRules, Price]:
