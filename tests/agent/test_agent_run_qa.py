@@ -214,3 +214,39 @@ def test_a_missing_api_key_names_what_a_cli_user_can_set(monkeypatch):
     assert result.stderr.strip() == (
         "Error: no API key: set the OPENAI_API_KEY environment variable, or give --base-url "
         "for a server that needs none")
+
+
+TWO_BLOCKS = "```clojure\n(println 1)\n```\nand then\n```clojure\n(println 2)\n```"
+
+
+def test_find_program_counts_the_blocks_it_did_not_run():
+    """qa-b item 15: only the first ```clojure block runs; the others are counted."""
+    from turnpress.agent.program import find_program
+
+    found = find_program(TWO_BLOCKS + "\n```clj\n(println 3)\n```\n```python\nx\n```")
+    assert found.program == "(println 1)" and found.ignored == 2
+    assert found.ignored_note() == ("the reply has 3 ```clojure blocks; only the first "
+                                    "ran: put the whole program in one block")
+    assert find_program("```clojure\n(println 1)\n```").ignored == 0
+    assert find_program("```\n(a)\n```\n```\n(b)\n```").ignored == 1
+    assert find_program("(println 1)").ignored_note() is None
+
+
+def test_the_user_is_told_when_blocks_did_not_run(tmp_path):
+    task = tmp_path / "two.toml"
+    task.write_text("mission = \"m\"\nmax_turns = 1\nreplies = ['''" + TWO_BLOCKS + "''']\n")
+    result = invoke(str(task))
+    assert "note: the reply has 2 ```clojure blocks; only the first ran" in result.stdout
+    assert "printed:\n1\n" in result.stdout and "printed:\n1\n2" not in result.stdout
+
+
+def test_the_agent_is_told_when_a_failed_turn_had_blocks_that_did_not_run():
+    """The failure the agent sees says the other blocks were not run (a successful turn
+    has no field for it: the display tells the user)."""
+    llm = ScriptedLLM(["```clojure\n(def a 1)\n(undefined-x)\n```\n```clojure\n(def b 2)\n```",
+                       "```clojure\n(return a)\n```"])
+    step = Agent("m", llm=llm, max_turns=2).run()
+    assert step.turns[0].result.message == (
+        "undefined symbol 'undefined-x' (the reply has 2 ```clojure blocks; only the first "
+        "ran: put the whole program in one block)")
+    assert "only the first ran" in llm.calls[1][-1]["content"]

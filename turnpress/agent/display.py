@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from turnpress.agent.program import find_program
 from turnpress.agent.step import Step
 from turnpress.core.clojure import to_clojure
 from turnpress.core.model import Message, Turn
@@ -103,6 +104,9 @@ class RunView:
         self.messages(messages)
         self._label("> reply", "bold blue")
         self._body(turn.raw_response)
+        note = find_program(turn.raw_response).ignored_note()
+        if note:
+            self.note(note)
         if turn.success:
             self._label("> ran: ok", "bold green")
         else:
