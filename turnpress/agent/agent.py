@@ -22,7 +22,7 @@ from turnpress.agent.step import Step
 from turnpress.agent.system_prompt import system_prompt as default_system_prompt
 from turnpress.core.compression import Compression, normalize
 from turnpress.core.model import Keyword, Tool, coerce_tools
-from turnpress.core.templates import check_templates
+from turnpress.core.template_check import check_templates
 
 __all__ = ["DEFAULT_MAX_TURNS", "INHERIT", "Agent", "AgentToolError", "Settings"]
 

@@ -41,7 +41,7 @@ from turnpress.agent.tasks import DEFAULT_TASK, TaskError, bundled_task_names, l
 from turnpress.cli import CLIError, echo, strategy_spec
 from turnpress.core.compression import normalize
 from turnpress.core.errors import PluginError
-from turnpress.core.templates import check_templates
+from turnpress.core.template_check import check_templates
 from turnpress.core.trace import TraceError, append_jsonl, is_trace_file, save_trace
 
 __all__ = ["run"]

@@ -66,7 +66,6 @@ __all__ = [
     "TemplateWarning",
     "builtin_template_names",
     "builtin_twin",
-    "check_templates",
     "export_templates",
     "get_environment",
     "list_templates",
@@ -248,22 +247,6 @@ def get_environment(dirs: tuple[Path, ...] = ()) -> jinja2.Environment:
     """A Jinja2 environment searching ``dirs``, plugin overrides, the built-in
     templates, then the plugins' own templates."""
     return _environment(tuple(dirs), get_registry().template_layout())
-
-
-def check_templates(template_dirs: Iterable[str | os.PathLike[str]] = ()) -> None:
-    """Compile every template the override ``template_dirs`` (and ``TURNPRESS_TEMPLATES``)
-    hold, so a syntax error or a file that is not UTF-8 is found before a run starts
-    rather than at the turn that first needs the template.
-
-    Raises :class:`TemplateProblem` naming the file and the line. An undefined variable
-    shows only when the template is rendered (it may sit in a branch that is never
-    taken), so it is not checked here.
-    """
-    dirs = resolve_template_dirs(template_dirs)
-    env = get_environment(dirs)
-    for d in dirs:
-        for path in sorted(d.rglob("*.j2")):
-            env.get_template(path.relative_to(d).as_posix())
 
 
 def unused_template_files(dirs: Iterable[Path], layout: TemplateLayout | None = None
