@@ -10,12 +10,8 @@ Exit codes: 0 the agent returned, 1 the run ended failed (any failure reason:
 
 from __future__ import annotations
 
-import logging
 import os
-import re
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +19,7 @@ import click
 from rich.console import Console
 
 from turnpress.agent.agent import INHERIT
-from turnpress.agent.display import RunView
+from turnpress.agent.display import RetryNotes, RunView
 from turnpress.agent.llm import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
@@ -168,45 +164,6 @@ def _build_llm(spec: str, task: Any, base_url: str | None, timeout: float | None
     return llm, f"{spec}{where} (timeout {timeout:g} s, {tries})"
 
 
-class _RetryNotes(logging.Handler):
-    """Shows each retry the OpenAI and Anthropic SDKs make (their ``Retrying request
-    ... in N seconds`` log records) as one line of the run, so a slow server is not
-    minutes of silence."""
-
-    LOGGERS = ("openai", "anthropic")
-
-    def __init__(self, view: RunView) -> None:
-        super().__init__(logging.INFO)
-        self.view = view
-
-    def emit(self, record: logging.LogRecord) -> None:
-        text = record.getMessage()
-        if not text.startswith("Retrying request"):
-            return
-        delay = re.search(r"in ([\d.]+) seconds", text)
-        count = re.search(r"\(retry (\d+) of (\d+)\)", text)
-        self.view.note("retrying the LLM call"
-                       + (f" in {float(delay.group(1)):.1f} s" if delay else "")
-                       + (f" (retry {count.group(1)} of {count.group(2)})" if count else "")
-                       + ": no answer in time, a lost connection or a busy server")
-
-    @contextmanager
-    def attached(self) -> Iterator[None]:
-        """Listen to the SDKs' loggers (at INFO) while the block runs."""
-        loggers = [logging.getLogger(name) for name in self.LOGGERS]
-        levels = [logger.level for logger in loggers]
-        for logger in loggers:
-            logger.addHandler(self)
-            if logger.getEffectiveLevel() > logging.INFO:
-                logger.setLevel(logging.INFO)
-        try:
-            yield
-        finally:
-            for logger, level in zip(loggers, levels, strict=True):
-                logger.removeHandler(self)
-                logger.setLevel(level)
-
-
 @click.command(cls=_OneLineErrors)
 @click.argument("task", required=False, metavar="[EXAMPLE|TASK.toml]")
 @click.option("--llm", "llm_spec", default="scripted", show_default=True,
@@ -283,7 +240,7 @@ def run(task: str | None, llm_spec: str, base_url: str | None, timeout: float | 
     view.header(title=f"turnpress run {loaded.name} ({where})", mission=mission,
                 llm=llm_label, strategy=strategy_name, system_prompt=prompt)
     try:
-        with _RetryNotes(view).attached():
+        with RetryNotes(view).attached():
             step = agent.run(system_prompt=prompt, on_turn=view.turn)
     except (ValueError, PluginError) as exc:  # found before the first LLM call
         raise CLIError(str(exc)) from None

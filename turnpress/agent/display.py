@@ -7,7 +7,10 @@ a file or a CI log.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
@@ -18,7 +21,7 @@ from turnpress.agent.step import Step
 from turnpress.core.clojure import to_clojure
 from turnpress.core.model import Message, Turn
 
-__all__ = ["RunView", "format_usage"]
+__all__ = ["RetryNotes", "RunView", "format_usage"]
 
 SAMPLE_LIMIT = 5
 SAMPLE_PRINTABLE_LIMIT = 200
@@ -139,3 +142,42 @@ class RunView:
         usage = format_usage(step.usage)
         if usage:
             self._body(f"usage: {usage}")
+
+
+class RetryNotes(logging.Handler):
+    """Shows each retry the OpenAI and Anthropic SDKs make (their ``Retrying request
+    ... in N seconds`` log records) as a :meth:`RunView.note`, so a slow server is not
+    minutes of silence: ``with RetryNotes(view).attached(): agent.run(...)``."""
+
+    LOGGERS = ("openai", "anthropic")
+
+    def __init__(self, view: RunView) -> None:
+        super().__init__(logging.INFO)
+        self.view = view
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if not text.startswith("Retrying request"):
+            return
+        delay = re.search(r"in ([\d.]+) seconds", text)
+        count = re.search(r"\(retry (\d+) of (\d+)\)", text)
+        self.view.note("retrying the LLM call"
+                       + (f" in {float(delay.group(1)):.1f} s" if delay else "")
+                       + (f" (retry {count.group(1)} of {count.group(2)})" if count else "")
+                       + ": no answer in time, a lost connection or a busy server")
+
+    @contextmanager
+    def attached(self) -> Iterator[None]:
+        """Listen to the SDKs' loggers (at INFO) while the block runs."""
+        loggers = [logging.getLogger(name) for name in self.LOGGERS]
+        levels = [logger.level for logger in loggers]
+        for logger in loggers:
+            logger.addHandler(self)
+            if logger.getEffectiveLevel() > logging.INFO:
+                logger.setLevel(logging.INFO)
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels, strict=True):
+                logger.removeHandler(self)
+                logger.setLevel(level)
