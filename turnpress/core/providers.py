@@ -22,6 +22,7 @@ __all__ = [
     "alternating",
     "anthropic_breakpoints",
     "format_text",
+    "part_text",
     "prompt_with_breakpoints",
     "render_with_breakpoints",
     "request_tools",
@@ -29,21 +30,26 @@ __all__ = [
     "to_openai",
 ]
 
+def part_text(part: Any) -> str:
+    """One content part (or Anthropic block) as text: its ``text``, else a marker, an
+    image as ``[image]`` and any other part as ``[its type]`` (``[document]``,
+    ``[search_result]``...). The anthropic-messages reader shows a block that the
+    OpenAI shape cannot hold as this marker, so :func:`to_anthropic` can tell that a
+    strategy left it as it was."""
+    if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+        return part["text"]
+    kind = part.get("type", "part") if isinstance(part, Mapping) else "part"
+    return f"[{'image' if 'image' in str(kind) else kind}]"
+
+
 def _content_text(content: Any) -> str:
     """A message content as text: a string as is, ``None`` as ``""``, content parts
-    (an imported transcript's) as their texts, an image as ``[image]``."""
+    (an imported transcript's) as their texts, an image as ``[image]`` (:func:`part_text`)."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    texts = []
-    for part in content:
-        if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        else:
-            kind = part.get("type", "part") if isinstance(part, Mapping) else "part"
-            texts.append(f"[{'image' if 'image' in str(kind) else kind}]")
-    return "\n".join(texts)
+    return "\n".join(map(part_text, content))
 
 
 def format_text(messages: Sequence[Message]) -> str:

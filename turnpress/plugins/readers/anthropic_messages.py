@@ -15,14 +15,19 @@ format the same way; :func:`to_openai_messages` converts:
   name LiteLLM gives them in the OpenAI shape; text views ignore them);
 - a user message -> one ``tool`` message per ``tool_result`` block
   (``tool_call_id`` = ``tool_use_id``; a block-list content and ``is_error``
-  kept as given under the key ``_anthropic``, see :data:`KEPT`), and its other
+  kept as given under the key ``_anthropic``, see :data:`KEPT`; the tool
+  message's content is the text of its text blocks, and each image, document or
+  search_result block in it, which an OpenAI tool message cannot hold, shows as
+  its marker ``[image]``, ``[document]``, ``[search_result]``), and its other
   blocks as a user message (a string for one text block, else content parts;
   images as ``image_url``), in block order.
 
 ``core.providers.to_anthropic`` (``--format anthropic``) turns them back into
 blocks: the same thinking, text, tool_use and tool_result blocks (``is_error``
-and block-list content as given), system apart, tool results and the user text
-after them in one user message. ``to_openai`` and :func:`to_openai_messages`
+and block-list content as given while a strategy left the tool message's text as
+it was: so a screenshot comes back whole, and an old one that a strategy masked or
+cut goes as its text, ``[image]`` and all), system apart, tool results and the
+user text after them in one user message. ``to_openai`` and :func:`to_openai_messages`
 leave ``_anthropic`` out (the OpenAI API has no such key). What the round trip
 does not keep: the request's own ``cache_control`` markers (turnpress places its
 own breakpoints), a one-text-block user content coming back as a string, and
@@ -46,6 +51,7 @@ from typing import Any
 from turnpress.core.errors import quote
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Failure
+from turnpress.core.providers import part_text
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers._messages_to_trace import (
     Entry,
@@ -63,6 +69,9 @@ FORMAT = "anthropic-messages"
 ROLES = ("user", "assistant")
 #: assistant blocks of extended thinking, kept verbatim (signature and all)
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
+#: the blocks a tool_result's content may hold besides text; the OpenAI shape shows each
+#: as its marker (``[image]``, ``[document]``, ``[search_result]``)
+RESULT_BLOCKS = ("image", "document", "search_result")
 #: the key of a tool message holding what its tool_result block had that the OpenAI
 #: shape cannot hold (``content`` as a block list, ``is_error``); ``to_openai`` drops it
 KEPT = "_anthropic"
@@ -101,7 +110,28 @@ def _parts_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _tool_result(block: dict[str, Any], where: str, index: int) -> Entry:
+def _result_texts(content: list[Any], at: str, where: str, index: int) -> list[str]:
+    """The texts of a tool_result's block-list content: each text block's text, each
+    image, document or search_result block as its marker (``[image]``...: the block
+    itself is kept, see :data:`KEPT`). Any other block raises :class:`TraceError`."""
+    texts = []
+    for k, b in enumerate(content):
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "text" and isinstance(b.get("text"), str):
+            texts.append(b["text"])
+        elif kind in RESULT_BLOCKS:
+            texts.append(part_text(b))
+        else:
+            shown = quote(kind) if isinstance(b, dict) else f"a {type(b).__name__}, not a block"
+            raise fail(where, index, f"{at}: its content block {k} is {shown}; a "
+                                     f"tool_result's content holds text, "
+                                     f"{', '.join(RESULT_BLOCKS[:-1])} and {RESULT_BLOCKS[-1]} "
+                                     f"blocks: send anything else as a text block")
+    return texts
+
+
+def _tool_result(block: dict[str, Any], where: str, index: int, k: int) -> Entry:
+    at = f"content block {k} (tool_result)"
     content = block.get("content", "")
     kept: dict[str, Any] = {}  # what the OpenAI shape has no place for (see KEPT)
     if isinstance(content, list) and (len(content) == 1 or any(
@@ -112,20 +142,14 @@ def _tool_result(block: dict[str, Any], where: str, index: int) -> Entry:
     if isinstance(block.get("is_error"), bool):
         kept["is_error"] = block["is_error"]
     if isinstance(content, list):
-        texts = []
-        for b in content:
-            if not (isinstance(b, dict) and b.get("type") == "text"
-                    and isinstance(b.get("text"), str)):
-                kind = b.get("type") if isinstance(b, dict) else type(b).__name__
-                raise fail(where, index, f"tool_result content block {quote(kind)} is not "
-                                         f"supported (text only: an OpenAI tool message "
-                                         f"holds text)")
-            texts.append(b["text"])
+        texts = _result_texts(content, at, where, index)
         content = _text_content(texts) if texts else ""
     elif not isinstance(content, str):
-        raise fail(where, index, "tool_result \"content\" must be a string or text blocks")
+        raise fail(where, index, f"{at}: \"content\" must be a string or a list of content "
+                                 f"blocks")
     if not isinstance(block.get("tool_use_id"), str):
-        raise fail(where, index, "tool_result block needs a \"tool_use_id\"")
+        raise fail(where, index, f"{at}: needs a string \"tool_use_id\" (the id of the "
+                                 f"tool_use it answers)")
     message = {"role": "tool", "tool_call_id": block["tool_use_id"], "content": content}
     if kept:
         message[KEPT] = kept
@@ -208,12 +232,12 @@ def message_entries(system: Any, messages: Any, where: str) -> list[Entry]:
             entries.append(Entry(i, {"role": "user", "content": content}))
             continue
         parts: list[dict[str, Any]] = []
-        for block in content:
+        for k, block in enumerate(content):
             if isinstance(block, dict) and block.get("type") == "tool_result":
                 if parts:
                     entries.append(Entry(i, {"role": "user", "content": _parts_content(parts)}))
                     parts = []
-                entries.append(_tool_result(block, where, i))
+                entries.append(_tool_result(block, where, i, k))
             elif isinstance(block, dict):
                 parts.append(_user_part(block, where, i))
             else:

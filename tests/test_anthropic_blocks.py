@@ -1,0 +1,143 @@
+"""Anthropic input with the content blocks the Messages API takes beyond text and tool
+calls (QA item 4): images, documents and search results in a ``tool_result`` (computer
+use, screenshots), documents in a user message, server and MCP tool blocks in an
+assistant message.
+
+``full-history`` gives the input back as it was (less turnpress's own ``cache_control``
+markers); every built-in strategy renders such a run, the latest turn's blocks kept
+where the strategy keeps that turn's messages; a block turnpress cannot carry is one
+error naming the message, the block and what to do.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from turnpress import Compressor, StrategyNotApplicable, compress
+from turnpress.core.compression import strategy_names
+
+SYSTEM = "You operate a computer. Use the tools."
+PNG = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+
+
+def image(data: str = "iVBORw0KGgo=") -> dict[str, Any]:
+    return {"type": "image", "source": {**PNG, "data": data}}
+
+
+def screenshot_run(turns: int = 3) -> list[dict[str, Any]]:
+    """A computer-use run: each turn takes a screenshot, the tool answers with a long
+    text (the screen's accessibility tree, long enough for a strategy to mask it) and an
+    image."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Open the settings page."}]
+    for k in range(1, turns + 1):
+        messages.append({"role": "assistant", "content": [
+            {"type": "text", "text": f"Step {k}: looking at the screen."},
+            {"type": "tool_use", "id": f"toolu_{k}", "name": "computer",
+             "input": {"action": "screenshot"}}]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": [
+                {"type": "text", "text": f"screenshot {k}\n" + "button OK\n" * 400},
+                image(f"PNG{k}")]}]})
+    return messages
+
+
+def without_marks(value: Any) -> Any:
+    """``value`` without ``cache_control`` keys, each string content as one text block."""
+    if isinstance(value, dict):
+        out = {k: without_marks(v) for k, v in value.items() if k != "cache_control"}
+        if isinstance(out.get("content"), str) and out.get("role"):
+            out["content"] = [{"type": "text", "text": out["content"]}]
+        return out
+    if isinstance(value, list):
+        return [without_marks(v) for v in value]
+    return value
+
+
+def system_text(system: Any) -> str:
+    return system if isinstance(system, str) else "".join(b["text"] for b in system)
+
+
+def full_history(messages: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+    return compress({"system": SYSTEM, "messages": copy.deepcopy(messages)},
+                    strategy="full-history", format="anthropic")
+
+
+def blocks_of(messages: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """Every block of type ``kind``, nested ones (a tool_result's content) included."""
+    found = []
+    for m in messages:
+        for block in m["content"] if isinstance(m["content"], list) else ():
+            if block.get("type") == kind:
+                found.append(block)
+            inner = block.get("content")
+            found.extend(b for b in inner if isinstance(b, dict) and b.get("type") == kind
+                         ) if isinstance(inner, list) else ()
+    return found
+
+
+def each_strategy(messages: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """``compress()`` of ``messages`` by every built-in strategy that renders transcripts
+    (the Compressor gives the same)."""
+    outputs = {}
+    for name in strategy_names():
+        try:
+            system, out = compress({"system": SYSTEM, "messages": copy.deepcopy(messages)},
+                                   strategy=name, format="anthropic")
+        except StrategyNotApplicable:
+            continue
+        compressor = Compressor(name, format="anthropic", system=SYSTEM)
+        compressor.extend(copy.deepcopy(messages))
+        assert compressor.messages() == (system, out), name
+        outputs[name] = out
+    return outputs
+
+
+def answered(out: list[dict[str, Any]]) -> None:
+    """Every tool_use of ``out`` is answered by a tool_result in the next message."""
+    for k, m in enumerate(out):
+        uses = [b["id"] for b in blocks_of([m], "tool_use")] if m["role"] == "assistant" else []
+        if uses:
+            results = {b["tool_use_id"] for b in blocks_of([out[k + 1]], "tool_result")}
+            assert set(uses) <= results
+
+
+# -- tool_result content: text, image, document, search_result ------------------------------
+
+
+def test_tool_result_blocks_round_trip_under_full_history() -> None:
+    run = [*screenshot_run(), {"role": "assistant", "content": "Done."}]
+    run[-2]["content"][0]["content"].extend([
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                        "data": "log"}, "title": "log.txt"},
+        {"type": "search_result", "source": "https://example.com/a", "title": "A",
+         "content": [{"type": "text", "text": "found it"}], "citations": {"enabled": True}}])
+    system, out = full_history(run)
+    assert system_text(system) == SYSTEM
+    assert without_marks(out) == without_marks(run)
+
+
+def test_latest_screenshot_is_kept_and_old_ones_become_markers() -> None:
+    outputs = each_strategy(screenshot_run(12))
+    assert "full-history" in outputs and "rolling-window" in outputs
+    for name, out in outputs.items():
+        answered(out)
+        last = [r for r in blocks_of(out, "tool_result") if r["tool_use_id"] == "toolu_12"]
+        if last:  # the strategy sends the latest tool result as a tool_result: whole
+            assert image("PNG12") in last[0]["content"], name
+    window = outputs["rolling-window"]  # the last two turns as sent, the rest coalesced
+    assert [b["source"]["data"] for b in blocks_of(window, "image")] == ["PNG11", "PNG12"]
+    assert "[image]" in str(window[0]["content"])
+
+
+def test_tool_result_block_the_api_does_not_take_is_one_clear_error() -> None:
+    run = screenshot_run(1)
+    run[-1]["content"][0]["content"].append({"type": "tool_use", "id": "x", "name": "n",
+                                             "input": {}})
+    with pytest.raises(ValueError) as info:
+        full_history(run)
+    text = str(info.value)
+    assert text.startswith("messages: message 2: ")
+    assert "'tool_use'" in text and "tool_result" in text and "OpenAI" not in text
