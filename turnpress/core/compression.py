@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from turnpress.core.breakpoints import check_breakpoints
+from turnpress.core.errors import a_or_an
 from turnpress.core.history import (
     defined_names,
     error_message,
@@ -223,7 +224,7 @@ def prepare(turns: Iterable[Turn], memory: Mapping[str, Any] | None,
         if not set(map(type, turns)) <= {Turn}:  # one C-speed pass; subclasses checked below
             for i, turn in enumerate(turns):
                 if not isinstance(turn, Turn):
-                    raise TypeError(f"turns[{i}] is a {type(turn).__name__}, not a Turn")
+                    raise TypeError(f"turns[{i}] is {a_or_an(type(turn).__name__)}, not a Turn")
         _CHECKED[0] = turns  # held, so its id is not another tuple's
     if not isinstance(o.mission, str):
         raise TypeError(f"mission must be a string, got {type(o.mission).__name__}")

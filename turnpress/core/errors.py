@@ -11,6 +11,7 @@ export them too.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = ["PLUGIN_FAULTS", "QUOTE_LIMIT", "ExecutorError", "PluginError", "PluginWarning",
@@ -41,8 +42,20 @@ def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
 
 
 def a_or_an(word: str) -> str:
-    """``word`` after its article, for a message: ``a str``, ``an int``, ``an assistant``."""
-    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+    """``word`` after its article, for a message: ``a str``, ``an int``, ``an assistant``,
+    ``a user`` (by the sound: ``a`` before a "you" or "w" sound, ``a usage``, ``a unit``,
+    ``a euro``, ``a one``; ``an unknown``, ``an upper``)."""
+    return f"{'an' if _vowel_sound(word.lower()) else 'a'} {word}"
+
+
+#: words written with a vowel first that start with a consonant sound: "you" (user,
+#: usage, unit: a u, then one consonant and a vowel, or "uni"; not the "un-" of unknown),
+#: "you" again (euro), "w" (one, once)
+_CONSONANT_SOUND = re.compile(r"uni|u(?!n)[b-df-hj-np-tv-z][aeiouy]|eu|one\b|once\b")
+
+
+def _vowel_sound(word: str) -> bool:
+    return word[:1] in tuple("aeiou") and not _CONSONANT_SOUND.match(word)
 
 
 def printable(text: str) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnpress.core.breakpoints import BreakpointError, breakpoint_problem
 from turnpress.core.compression import Breakpoint, render_with_breakpoints
+from turnpress.core.errors import a_or_an
 from turnpress.core.message_checks import content_part_problem
 from turnpress.core.model import INSTRUCTION_ROLES, Message
 
@@ -270,7 +271,7 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
         m = messages[i]
         role, content = m["role"], m.get("content")  # type: ignore[attr-defined]
         if role in INSTRUCTION_ROLES:
-            raise ValueError(f"message {i} is a {role} message after the conversation "
+            raise ValueError(f"message {i} is {a_or_an(role)} message after the conversation "
                              f"started; Anthropic has no system role there")
         if role == "tool":
             block = {"type": "tool_result",

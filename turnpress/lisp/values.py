@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from turnpress.core.errors import a_or_an
 from turnpress.core.model import Fn, HashableMap, Keyword
 from turnpress.lisp.errors import ArgumentError, LispError
 
@@ -237,7 +238,7 @@ def freeze(value: Any, ctx: Any = None) -> Any:
     try:
         hash(value)
     except TypeError:
-        raise ArgumentError("type_error", f"a {kind_name(value)} cannot be a map key or "
+        raise ArgumentError("type_error", f"{a_or_an(kind_name(value))} cannot be a map key or "
                                           "set element") from None
     return value
 

@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from turnpress.core.errors import quote
+from turnpress.core.errors import a_or_an, quote
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Tool
 from turnpress.core.trace import Trace, TraceError
@@ -102,8 +102,8 @@ def _lines(data: list[Any], where: str) -> list[tuple[int, dict[str, Any]]]:
         if _is_message(event) or event.get("type") in ("user", "assistant"):
             message = event.get("message")
             if not isinstance(message, Mapping):
-                raise TraceError(f"{where}: line {i}: a {event.get('type')} line needs a "
-                                 f"\"message\" object")
+                line = a_or_an(str(event.get("type")))
+                raise TraceError(f"{where}: line {i}: {line} line needs a \"message\" object")
             if message.get("role") != event["type"]:
                 raise TraceError(f"{where}: line {i}: message.role {quote(message.get('role'))}"
                                  f" does not match the line's type {quote(event['type'])}")
