@@ -141,3 +141,55 @@ def test_tool_result_block_the_api_does_not_take_is_one_clear_error() -> None:
     text = str(info.value)
     assert text.startswith("messages: message 2: ")
     assert "'tool_use'" in text and "tool_result" in text and "OpenAI" not in text
+
+
+# -- user messages: document, search_result, container_upload, a file image ----------------
+
+PDF = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                      "data": "JVBERi0xLjQ="},
+       "title": "report.pdf", "citations": {"enabled": True}}
+
+
+def test_user_blocks_round_trip_under_full_history() -> None:
+    run = [
+        {"role": "user", "content": [
+            PDF, {"type": "text", "text": "Summarize the report.", "cache_control": {
+                "type": "ephemeral"}}]},
+        {"role": "assistant", "content": "It is about sales."},
+        {"role": "user", "content": [
+            {"type": "search_result", "source": "https://example.com", "title": "Ex",
+             "content": [{"type": "text", "text": "sales rose"}]},
+            {"type": "container_upload", "file_id": "file_1"},
+            {"type": "image", "source": {"type": "file", "file_id": "file_2"}},
+            {"type": "text", "text": "And these?"}]},
+        {"role": "assistant", "content": "They agree."}]
+    _, out = full_history(run)
+    assert without_marks(out) == without_marks(run)
+
+
+def test_newest_user_document_is_sent_as_sent_by_every_strategy() -> None:
+    run = screenshot_run(12)
+    run[-1]["content"].extend([PDF, {"type": "text", "text": "Compare with this report."}])
+    for name, out in each_strategy(run).items():
+        answered(out)
+        assert PDF in blocks_of(out, "document"), name
+
+
+@pytest.mark.parametrize(("block", "expected"), [
+    ({"type": "tool_use", "id": "t", "name": "n", "input": {}},
+     "messages: message 0: content block 1 is 'tool_use', which belongs in an assistant "
+     "message"),
+    ({"type": "bogus"},
+     "messages: message 0: content block 1 is 'bogus', which turnpress cannot carry: a user "
+     "message holds text, image, document, search_result, container_upload and tool_result "
+     "blocks"),
+    ({"type": "image", "source": "x"}, "messages: message 0: content block 1 (image) needs a "
+                                       "\"source\" object")])
+def test_user_block_turnpress_cannot_carry_is_one_clear_error(block: dict[str, Any],
+                                                              expected: str) -> None:
+    run = [{"role": "user", "content": [{"type": "text", "text": "go"}, block]},
+           {"role": "assistant", "content": "ok"}]
+    with pytest.raises(ValueError) as info:
+        full_history(run)
+    assert str(info.value).startswith(expected)
+    assert "OpenAI" not in str(info.value)

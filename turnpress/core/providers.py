@@ -242,7 +242,9 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
     ``tool_calls`` as ``tool_use`` blocks; each ``tool`` message becomes a
     ``tool_result`` block (with the block-list content and ``is_error`` the
     anthropic-messages reader kept under ``_anthropic``; the content only while a
-    strategy left its text as it was), and content parts become text / image blocks.
+    strategy left its text as it was), a user message whose blocks the reader kept
+    (a document, a search result...: :func:`_kept_blocks`) gets them back on the same
+    condition, and content parts become text / image blocks.
 
     The API wants user and assistant messages to alternate, so consecutive
     messages of one role (tool results and the user text after them, or two
@@ -278,16 +280,21 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
                      "tool_use_id": m.get("tool_call_id", ""),  # type: ignore[attr-defined]
                      "content": _anthropic_blocks(content, i) if isinstance(content, list)
                      else (content or "")}
+            original = _kept_blocks(m, content)
+            if original is not None:
+                block["content"] = original
             kept = m.get(ANTHROPIC_KEPT)  # type: ignore[attr-defined]
-            if isinstance(kept, Mapping):
-                original = kept.get("content")
-                if isinstance(original, list) and _content_text(original) == _content_text(content):
-                    block["content"] = copy.deepcopy(original)  # unchanged by the strategy
-                if isinstance(kept.get("is_error"), bool):
-                    block["is_error"] = kept["is_error"]
+            if isinstance(kept, Mapping) and isinstance(kept.get("is_error"), bool):
+                block["is_error"] = kept["is_error"]
             if i in cuts:
                 block["cache_control"] = dict(EPHEMERAL)
             out.append({"role": "user", "content": [block]})
+            continue
+        original = _kept_blocks(m, content) if role == "user" else None
+        if original:
+            if i in cuts:  # marked as a whole, as any transcript message
+                original[-1]["cache_control"] = dict(EPHEMERAL)
+            out.append({"role": role, "content": original})
             continue
         calls = m.get("tool_calls") or []  # type: ignore[attr-defined]
         thinking = m.get("thinking_blocks") or []  # type: ignore[attr-defined]
@@ -303,6 +310,18 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
             blocks[-1]["cache_control"] = dict(EPHEMERAL)
         out.append({"role": role, "content": blocks})
     return system, alternating(out)
+
+
+def _kept_blocks(message: Message, content: Any) -> list[dict[str, Any]] | None:
+    """A copy of the Anthropic blocks the anthropic-messages reader kept for ``message``
+    (a tool_result's content, a user message's blocks: :data:`ANTHROPIC_KEPT`), if the
+    strategy left its text as it was (``content``: each kept block that the OpenAI shape
+    cannot hold shows as its marker, :func:`part_text`); else ``None``."""
+    kept = message.get(ANTHROPIC_KEPT)  # type: ignore[attr-defined]
+    original = kept.get("content") if isinstance(kept, Mapping) else None
+    if isinstance(original, list) and _content_text(original) == _content_text(content):
+        return copy.deepcopy(original)
+    return None
 
 
 def alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

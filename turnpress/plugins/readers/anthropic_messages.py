@@ -1,8 +1,8 @@
 """Built-in trace reader ``anthropic-messages``: Anthropic Messages runs (DESIGN §10).
 
 A run is a request body ``{"system", "messages", "tools"?}`` whose messages hold
-``text``, ``image``, ``tool_use``, ``tool_result``, ``thinking`` and
-``redacted_thinking`` blocks. turnpress keeps
+the blocks of :data:`MESSAGE_BLOCKS` (``text``, ``image``, ``document``,
+``tool_use``, ``tool_result``, ``thinking``...). turnpress keeps
 transcripts in ONE canonical shape, OpenAI chat, so every strategy reads every
 format the same way; :func:`to_openai_messages` converts:
 
@@ -20,19 +20,24 @@ format the same way; :func:`to_openai_messages` converts:
   search_result block in it, which an OpenAI tool message cannot hold, shows as
   its marker ``[image]``, ``[document]``, ``[search_result]``), and its other
   blocks as a user message (a string for one text block, else content parts;
-  images as ``image_url``), in block order.
+  base64 and url images as ``image_url``; a ``document``, ``search_result``,
+  ``container_upload`` or Files API image as a text part holding its marker, the
+  message's blocks then kept under ``_anthropic``), in block order.
 
 ``core.providers.to_anthropic`` (``--format anthropic``) turns them back into
 blocks: the same thinking, text, tool_use and tool_result blocks (``is_error``
 and block-list content as given while a strategy left the tool message's text as
 it was: so a screenshot comes back whole, and an old one that a strategy masked or
-cut goes as its text, ``[image]`` and all), system apart, tool results and the
-user text after them in one user message. ``to_openai`` and :func:`to_openai_messages`
+cut goes as its text, ``[image]`` and all; a user message's kept blocks on the same
+condition), system apart, tool results and the user text after them in one user
+message. ``to_openai`` and :func:`to_openai_messages`
 leave ``_anthropic`` out (the OpenAI API has no such key). What the round trip
 does not keep: the request's own ``cache_control`` markers (turnpress places its
 own breakpoints), a one-text-block user content coming back as a string, and
 the order of thinking blocks placed after other blocks (they are sent first, as
-the API returns them). Other block types are refused with a clear error.
+the API returns them). Any other block, or a block in the wrong role's message, is
+refused with one error naming the message and content block index, the block's
+type and what to do.
 
 A ``usage`` object on an assistant message (the response's usage, as logging
 proxies record it: ``input_tokens``, ``cache_read_input_tokens``,
@@ -48,7 +53,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from turnpress.core.errors import quote
+from turnpress.core.errors import a_or_an, quote
 from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Failure
 from turnpress.core.providers import part_text
@@ -72,8 +77,17 @@ THINKING_BLOCKS = ("thinking", "redacted_thinking")
 #: the blocks a tool_result's content may hold besides text; the OpenAI shape shows each
 #: as its marker (``[image]``, ``[document]``, ``[search_result]``)
 RESULT_BLOCKS = ("image", "document", "search_result")
-#: the key of a tool message holding what its tool_result block had that the OpenAI
-#: shape cannot hold (``content`` as a block list, ``is_error``); ``to_openai`` drops it
+#: the blocks a user message may hold besides text and tool_result: a base64 or url
+#: image becomes an ``image_url`` part, any other of these (which the OpenAI shape
+#: cannot hold) shows as its marker (``[document]``...), the blocks kept (see KEPT)
+USER_BLOCKS = ("image", "document", "search_result", "container_upload")
+#: the blocks each role's message may hold, as errors list them
+MESSAGE_BLOCKS = {"user": ("text", *USER_BLOCKS, "tool_result"),
+                  "assistant": ("text", "tool_use", *THINKING_BLOCKS)}
+#: the key of a message holding what its Anthropic blocks had that the OpenAI shape
+#: cannot hold: a tool message's tool_result ``content`` as a block list and
+#: ``is_error``, a user message's blocks (``content``) when one of them shows as a
+#: marker; ``to_openai`` drops it
 KEPT = "_anthropic"
 
 
@@ -86,22 +100,57 @@ def _text_content(texts: list[str]) -> str | list[dict[str, str]]:
     return texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
 
 
-def _user_part(block: dict[str, Any], where: str, index: int) -> dict[str, Any]:
+def _user_part(block: dict[str, Any], where: str, index: int, k: int
+               ) -> tuple[dict[str, Any], bool]:
+    """A user message's block as an OpenAI content part, and whether the part is the
+    block's marker (the block kept, see :data:`KEPT`) rather than the block itself."""
     kind = block.get("type")
     if kind == "text" and isinstance(block.get("text"), str):
-        return {"type": "text", "text": block["text"]}
-    if kind == "image" and isinstance(block.get("source"), dict):
-        source = block["source"]
+        return {"type": "text", "text": block["text"]}, False
+    if kind == "image":
+        source = block.get("source")
+        if not isinstance(source, dict):
+            raise fail(where, index, f"content block {k} (image) needs a \"source\" object")
         if source.get("type") == "base64":
             url = f"data:{source.get('media_type', '')};base64,{source.get('data', '')}"
-        elif source.get("type") == "url":
-            url = str(source.get("url", ""))
-        else:
-            raise fail(where, index, f"image source type {quote(source.get('type'))} is not "
-                                     f"supported (base64, url)")
-        return {"type": "image_url", "image_url": {"url": url}}
-    raise fail(where, index, f"content block type {quote(kind)} is not supported in a user "
-                             f"message (text, image, tool_result)")
+            return {"type": "image_url", "image_url": {"url": url}}, False
+        if source.get("type") == "url":
+            return {"type": "image_url", "image_url": {"url": str(source.get("url", ""))}}, False
+    elif kind not in USER_BLOCKS:
+        raise fail(where, index, _unsupported(k, kind, "user"))
+    return {"type": "text", "text": part_text(block)}, True  # an image from the Files API too
+
+
+def _unsupported(k: int, kind: Any, role: str) -> str:
+    """Why content block ``k``, of type ``kind``, cannot be in a ``role`` message, and what
+    to do."""
+    holds = MESSAGE_BLOCKS[role]
+    listing = f"{', '.join(holds[:-1])} and {holds[-1]}"
+    other = next((r for r, kinds in MESSAGE_BLOCKS.items() if r != role and kind in kinds),
+                 None)
+    if other is not None:
+        return (f"content block {k} is {quote(kind)}, which belongs in {a_or_an(other)} "
+                f"message: {a_or_an(role)} message holds {listing} blocks")
+    return (f"content block {k} is {quote(kind)}, which turnpress cannot carry: "
+            f"{a_or_an(role)} message holds {listing} blocks; send what it says as a text "
+            f"block")
+
+
+def _user_message(parts: list[tuple[dict[str, Any], bool]], blocks: list[dict[str, Any]]
+                  ) -> dict[str, Any]:
+    """The user message of a run of blocks (no tool_result among them) and their parts;
+    the blocks are kept when a part is a marker (see :data:`KEPT`)."""
+    message = {"role": "user", "content": _parts_content([p for p, _ in parts])
+               if parts else ""}
+    if any(marker for _, marker in parts):
+        message[KEPT] = {"content": [_unmarked(b) for b in blocks]}
+    return message
+
+
+def _unmarked(block: Any) -> Any:
+    """A block without its ``cache_control`` (turnpress places its own breakpoints)."""
+    return {k: v for k, v in block.items() if k != "cache_control"} if isinstance(
+        block, dict) else block
 
 
 def _parts_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
@@ -137,8 +186,7 @@ def _tool_result(block: dict[str, Any], where: str, index: int, k: int) -> Entry
     if isinstance(content, list) and (len(content) == 1 or any(
             isinstance(b, dict) and set(b) - {"type", "text", "cache_control"}
             for b in content)):
-        kept["content"] = [{k: v for k, v in b.items() if k != "cache_control"}
-                           if isinstance(b, dict) else b for b in content]
+        kept["content"] = [_unmarked(b) for b in content]
     if isinstance(block.get("is_error"), bool):
         kept["is_error"] = block["is_error"]
     if isinstance(content, list):
@@ -231,21 +279,30 @@ def message_entries(system: Any, messages: Any, where: str) -> list[Entry]:
         if isinstance(content, str):
             entries.append(Entry(i, {"role": "user", "content": content}))
             continue
-        parts: list[dict[str, Any]] = []
-        for k, block in enumerate(content):
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                if parts:
-                    entries.append(Entry(i, {"role": "user", "content": _parts_content(parts)}))
-                    parts = []
-                entries.append(_tool_result(block, where, i, k))
-            elif isinstance(block, dict):
-                parts.append(_user_part(block, where, i))
-            else:
-                raise fail(where, i, f"content blocks must be objects, got "
+        entries.extend(_user_entries(content, where, i))
+    return entries
+
+
+def _user_entries(content: list[Any], where: str, index: int) -> list[Entry]:
+    """A user message's blocks as OpenAI-chat entries: a tool message per tool_result
+    block, a user message per run of other blocks, in block order."""
+    entries: list[Entry] = []
+    parts: list[tuple[dict[str, Any], bool]] = []
+    blocks: list[dict[str, Any]] = []
+    for k, block in enumerate(content):
+        if not isinstance(block, dict):
+            raise fail(where, index, f"content block {k} must be an object, got "
                                      f"{type(block).__name__}")
-        if parts or not content:
-            entries.append(Entry(i, {"role": "user", "content": _parts_content(parts)
-                                     if parts else ""}))
+        if block.get("type") == "tool_result":
+            if parts:
+                entries.append(Entry(index, _user_message(parts, blocks)))
+                parts, blocks = [], []
+            entries.append(_tool_result(block, where, index, k))
+        else:
+            parts.append(_user_part(block, where, index, k))
+            blocks.append(block)
+    if parts or not content:
+        entries.append(Entry(index, _user_message(parts, blocks)))
     return entries
 
 
