@@ -193,3 +193,84 @@ def test_user_block_turnpress_cannot_carry_is_one_clear_error(block: dict[str, A
         full_history(run)
     assert str(info.value).startswith(expected)
     assert "OpenAI" not in str(info.value)
+
+
+# -- assistant messages: server tools (web search...), MCP ----------------------------------
+
+
+def searched(k: int, *, call: bool = True) -> dict[str, Any]:
+    """An assistant reply that searched the web on Anthropic's side (server_tool_use and its
+    web_search_tool_result), answered with a cited text, and (``call``) called a tool."""
+    content: list[dict[str, Any]] = [
+        {"type": "server_tool_use", "id": f"srvtoolu_{k}", "name": "web_search",
+         "input": {"query": f"question {k}"}},
+        {"type": "web_search_tool_result", "tool_use_id": f"srvtoolu_{k}", "content": [
+            {"type": "web_search_result", "url": f"https://example.com/{k}", "title": "Ex",
+             "encrypted_content": "EqgfCioIARgBIiQ", "page_age": None}]},
+        {"type": "text", "text": f"Found answer {k}.", "citations": [
+            {"type": "web_search_result_location", "url": f"https://example.com/{k}",
+             "title": "Ex", "encrypted_index": "Eo8BCioIAhgBIiQ", "cited_text": "answer"}]}]
+    if call:
+        content.append({"type": "tool_use", "id": f"toolu_{k}", "name": "save",
+                        "input": {"note": f"answer {k}"}})
+    return {"role": "assistant", "content": content}
+
+
+def search_run(turns: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Collect the news."}]
+    for k in range(1, turns + 1):
+        messages.append(searched(k))
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{k}",
+             "content": f"saved {k}\n" + "ok\n" * 400}]})
+    return messages
+
+
+MCP = {"role": "assistant", "content": [
+    {"type": "thinking", "thinking": "Ask the MCP server.", "signature": "sig"},
+    {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "echo", "server_name": "ex",
+     "input": {"text": "hi"}},
+    {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "is_error": False,
+     "content": [{"type": "text", "text": "hi"}]},
+    {"type": "text", "text": "The server said hi."}]}
+
+
+def test_server_and_mcp_blocks_round_trip_under_full_history() -> None:
+    run = [{"role": "user", "content": "news?"}, searched(1, call=False),
+           {"role": "user", "content": "and MCP?"}, MCP,
+           {"role": "user", "content": "thanks"}, searched(2),
+           {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2",
+                                         "content": "saved"}]},
+           {"role": "assistant", "content": "Done."}]
+    _, out = full_history(run)
+    assert without_marks(out) == without_marks(run)
+
+
+def test_latest_server_blocks_are_kept_by_every_strategy() -> None:
+    for name, out in each_strategy(search_run(12)).items():
+        answered(out)
+        for m in out:
+            uses = {b["id"] for b in blocks_of([m], "server_tool_use")}
+            results = {b["tool_use_id"] for b in blocks_of([m], "web_search_tool_result")}
+            assert uses == results, name  # a search goes with its result, or neither goes
+            if "toolu_12" in {b["id"] for b in blocks_of([m], "tool_use")}:
+                assert uses == {"srvtoolu_12"}, name
+
+
+@pytest.mark.parametrize(("block", "expected"), [
+    ({"type": "tool_result", "tool_use_id": "t", "content": "x"},
+     "messages: message 1: content block 0 is 'tool_result', which belongs in a user message"),
+    ({"type": "compaction", "content": "summary"},
+     "messages: message 1: content block 0 is 'compaction', which turnpress cannot carry: an "
+     "assistant message holds text, thinking, redacted_thinking, tool_use and server tool "
+     "blocks (server_tool_use, web_search_tool_result, mcp_tool_use...); send what it says "
+     "as a text block"),
+    ({"type": "server_tool_use", "id": "s", "name": "web_search", "input": []},
+     "messages: message 1: content block 0 (server_tool_use) needs a string \"id\", a string "
+     "\"name\" and an object \"input\"")])
+def test_assistant_block_turnpress_cannot_carry_is_one_clear_error(block: dict[str, Any],
+                                                                   expected: str) -> None:
+    run = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [block]}]
+    with pytest.raises(ValueError) as info:
+        full_history(run)
+    assert str(info.value).startswith(expected)

@@ -105,9 +105,10 @@ def test_detect(value, expected):
 @pytest.mark.parametrize("messages, problem", [
     ([{"role": "system", "content": "x"}], "messages: message 0: unknown role 'system'"),
     ([{"role": "assistant", "content": [{"type": "search_result", "text": "hm"}]}],
-     "messages: message 0: content block type 'search_result' is not supported"),
+     "messages: message 0: content block 0 is 'search_result', which belongs in a user "
+     "message"),
     ([{"role": "assistant", "content": [{"type": "thinking", "signature": "s"}]}],
-     "messages: message 0: thinking block needs a string \"thinking\""),
+     "messages: message 0: content block 0 (thinking) needs a string \"thinking\""),
     ([{"role": "user", "content": 5}], "messages: message 0: \"content\" must be"),
     ("x", "messages: \"messages\" must be a list")])
 def test_bad_input(messages, problem):

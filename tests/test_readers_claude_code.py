@@ -140,7 +140,7 @@ INIT = {"type": "system", "subtype": "init", "session_id": "s", "uuid": "i"}
     ([INIT, {"type": "user", "message": {"role": "user", "content": "go"}, "session_id": "s"},
       {"type": "assistant", "session_id": "s",
        "message": {"id": "m", "role": "assistant", "content": [{"type": "bogus"}]}}],
-     "line 3: content block type 'bogus' is not supported"),
+     "line 3: content block 0 is 'bogus', which turnpress cannot carry"),
     ([INIT, {"type": "user", "message": {"role": "user", "content": "go"}, "session_id": "s"},
       {"type": "user", "session_id": "s", "message": {"role": "user", "content": [
           {"type": "tool_result", "tool_use_id": "nope", "content": "x"}]}},

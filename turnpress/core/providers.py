@@ -244,7 +244,10 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
     anthropic-messages reader kept under ``_anthropic``; the content only while a
     strategy left its text as it was), a user message whose blocks the reader kept
     (a document, a search result...: :func:`_kept_blocks`) gets them back on the same
-    condition, and content parts become text / image blocks.
+    condition, an assistant message with server tool blocks (web search, MCP...) gets
+    its blocks back while a strategy left its text, thinking and tool calls as they
+    were (:func:`_kept_reply`; else the markers go as its text), and content parts
+    become text / image blocks.
 
     The API wants user and assistant messages to alternate, so consecutive
     messages of one role (tool results and the user text after them, or two
@@ -290,14 +293,15 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
                 block["cache_control"] = dict(EPHEMERAL)
             out.append({"role": "user", "content": [block]})
             continue
-        original = _kept_blocks(m, content) if role == "user" else None
+        calls = m.get("tool_calls") or []  # type: ignore[attr-defined]
+        thinking = m.get("thinking_blocks") or []  # type: ignore[attr-defined]
+        original = (_kept_reply(m, content, calls, thinking, i) if role == "assistant"
+                    else _kept_blocks(m, content))
         if original:
             if i in cuts:  # marked as a whole, as any transcript message
                 original[-1]["cache_control"] = dict(EPHEMERAL)
             out.append({"role": role, "content": original})
             continue
-        calls = m.get("tool_calls") or []  # type: ignore[attr-defined]
-        thinking = m.get("thinking_blocks") or []  # type: ignore[attr-defined]
         if isinstance(content, str) and not calls and not thinking:
             out.append({"role": role,
                         "content": _blocks(content, cuts[i]) if i in cuts else content})
@@ -322,6 +326,32 @@ def _kept_blocks(message: Message, content: Any) -> list[dict[str, Any]] | None:
     if isinstance(original, list) and _content_text(original) == _content_text(content):
         return copy.deepcopy(original)
     return None
+
+
+#: the blocks of an assistant message that its OpenAI shape holds apart from its text
+_REPLY_APART = ("thinking", "redacted_thinking", "tool_use")
+
+
+def _kept_reply(message: Message, content: Any, calls: Sequence[Any],
+                thinking: Sequence[Any], index: int) -> list[dict[str, Any]] | None:
+    """A copy of the Anthropic blocks the reader kept for an assistant message (one with
+    server tool blocks, which show as markers in its text) if the strategy left it as
+    it was: the same text (:func:`_kept_blocks`), thinking blocks and tool calls; else
+    ``None``."""
+    kept = message.get(ANTHROPIC_KEPT)  # type: ignore[attr-defined]
+    original = kept.get("content") if isinstance(kept, Mapping) else None
+    if not isinstance(original, list):
+        return None
+    said = [b for b in original if b.get("type") not in _REPLY_APART]
+    if _content_text(said) != _content_text(content):
+        return None
+    if [b for b in original if b.get("type") in _REPLY_APART[:2]] != list(thinking):
+        return None
+    uses = [{"type": "tool_use", "id": str(b.get("id", "")), "name": b.get("name"),
+             "input": b.get("input", {})} for b in original if b.get("type") == "tool_use"]
+    if uses != [_tool_use(call, index) for call in calls]:
+        return None
+    return copy.deepcopy(original)
 
 
 def alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -12,7 +12,10 @@ format the same way; :func:`to_openai_messages` converts:
   ``tool_calls`` (each ``tool_use`` -> ``{"id", "type": "function", "function":
   {"name", "arguments": JSON of input}}``) and ``thinking_blocks`` (its
   ``thinking`` / ``redacted_thinking`` blocks verbatim, signature included: the
-  name LiteLLM gives them in the OpenAI shape; text views ignore them);
+  name LiteLLM gives them in the OpenAI shape; text views ignore them); its server
+  tool blocks (``server_tool_use``, ``web_search_tool_result``, ``mcp_tool_use``,
+  ``mcp_tool_result``...: :data:`SERVER_BLOCKS`) show in its text as their markers,
+  all its blocks then kept under ``_anthropic``;
 - a user message -> one ``tool`` message per ``tool_result`` block
   (``tool_call_id`` = ``tool_use_id``; a block-list content and ``is_error``
   kept as given under the key ``_anthropic``, see :data:`KEPT`; the tool
@@ -29,7 +32,8 @@ blocks: the same thinking, text, tool_use and tool_result blocks (``is_error``
 and block-list content as given while a strategy left the tool message's text as
 it was: so a screenshot comes back whole, and an old one that a strategy masked or
 cut goes as its text, ``[image]`` and all; a user message's kept blocks on the same
-condition), system apart, tool results and the user text after them in one user
+condition; an assistant message's kept blocks while its text, thinking blocks and
+tool calls are as they were), system apart, tool results and the user text after them in one user
 message. ``to_openai`` and :func:`to_openai_messages`
 leave ``_anthropic`` out (the OpenAI API has no such key). What the round trip
 does not keep: the request's own ``cache_control`` markers (turnpress places its
@@ -81,9 +85,22 @@ RESULT_BLOCKS = ("image", "document", "search_result")
 #: image becomes an ``image_url`` part, any other of these (which the OpenAI shape
 #: cannot hold) shows as its marker (``[document]``...), the blocks kept (see KEPT)
 USER_BLOCKS = ("image", "document", "search_result", "container_upload")
-#: the blocks each role's message may hold, as errors list them
+#: the blocks of the tools Anthropic's side runs (web search and fetch, code execution,
+#: tool search, MCP servers): their use and its result, both in the assistant message;
+#: the OpenAI shape shows each as its marker (``[server_tool_use]``...), the message's
+#: blocks kept (see KEPT)
+SERVER_USES = ("server_tool_use", "mcp_tool_use")
+SERVER_BLOCKS = (*SERVER_USES, "web_search_tool_result", "web_fetch_tool_result",
+                 "code_execution_tool_result", "bash_code_execution_tool_result",
+                 "text_editor_code_execution_tool_result", "tool_search_tool_result",
+                 "mcp_tool_result")
+#: the blocks each role's message may hold
 MESSAGE_BLOCKS = {"user": ("text", *USER_BLOCKS, "tool_result"),
-                  "assistant": ("text", "tool_use", *THINKING_BLOCKS)}
+                  "assistant": ("text", "tool_use", *THINKING_BLOCKS, *SERVER_BLOCKS)}
+#: as errors list them
+HOLDS = {"user": f"{', '.join(MESSAGE_BLOCKS['user'][:-1])} and tool_result blocks",
+         "assistant": "text, thinking, redacted_thinking, tool_use and server tool blocks "
+                      "(server_tool_use, web_search_tool_result, mcp_tool_use...)"}
 #: the key of a message holding what its Anthropic blocks had that the OpenAI shape
 #: cannot hold: a tool message's tool_result ``content`` as a block list and
 #: ``is_error``, a user message's blocks (``content``) when one of them shows as a
@@ -105,8 +122,9 @@ def _user_part(block: dict[str, Any], where: str, index: int, k: int
     """A user message's block as an OpenAI content part, and whether the part is the
     block's marker (the block kept, see :data:`KEPT`) rather than the block itself."""
     kind = block.get("type")
-    if kind == "text" and isinstance(block.get("text"), str):
-        return {"type": "text", "text": block["text"]}, False
+    if kind == "text":
+        return {"type": "text", "text": _text(block, f"content block {k} (text)", where,
+                                              index)}, False
     if kind == "image":
         source = block.get("source")
         if not isinstance(source, dict):
@@ -124,16 +142,14 @@ def _user_part(block: dict[str, Any], where: str, index: int, k: int
 def _unsupported(k: int, kind: Any, role: str) -> str:
     """Why content block ``k``, of type ``kind``, cannot be in a ``role`` message, and what
     to do."""
-    holds = MESSAGE_BLOCKS[role]
-    listing = f"{', '.join(holds[:-1])} and {holds[-1]}"
+    listing = HOLDS[role]
     other = next((r for r, kinds in MESSAGE_BLOCKS.items() if r != role and kind in kinds),
                  None)
     if other is not None:
         return (f"content block {k} is {quote(kind)}, which belongs in {a_or_an(other)} "
-                f"message: {a_or_an(role)} message holds {listing} blocks")
+                f"message: {a_or_an(role)} message holds {listing}")
     return (f"content block {k} is {quote(kind)}, which turnpress cannot carry: "
-            f"{a_or_an(role)} message holds {listing} blocks; send what it says as a text "
-            f"block")
+            f"{a_or_an(role)} message holds {listing}; send what it says as a text block")
 
 
 def _user_message(parts: list[tuple[dict[str, Any], bool]], blocks: list[dict[str, Any]]
@@ -212,30 +228,25 @@ def _assistant(m: dict[str, Any], where: str, index: int) -> dict[str, Any]:
     content = m["content"]
     if isinstance(content, str):
         return {"role": "assistant", "content": content}
-    texts, calls, thinking = [], [], []
-    for block in content:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text" and isinstance(block.get("text"), str):
-            texts.append(block["text"])
+    texts, calls, thinking, marked = [], [], [], False
+    for k, block in enumerate(content):
+        if not isinstance(block, dict):
+            raise fail(where, index, f"content block {k} must be an object, got "
+                                     f"{type(block).__name__}")
+        kind = block.get("type")
+        at = f"content block {k} ({kind})"
+        if kind == "text":
+            texts.append(_text(block, at, where, index))
         elif kind in THINKING_BLOCKS:
-            if kind == "thinking" and not isinstance(block.get("thinking"), str):
-                raise fail(where, index, "thinking block needs a string \"thinking\" "
-                                         "(and the \"signature\" the API returned with it)")
-            if kind == "redacted_thinking" and not isinstance(block.get("data"), str):
-                raise fail(where, index, "redacted_thinking block needs a string \"data\"")
-            thinking.append(dict(block))
+            thinking.append(_thinking(block, at, where, index))
         elif kind == "tool_use":
-            if not isinstance(block.get("name"), str) or not isinstance(
-                    block.get("input", {}), dict):
-                raise fail(where, index, "tool_use block needs \"id\", \"name\" and an "
-                                         "object \"input\"")
-            calls.append({"id": str(block.get("id", "")), "type": "function",
-                          "function": {"name": block["name"], "arguments": json.dumps(
-                              block.get("input", {}), ensure_ascii=False)}})
+            calls.append(_call(block, at, where, index))
+        elif kind in SERVER_BLOCKS:
+            _check_server_block(block, at, where, index)
+            texts.append(part_text(block))
+            marked = True
         else:
-            raise fail(where, index, f"content block type {quote(kind)} is not supported in an "
-                                     f"assistant message (text, tool_use, thinking, "
-                                     f"redacted_thinking)")
+            raise fail(where, index, _unsupported(k, kind, "assistant"))
     out: dict[str, Any] = {"role": "assistant",
                            "content": _text_content(texts) if texts else (None if calls
                                                                           else "")}
@@ -243,7 +254,47 @@ def _assistant(m: dict[str, Any], where: str, index: int) -> dict[str, Any]:
         out["tool_calls"] = calls
     if thinking:
         out["thinking_blocks"] = thinking
+    if marked:
+        out[KEPT] = {"content": [_unmarked(b) for b in content]}
     return out
+
+
+def _text(block: dict[str, Any], at: str, where: str, index: int) -> str:
+    if not isinstance(block.get("text"), str):
+        raise fail(where, index, f"{at} needs a string \"text\"")
+    return block["text"]
+
+
+def _thinking(block: dict[str, Any], at: str, where: str, index: int) -> dict[str, Any]:
+    """A thinking or redacted_thinking block, checked and copied (kept verbatim)."""
+    if block["type"] == "thinking" and not isinstance(block.get("thinking"), str):
+        raise fail(where, index, f"{at} needs a string \"thinking\" (and the "
+                                 f"\"signature\" the API returned with it)")
+    if block["type"] == "redacted_thinking" and not isinstance(block.get("data"), str):
+        raise fail(where, index, f"{at} needs a string \"data\"")
+    return dict(block)
+
+
+def _call(block: dict[str, Any], at: str, where: str, index: int) -> dict[str, Any]:
+    """A tool_use block as an OpenAI tool call."""
+    if not isinstance(block.get("name"), str) or not isinstance(block.get("input", {}), dict):
+        raise fail(where, index, f"{at} needs \"id\", \"name\" and an object \"input\"")
+    return {"id": str(block.get("id", "")), "type": "function",
+            "function": {"name": block["name"], "arguments": json.dumps(
+                block.get("input", {}), ensure_ascii=False)}}
+
+
+def _check_server_block(block: dict[str, Any], at: str, where: str, index: int) -> None:
+    """A server tool's use (its ``id``, ``name`` and ``input``) or result (the
+    ``tool_use_id`` of its use), the fields that pair them."""
+    if block["type"] in SERVER_USES:
+        if not (isinstance(block.get("id"), str) and isinstance(block.get("name"), str)
+                and isinstance(block.get("input"), dict)):
+            raise fail(where, index, f"{at} needs a string \"id\", a string \"name\" and "
+                                     f"an object \"input\"")
+    elif not isinstance(block.get("tool_use_id"), str):
+        raise fail(where, index, f"{at} needs a string \"tool_use_id\" (the id of the "
+                                 f"{' or '.join(SERVER_USES)} it answers)")
 
 
 def message_entries(system: Any, messages: Any, where: str) -> list[Entry]:
