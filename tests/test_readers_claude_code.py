@@ -146,7 +146,7 @@ INIT = {"type": "system", "subtype": "init", "session_id": "s", "uuid": "i"}
           {"type": "tool_result", "tool_use_id": "nope", "content": "x"}]}},
       {"type": "assistant", "session_id": "s",
        "message": {"id": "m", "role": "assistant", "content": "ok"}}],
-     "line 2: tool message with no matching call"),
+     "line 2: content block 1 (tool_result) has no matching tool_use"),
     ([INIT], "empty run: no user or assistant line"),
 ])
 def test_bad_input_is_one_line_naming_file_and_line(events, problem, tmp_path):

@@ -34,7 +34,8 @@ would refuse is refused with the index of the culprit: a tool call that no tool
 message answers before the next assistant message, tool calls that share an id,
 a call answered twice. A list with no assistant message
 yet has no turn to compress: it is sent as it is. Errors are ``ValueError``s naming
-the message index and the problem.
+the message index and the problem, in the words of ``format``: for Anthropic input,
+the content block index and its ``tool_use`` / ``tool_result`` / ``tool_use_id``.
 """
 
 from __future__ import annotations
@@ -780,8 +781,7 @@ def _anthropic_entries(system: Any, messages: Sequence[Any], start: int = 0) -> 
         entries = anthropic_messages.message_entries(system, list(messages), WHERE)
     except TraceError as exc:
         raise _renumbered(exc, start) if start else exc from None
-    return [Entry(e.index if e.index < 0 else e.index + start, e.message, e.usage, e.error)
-            for e in entries]
+    return [e if e.index < 0 else replace(e, index=e.index + start) for e in entries]
 
 
 def _renumbered(exc: TraceError, index: int) -> TraceError:

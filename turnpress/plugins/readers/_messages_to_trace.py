@@ -67,6 +67,12 @@ class Entry:
     usage: Usage | None = None
     #: an error the format flagged beside the message (Anthropic ``is_error``...)
     error: Failure | None = None
+    #: for a message read from Anthropic blocks, where its tool calls and results were:
+    #: the content block index of each ``tool_use`` (an assistant message, in
+    #: ``tool_calls`` order) or of its ``tool_result`` (a tool message), so errors speak
+    #: of blocks; ``None`` for a format without blocks (errors speak of ``tool_calls``
+    #: and tool messages)
+    blocks: tuple[int, ...] | None = None
 
 
 def fail(where: str, index: int | None, problem: str) -> TraceError:
@@ -258,8 +264,8 @@ def build_trace(entries: Sequence[Entry], *, where: str, source: str,
     first = next((k for k, r in enumerate(roles) if r == "assistant"), None)
     for k in range(len(entries) if first is None else first):
         if roles[k] == "tool":
-            raise fail(where, entries[k].index, "tool message with no matching call: no "
-                                                "assistant message comes before it")
+            raise fail(where, entries[k].index, f"{_no_call(entries[k])}: no assistant "
+                                                f"message comes before it")
     if first is None:
         raise fail(where, None, f"empty run: no assistant message among its {len(entries)} "
                                 f"message(s), so there is no turn to replay")
@@ -289,10 +295,8 @@ def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str, 
     first_at: dict[str, int] = {}
     for k, (call_id, _, _) in enumerate(calls):
         if call_id in first_at:
-            raise fail(where, assistant.index, f"duplicate tool call id {quote(call_id)}: "
-                                               f"tool_calls[{first_at[call_id]}] and "
-                                               f"tool_calls[{k}] share it; each call needs "
-                                               f"its own id, which its tool message answers")
+            raise fail(where, assistant.index, _shared_id(assistant, first_at[call_id], k,
+                                                          call_id))
         first_at[call_id] = k
     results: dict[str, list[Any]] = {}  # call id -> its answers, in order
     for e in feedback:
@@ -301,22 +305,14 @@ def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str, 
         call_id = e.message.get("tool_call_id")
         if not isinstance(call_id, str) or call_id not in {c[0] for c in calls}:
             made = ", ".join(repr(c[0]) for c in calls) or "none"
-            raise fail(where, e.index, f"tool message with no matching call: tool_call_id "
-                                       f"{quote(call_id)} is not a call of the assistant message "
-                                       f"{assistant.index} (its calls: {made})")
+            raise fail(where, e.index, _not_its_call(e, call_id, assistant.index, made))
         if call_id in results:
-            raise fail(where, e.index, f"duplicate answer: a tool message already answered "
-                                       f"the call {quote(call_id)} of the assistant message "
-                                       f"{assistant.index}")
+            raise fail(where, e.index, _answered_twice(e, call_id, assistant.index))
         results.setdefault(call_id, []).append(e.message.get("content"))
     unanswered = [k for k, (call_id, _, _) in enumerate(calls) if call_id not in results]
     if unanswered and not last:
         k = unanswered[0]
-        raise fail(where, assistant.index, f"tool_calls[{k}] (id {quote(calls[k][0])}) is "
-                                           f"never answered: no tool message with its "
-                                           f"tool_call_id follows before the next assistant "
-                                           f"message, and provider APIs refuse such a list; "
-                                           f"add its tool message (its result, or an error)")
+        raise fail(where, assistant.index, _unanswered(assistant, k, calls[k][0]))
     tool_calls = [ToolCall(name, parse_arguments(args),
                            results[call_id].pop(0) if results.get(call_id) else None)
                   for call_id, name, args in calls]
@@ -331,6 +327,55 @@ def _turn(number: int, assistant: Entry, feedback: Sequence[Entry], where: str, 
     if error is not None:
         return Turn.failed(number, program, error, **kwargs)
     return Turn.succeeded(number, program, None, **kwargs)
+
+
+# -- how the pairing errors word a call and its answer: in tool_calls and tool messages, or
+# -- for a message read from Anthropic blocks (Entry.blocks), in tool_use and tool_result
+
+
+def _no_call(e: Entry) -> str:
+    """The start of the error about a tool message (or tool_result) that answers no call."""
+    if e.blocks is None:
+        return "tool message with no matching call"
+    return f"content block {e.blocks[0]} (tool_result) has no matching tool_use"
+
+
+def _not_its_call(e: Entry, call_id: Any, assistant: int, made: str) -> str:
+    if e.blocks is None:
+        return (f"{_no_call(e)}: tool_call_id {quote(call_id)} is not a call of the "
+                f"assistant message {assistant} (its calls: {made})")
+    return (f"{_no_call(e)}: tool_use_id {quote(call_id)} is not the id of a tool_use of the "
+            f"assistant message {assistant} (its tool_use ids: {made})")
+
+
+def _answered_twice(e: Entry, call_id: str, assistant: int) -> str:
+    if e.blocks is None:
+        return (f"duplicate answer: a tool message already answered the call {quote(call_id)} "
+                f"of the assistant message {assistant}")
+    return (f"duplicate answer: content block {e.blocks[0]} is a second tool_result for the "
+            f"tool_use {quote(call_id)} of the assistant message {assistant}")
+
+
+def _shared_id(assistant: Entry, j: int, k: int, call_id: str) -> str:
+    """The error about the calls ``j`` and ``k`` of an assistant message sharing an id."""
+    if assistant.blocks is None:
+        return (f"duplicate tool call id {quote(call_id)}: tool_calls[{j}] and tool_calls[{k}] "
+                f"share it; each call needs its own id, which its tool message answers")
+    return (f"duplicate tool_use id {quote(call_id)}: content blocks {assistant.blocks[j]} and "
+            f"{assistant.blocks[k]} share it; each tool_use needs its own id, which its "
+            f"tool_result's tool_use_id answers")
+
+
+def _unanswered(assistant: Entry, k: int, call_id: str) -> str:
+    """The error about the call ``k`` of an assistant message that nothing answers."""
+    if assistant.blocks is None:
+        return (f"tool_calls[{k}] (id {quote(call_id)}) is never answered: no tool message with "
+                f"its tool_call_id follows before the next assistant message, and provider "
+                f"APIs refuse such a list; add its tool message (its result, or an error)")
+    return (f"content block {assistant.blocks[k]} (tool_use {quote(call_id)}) is never "
+            f"answered: no tool_result with its tool_use_id follows before the next assistant "
+            f"message, and the API refuses such a list; add its tool_result (its result, or "
+            f"an error with \"is_error\": true)")
 
 
 def looks_anthropic(data: Any) -> bool:

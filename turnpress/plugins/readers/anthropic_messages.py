@@ -221,14 +221,17 @@ def _tool_result(block: dict[str, Any], where: str, index: int, k: int) -> Entry
     if block.get("is_error"):
         text = text_of(content).strip()
         error = Failure("tool_error", text[:500] or "the tool reported an error")
-    return Entry(index, message, error=error)
+    return Entry(index, message, error=error, blocks=(k,))
 
 
-def _assistant(m: dict[str, Any], where: str, index: int) -> dict[str, Any]:
+def _assistant(m: dict[str, Any], where: str, index: int) -> tuple[dict[str, Any],
+                                                                   tuple[int, ...]]:
+    """An assistant message in the OpenAI shape, and the content block index of each of
+    its tool_use blocks (see ``Entry.blocks``)."""
     content = m["content"]
     if isinstance(content, str):
-        return {"role": "assistant", "content": content}
-    texts, calls, thinking, marked = [], [], [], False
+        return {"role": "assistant", "content": content}, ()
+    texts, calls, thinking, marked, uses = [], [], [], False, []
     for k, block in enumerate(content):
         if not isinstance(block, dict):
             raise fail(where, index, f"content block {k} must be an object, got "
@@ -241,6 +244,7 @@ def _assistant(m: dict[str, Any], where: str, index: int) -> dict[str, Any]:
             thinking.append(_thinking(block, at, where, index))
         elif kind == "tool_use":
             calls.append(_call(block, at, where, index))
+            uses.append(k)
         elif kind in SERVER_BLOCKS:
             _check_server_block(block, at, where, index)
             texts.append(part_text(block))
@@ -256,7 +260,7 @@ def _assistant(m: dict[str, Any], where: str, index: int) -> dict[str, Any]:
         out["thinking_blocks"] = thinking
     if marked:
         out[KEPT] = {"content": [_unmarked(b) for b in content]}
-    return out
+    return out, tuple(uses)
 
 
 def _text(block: dict[str, Any], at: str, where: str, index: int) -> str:
@@ -310,7 +314,7 @@ def message_entries(system: Any, messages: Any, where: str) -> list[Entry]:
     if system is not None and not isinstance(system, str):
         raise TraceError(f"{where}: \"system\" must be a string or text blocks")
     if system:
-        entries.append(Entry(-1, {"role": "system", "content": system}))
+        entries.append(Entry(-1, {"role": "system", "content": system}, blocks=()))
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             raise fail(where, i, f"expected a JSON object with \"role\" and \"content\", got "
@@ -325,10 +329,11 @@ def message_entries(system: Any, messages: Any, where: str) -> list[Entry]:
             raise fail(where, i, "\"content\" must be a string or a list of content blocks")
         if role == "assistant":
             usage = usage_from(m.get("usage"), where, i)
-            entries.append(Entry(i, _assistant(m, where, i), usage))
+            message, uses = _assistant(m, where, i)
+            entries.append(Entry(i, message, usage, blocks=uses))
             continue
         if isinstance(content, str):
-            entries.append(Entry(i, {"role": "user", "content": content}))
+            entries.append(Entry(i, {"role": "user", "content": content}, blocks=()))
             continue
         entries.extend(_user_entries(content, where, i))
     return entries
@@ -346,14 +351,14 @@ def _user_entries(content: list[Any], where: str, index: int) -> list[Entry]:
                                      f"{type(block).__name__}")
         if block.get("type") == "tool_result":
             if parts:
-                entries.append(Entry(index, _user_message(parts, blocks)))
+                entries.append(Entry(index, _user_message(parts, blocks), blocks=()))
                 parts, blocks = [], []
             entries.append(_tool_result(block, where, index, k))
         else:
             parts.append(_user_part(block, where, index, k))
             blocks.append(block)
     if parts or not content:
-        entries.append(Entry(index, _user_message(parts, blocks)))
+        entries.append(Entry(index, _user_message(parts, blocks), blocks=()))
     return entries
 
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ from turnpress.core.hookspecs import hookimpl
 from turnpress.core.model import Tool
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers import anthropic_messages
-from turnpress.plugins.readers._messages_to_trace import Entry, build_trace
+from turnpress.plugins.readers._messages_to_trace import build_trace
 
 __all__ = ["FORMAT", "MISSING_PROMPT", "detect", "read"]
 
@@ -244,7 +245,7 @@ def read(data: Any, where: str) -> list[Trace]:
             entries = anthropic_messages.message_entries(None, anthropic, where)
         except TraceError as exc:
             raise _relined(exc, starts) from None
-        entries = [Entry(starts[e.index], e.message, e.usage, e.error) for e in entries]
+        entries = [replace(e, index=starts[e.index]) for e in entries]
         try:
             trace = build_trace(entries, where=where, source=FORMAT, tools=tools,
                                 skipped=[{"note": n} for n in run_notes])
