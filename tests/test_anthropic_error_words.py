@@ -1,6 +1,6 @@
 """Errors about Anthropic input speak Anthropic (QA item 14): tool_use and tool_result
-blocks, tool_use_id and the content block index; never OpenAI's tool_calls, tool
-messages or tool_call_id."""
+blocks, tool_use_id, the content block index, and ``Compressor(system=...)`` for the
+system prompt; never OpenAI's tool_calls, tool messages or tool_call_id."""
 
 from __future__ import annotations
 
@@ -68,6 +68,17 @@ def test_openai_input_keeps_its_words() -> None:
     with pytest.raises(ValueError, match=r"message 1: tool_calls\[0\] \(id 't'\) is never "
                                          r"answered: no tool message with its tool_call_id"):
         compress(messages)
+
+
+def test_a_system_message_added_to_an_anthropic_compressor() -> None:
+    compressor = Compressor(format="anthropic")
+    with pytest.raises(ValueError) as info:
+        compressor.add({"role": "system", "content": "You are X."})
+    assert str(info.value) == (
+        "messages: message 0: unknown role 'system'; an Anthropic message's role must be one "
+        "of user, assistant (pass the system prompt as Compressor(system=...))")
+    with pytest.raises(ValueError, match=r"\(the system prompt is the top-level \"system\"\)"):
+        compress({"messages": [{"role": "system", "content": "x"}]}, format="anthropic")
 
 
 def test_claude_code_log_speaks_anthropic(tmp_path) -> None:

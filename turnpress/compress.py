@@ -775,10 +775,16 @@ def _openai_entries(messages: Sequence[Any], start: int) -> list[Entry]:
     return out
 
 
+#: a Compressor takes the system prompt as an argument, not as a message
+_COMPRESSOR_SYSTEM = "pass the system prompt as Compressor(system=...)"
+
+
 def _anthropic_entries(system: Any, messages: Sequence[Any], start: int = 0) -> list[Entry]:
-    """Entries of Anthropic messages (as OpenAI chat ones) numbered from ``start``."""
+    """Entries of Anthropic messages (as OpenAI chat ones) numbered from ``start``, read
+    for a :class:`Compressor` (whose system prompt is its ``system`` argument)."""
     try:
-        entries = anthropic_messages.message_entries(system, list(messages), WHERE)
+        entries = anthropic_messages.message_entries(system, list(messages), WHERE,
+                                                     system_hint=_COMPRESSOR_SYSTEM)
     except TraceError as exc:
         raise _renumbered(exc, start) if start else exc from None
     return [e if e.index < 0 else replace(e, index=e.index + start) for e in entries]

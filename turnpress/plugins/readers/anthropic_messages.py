@@ -301,10 +301,16 @@ def _check_server_block(block: dict[str, Any], at: str, where: str, index: int) 
                                  f"{' or '.join(SERVER_USES)} it answers)")
 
 
-def message_entries(system: Any, messages: Any, where: str) -> list[Entry]:
+#: where an error about a system-role message says the system prompt goes
+SYSTEM_HINT = "the system prompt is the top-level \"system\""
+
+
+def message_entries(system: Any, messages: Any, where: str, *,
+                    system_hint: str = SYSTEM_HINT) -> list[Entry]:
     """Anthropic ``system`` and ``messages`` as OpenAI-chat entries (each with its index
     in ``messages``, -1 for the system prompt); a malformed message raises
-    :class:`TraceError` naming ``where`` and its index."""
+    :class:`TraceError` naming ``where`` and its index (a message with the role
+    ``system`` says ``system_hint``: where the caller takes the system prompt)."""
     if not isinstance(messages, list):
         raise TraceError(f"{where}: \"messages\" must be a list of message objects, got "
                          f"{type(messages).__name__}")
@@ -322,8 +328,7 @@ def message_entries(system: Any, messages: Any, where: str) -> list[Entry]:
         role = m.get("role")
         if role not in ROLES:
             raise fail(where, i, f"unknown role {quote(role)}; an Anthropic message's role must "
-                                 f"be one of {', '.join(ROLES)} (the system prompt is the "
-                                 f"top-level \"system\")")
+                                 f"be one of {', '.join(ROLES)} ({system_hint})")
         content = m.get("content")
         if not isinstance(content, (str, list)):
             raise fail(where, i, "\"content\" must be a string or a list of content blocks")
