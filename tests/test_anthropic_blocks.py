@@ -274,3 +274,17 @@ def test_assistant_block_turnpress_cannot_carry_is_one_clear_error(block: dict[s
     with pytest.raises(ValueError) as info:
         full_history(run)
     assert str(info.value).startswith(expected)
+
+
+@pytest.mark.parametrize(("block", "expected"), [
+    ({"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text"}]},
+     "messages: message 2: content block 0 (tool_result): its content block 0 (text) needs a "
+     "string \"text\""),
+    ({"type": "tool_result", "content": "x"},
+     "messages: message 2: content block 0 (tool_result) needs a string \"tool_use_id\"")])
+def test_malformed_tool_result_names_the_block(block: dict[str, Any], expected: str) -> None:
+    run = screenshot_run(1)
+    run[-1]["content"] = [block]
+    with pytest.raises(ValueError) as info:
+        full_history(run)
+    assert str(info.value).startswith(expected)

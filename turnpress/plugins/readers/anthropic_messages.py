@@ -33,9 +33,9 @@ and block-list content as given while a strategy left the tool message's text as
 it was: so a screenshot comes back whole, and an old one that a strategy masked or
 cut goes as its text, ``[image]`` and all; a user message's kept blocks on the same
 condition; an assistant message's kept blocks while its text, thinking blocks and
-tool calls are as they were), system apart, tool results and the user text after them in one user
-message. ``to_openai`` and :func:`to_openai_messages`
-leave ``_anthropic`` out (the OpenAI API has no such key). What the round trip
+tool calls are as they were), system apart, tool results and the user text after
+them in one user message. ``to_openai`` and :func:`to_openai_messages` leave
+``_anthropic`` out (the OpenAI API has no such key). What the round trip
 does not keep: the request's own ``cache_control`` markers (turnpress places its
 own breakpoints), a one-text-block user content coming back as a string, and
 the order of thinking blocks placed after other blocks (they are sent first, as
@@ -103,8 +103,8 @@ HOLDS = {"user": f"{', '.join(MESSAGE_BLOCKS['user'][:-1])} and tool_result bloc
                       "(server_tool_use, web_search_tool_result, mcp_tool_use...)"}
 #: the key of a message holding what its Anthropic blocks had that the OpenAI shape
 #: cannot hold: a tool message's tool_result ``content`` as a block list and
-#: ``is_error``, a user message's blocks (``content``) when one of them shows as a
-#: marker; ``to_openai`` drops it
+#: ``is_error``; a user or assistant message's blocks (``content``) when one of them
+#: shows as a marker; ``to_openai`` drops it
 KEPT = "_anthropic"
 
 
@@ -182,8 +182,8 @@ def _result_texts(content: list[Any], at: str, where: str, index: int) -> list[s
     texts = []
     for k, b in enumerate(content):
         kind = b.get("type") if isinstance(b, dict) else None
-        if kind == "text" and isinstance(b.get("text"), str):
-            texts.append(b["text"])
+        if kind == "text":
+            texts.append(_text(b, f"{at}: its content block {k} (text)", where, index))
         elif kind in RESULT_BLOCKS:
             texts.append(part_text(b))
         else:
@@ -196,6 +196,7 @@ def _result_texts(content: list[Any], at: str, where: str, index: int) -> list[s
 
 
 def _tool_result(block: dict[str, Any], where: str, index: int, k: int) -> Entry:
+    """The tool message of a tool_result block (content block ``k`` of its message)."""
     at = f"content block {k} (tool_result)"
     content = block.get("content", "")
     kept: dict[str, Any] = {}  # what the OpenAI shape has no place for (see KEPT)
@@ -212,7 +213,7 @@ def _tool_result(block: dict[str, Any], where: str, index: int, k: int) -> Entry
         raise fail(where, index, f"{at}: \"content\" must be a string or a list of content "
                                  f"blocks")
     if not isinstance(block.get("tool_use_id"), str):
-        raise fail(where, index, f"{at}: needs a string \"tool_use_id\" (the id of the "
+        raise fail(where, index, f"{at} needs a string \"tool_use_id\" (the id of the "
                                  f"tool_use it answers)")
     message = {"role": "tool", "tool_call_id": block["tool_use_id"], "content": content}
     if kept:
@@ -264,6 +265,7 @@ def _assistant(m: dict[str, Any], where: str, index: int) -> tuple[dict[str, Any
 
 
 def _text(block: dict[str, Any], at: str, where: str, index: int) -> str:
+    """A text block's ``text`` (``at`` names the block in the error if it has none)."""
     if not isinstance(block.get("text"), str):
         raise fail(where, index, f"{at} needs a string \"text\"")
     return block["text"]
