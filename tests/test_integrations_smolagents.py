@@ -253,7 +253,10 @@ def test_a_tool_calling_agent_gets_the_view_of_its_tool_calls():
     assert "LIMIT_5_59 = 559" in last  # the newest step's observation, as written
     assert last.count("Calling tools:") == 1  # the newest step's only
     after_error = text(model.requests[4])  # the failed step, old now, as a delta
-    assert ";; Turn 3\n;; No tool calls made\nError: " in after_error
+    # the call whose tool raised is named (smolagents leaves step.tool_calls unset then:
+    # it is read from the model's message; the view said "No tool calls made")
+    assert (';; Turn 3\n;; Tool calls made:\n;   read_file_of_the_example({:path '
+            '"src/nope.py"})\nError: ') in after_error
     assert ';; Turn 2 called read_file_of_the_example({:path "src/part_02.py"})' in after_error
     assert "Error: Error executing tool 'read_file_of_the_example' with arguments {'path': " \
         "'src/nope.py'}: KeyError" in after_error

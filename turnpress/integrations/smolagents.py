@@ -56,6 +56,7 @@ view is text). Nothing is lost: the view keeps the ``ActionStep``\\ s it replace
 from __future__ import annotations
 
 import ast
+import json
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -157,6 +158,29 @@ def _call_text(name: str, arguments: Any) -> str:
     return f"{name}({arguments!r})"
 
 
+def _step_calls(step: ActionStep) -> list[tuple[str, Any]]:
+    """``(name, arguments)`` of each tool call of a ``ToolCallingAgent``'s step: its
+    ``tool_calls``, or, when a tool raised (smolagents then leaves them unset), those of
+    the model's message (``model_output_message``), arguments given as JSON read."""
+    if step.tool_calls:
+        return [(c.name, c.arguments) for c in step.tool_calls]
+    message = getattr(step, "model_output_message", None)
+    out = []
+    for call in getattr(message, "tool_calls", None) or ():
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", None)
+        if not isinstance(name, str):
+            continue
+        arguments = getattr(function, "arguments", None)
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                pass  # not JSON: shown as the text it is
+        out.append((name, arguments))
+    return out
+
+
 def turn_of(step: ActionStep, *, tools: Any = (), variables: Mapping[str, Any] | None = None
             ) -> Turn:
     """One ``ActionStep`` as a turnpress :class:`~turnpress.Turn` (see the module
@@ -164,9 +188,10 @@ def turn_of(step: ActionStep, *, tools: Any = (), variables: Mapping[str, Any] |
     variables after the step."""
     code = step.code_action or ""
     prints, result = _observation(step.observations)
-    if step.code_action is None and step.tool_calls:  # a ToolCallingAgent's step
-        calls = [ToolCall(c.name, (c.arguments,)) for c in step.tool_calls]
-        code = "\n".join(_call_text(c.name, c.arguments) for c in step.tool_calls)
+    called = _step_calls(step) if step.code_action is None else []
+    if called:  # a ToolCallingAgent's step
+        calls = [ToolCall(name, (arguments,)) for name, arguments in called]
+        code = "\n".join(_call_text(name, arguments) for name, arguments in called)
     else:
         calls = tool_calls_in(code, tools)
     common: dict[str, Any] = {
