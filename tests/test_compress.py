@@ -270,9 +270,10 @@ IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw
 
 @pytest.mark.parametrize("name", strategy_names())
 def test_an_image_in_the_mission_is_sent_by_every_strategy(name: str) -> None:
-    """The mission's image (a part that is not text) is what the user gave: the
-    coalesced views sent only its ``[image]`` marker once the run made a tool call; now
-    the view's USER message carries the part after its text, in both shapes."""
+    """The mission's image or PDF (a part that is not text) is what the user gave: the
+    coalesced views sent only its ``[image]`` / ``[document]`` marker once the run made a
+    tool call; now the view's USER message carries the part after its text, in both
+    shapes (an Anthropic document as the block the reader kept)."""
     chat = [{"role": "user", "content": [{"type": "text", "text": "Describe this chart"}, IMAGE]},
             {"role": "assistant", "content": None, "tool_calls": [
                 {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
@@ -285,7 +286,9 @@ def test_an_image_in_the_mission_is_sent_by_every_strategy(name: str) -> None:
     assert IMAGE in parts, out
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                          "data": "iVBORw0KGgo="}}
-    anthropic = [{"role": "user", "content": [{"type": "text", "text": "Describe"}, image]},
+    pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                          "data": "JVBERi0="}}
+    anthropic = [{"role": "user", "content": [{"type": "text", "text": "Describe"}, image, pdf]},
                  {"role": "assistant", "content": [{"type": "tool_use", "id": "a",
                                                     "name": "f", "input": {}}]},
                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a",
@@ -293,6 +296,9 @@ def test_an_image_in_the_mission_is_sent_by_every_strategy(name: str) -> None:
     _, shaped = compress(("s", anthropic), strategy=name, format="anthropic")
     blocks = [b for m in shaped if isinstance(m["content"], list) for b in m["content"]]
     assert any(b.get("type") == "image" and b.get("source") == image["source"]
+               for b in blocks), shaped
+    # a PDF, which the OpenAI shape holds only as its [document] marker, too
+    assert any(b.get("type") == "document" and b.get("source") == pdf["source"]
                for b in blocks), shaped
 
 

@@ -9,6 +9,7 @@ conversation (every assistant ``tool_call`` answered by a ``tool`` message with 
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import partial
@@ -18,6 +19,7 @@ from typing import Any
 from turnpress.core.compression import RenderContext
 from turnpress.core.message_text import json_argument
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Turn
+from turnpress.core.providers import ANTHROPIC_KEPT
 from turnpress.plugins.full_history import TurnFold, same_turns
 
 #: long outputs keep this many lines from the start and from the end (DESIGN §11)
@@ -244,26 +246,46 @@ def mission_text(ctx: RenderContext) -> str:
     return "\n\n".join(t for t in texts if t) or ctx.mission
 
 
-def mission_parts(ctx: RenderContext) -> list[dict[str, Any]]:
+def mission_parts(ctx: RenderContext) -> tuple[list[dict[str, Any]], list[Any] | None]:
     """The parts of the transcript's mission message(s) that are not text (an image, a
-    file, audio: what :func:`content_text` shows as a marker), as the user sent them."""
+    file, audio, a document: what :func:`content_text` shows as a marker), as the user
+    sent them: ``(parts, blocks)``. On an Anthropic transcript, ``blocks`` are the
+    Anthropic blocks the reader kept for those parts (``_anthropic``: a PDF, which the
+    OpenAI shape holds only as its ``[document]`` marker, is one), else None."""
     parts: list[dict[str, Any]] = []
+    blocks: list[Any] = []
     for m in ctx.preamble[_head_count(ctx):]:
         content = m.get("content")
-        if isinstance(content, list):
-            parts.extend(dict(p) for p in content if isinstance(p, Mapping)
-                         and "text" not in p and "content" not in p)
-    return parts
+        if not isinstance(content, list):
+            continue
+        kept = m.get(ANTHROPIC_KEPT)
+        original = kept.get("content") if isinstance(kept, Mapping) else None
+        aligned = isinstance(original, list) and len(original) == len(content)
+        for k, part in enumerate(content):
+            if not isinstance(part, Mapping):
+                continue
+            block = original[k] if aligned else None  # type: ignore[index]
+            marker = isinstance(block, Mapping) and block.get("type") != "text"
+            if marker or ("text" not in part and "content" not in part):
+                parts.append(dict(part))
+                blocks.append(copy.deepcopy(block) if marker else None)
+    return parts, (blocks if blocks and None not in blocks else None)
 
 
 def view_message(ctx: RenderContext, content: str) -> Message:
     """The USER message of a coalesced transcript view: ``content``, then the mission's
     parts that are not text as sent (the text says where each was, by its marker), so an
-    image the user gave stays in every prompt, not only its ``[image]`` marker."""
-    parts = mission_parts(ctx)
+    image or a document the user gave stays in every prompt, not only its marker (on an
+    Anthropic transcript with the blocks the reader kept, which
+    :func:`~turnpress.core.providers.to_anthropic` sends while the message is as made)."""
+    parts, blocks = mission_parts(ctx)
     if not parts:
         return ctx.message("user", content)
-    return {"role": "user", "content": [{"type": "text", "text": content}, *parts]}
+    message: dict[str, Any] = {"role": "user",
+                               "content": [{"type": "text", "text": content}, *parts]}
+    if blocks is not None:
+        message[ANTHROPIC_KEPT] = {"content": [{"type": "text", "text": content}, *blocks]}
+    return message  # type: ignore[return-value]
 
 
 def last_outputs(turns: Sequence[Turn], ctx: RenderContext, limit: int, *,
