@@ -297,9 +297,14 @@ def test_an_image_in_the_mission_is_sent_by_every_strategy(name: str) -> None:
     blocks = [b for m in shaped if isinstance(m["content"], list) for b in m["content"]]
     assert any(b.get("type") == "image" and b.get("source") == image["source"]
                for b in blocks), shaped
-    # a PDF, which the OpenAI shape holds only as its [document] marker, too
+    # a PDF, which the OpenAI shape holds only as its [document] marker, too; also
+    # when it is the mission's only block (which the reader makes a string)
     assert any(b.get("type") == "document" and b.get("source") == pdf["source"]
                for b in blocks), shaped
+    _, alone = compress(("s", [{"role": "user", "content": [pdf]}, *anthropic[1:]]),
+                        strategy=name, format="anthropic")
+    assert pdf in [{k: v for k, v in b.items() if k != "cache_control"}
+                   for m in alone if isinstance(m["content"], list) for b in m["content"]]
 
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "alternating",
     "anthropic_breakpoints",
     "format_text",
+    "kept_content",
     "part_text",
     "prompt_with_breakpoints",
     "render_with_breakpoints",
@@ -316,14 +317,22 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
     return system, alternating(out)
 
 
+def kept_content(message: Mapping[str, Any]) -> list[Any] | None:
+    """The Anthropic blocks the anthropic-messages reader kept for ``message`` under
+    :data:`ANTHROPIC_KEPT` (a tool_result's content, a user or assistant message's
+    blocks), or None."""
+    kept = message.get(ANTHROPIC_KEPT)
+    original = kept.get("content") if isinstance(kept, Mapping) else None
+    return original if isinstance(original, list) else None
+
+
 def _kept_blocks(message: Message, content: Any) -> list[dict[str, Any]] | None:
     """A copy of the Anthropic blocks the anthropic-messages reader kept for ``message``
-    (a tool_result's content, a user message's blocks: :data:`ANTHROPIC_KEPT`), if the
-    strategy left its text as it was (``content``: each kept block that the OpenAI shape
-    cannot hold shows as its marker, :func:`part_text`); else ``None``."""
-    kept = message.get(ANTHROPIC_KEPT)  # type: ignore[attr-defined]
-    original = kept.get("content") if isinstance(kept, Mapping) else None
-    if isinstance(original, list) and _content_text(original) == _content_text(content):
+    (:func:`kept_content`), if the strategy left its text as it was (``content``: each
+    kept block that the OpenAI shape cannot hold shows as its marker, :func:`part_text`);
+    else ``None``."""
+    original = kept_content(message)
+    if original is not None and _content_text(original) == _content_text(content):
         return copy.deepcopy(original)
     return None
 
@@ -338,9 +347,8 @@ def _kept_reply(message: Message, content: Any, calls: Sequence[Any],
     server tool blocks, which show as markers in its text) if the strategy left it as
     it was: the same text (:func:`_kept_blocks`), thinking blocks and tool calls; else
     ``None``."""
-    kept = message.get(ANTHROPIC_KEPT)  # type: ignore[attr-defined]
-    original = kept.get("content") if isinstance(kept, Mapping) else None
-    if not isinstance(original, list):
+    original = kept_content(message)
+    if original is None:
         return None
     said = [b for b in original if b.get("type") not in _REPLY_APART]
     if _content_text(said) != _content_text(content):

@@ -19,7 +19,7 @@ from typing import Any
 from turnpress.core.compression import RenderContext
 from turnpress.core.message_text import json_argument
 from turnpress.core.model import INSTRUCTION_ROLES, Message, Turn
-from turnpress.core.providers import ANTHROPIC_KEPT
+from turnpress.core.providers import ANTHROPIC_KEPT, kept_content, part_text
 from turnpress.plugins.full_history import TurnFold, same_turns
 
 #: long outputs keep this many lines from the start and from the end (DESIGN §11)
@@ -256,11 +256,13 @@ def mission_parts(ctx: RenderContext) -> tuple[list[dict[str, Any]], list[Any] |
     blocks: list[Any] = []
     for m in ctx.preamble[_head_count(ctx):]:
         content = m.get("content")
+        original = kept_content(m)
+        if isinstance(content, str) and original is not None:
+            # the reader made a lone marker (a PDF alone) a string: its blocks are kept
+            content = [{"type": "text", "text": part_text(b)} for b in original]
         if not isinstance(content, list):
             continue
-        kept = m.get(ANTHROPIC_KEPT)
-        original = kept.get("content") if isinstance(kept, Mapping) else None
-        aligned = isinstance(original, list) and len(original) == len(content)
+        aligned = original is not None and len(original) == len(content)
         for k, part in enumerate(content):
             if not isinstance(part, Mapping):
                 continue
