@@ -41,7 +41,7 @@ from turnpress.core.providers import (
 from turnpress.core.registry import PluginError, PluginWarning, get_registry
 from turnpress.core.responses import to_responses, with_compactions
 from turnpress.core.strategy import DEFAULT_STRATEGY
-from turnpress.core.strategy_lookup import describe_options, option_text
+from turnpress.core.strategy_lookup import describe_options, spec_value
 from turnpress.core.templates import export_templates, list_templates
 from turnpress.core.trace import TraceError, is_bare_name, iter_traces, trace_file
 from turnpress.core.trace_inputs import Inputs, discover, skipped_lines
@@ -393,7 +393,7 @@ def strategies(names: tuple[str, ...]) -> None:
         summary = (inspect.getdoc(cls) or "").strip().split("\n\n")[0]
         lines = [f"{name}: {' '.join(summary.split()).replace('``', '')}"]
         options = describe_options(cls)
-        shown = [(f"{o}={option_text(d)}", text) for o, d, text in options]
+        shown = [(f"{o}={spec_value(d)}", text) for o, d, text in options]
         width = max((len(o) for o, _ in shown), default=0)
         lines.extend(f"  {o:<{width}}  {text}".rstrip() for o, text in shown)
         if not options:

@@ -75,7 +75,7 @@ from turnpress.core.responses import (
     to_responses,
     with_compactions,
 )
-from turnpress.core.strategy_lookup import option_text
+from turnpress.core.strategy_lookup import spec_value
 from turnpress.core.tokens import common_prefix_length, get_tokenizer
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers import anthropic_messages, openai_chat, openai_responses
@@ -172,7 +172,8 @@ def _check_not_empty(prompt: Sequence[Message], strategy: Any, format: str) -> N
     run's mission no longer fits) is an error saying so, not a request the API refuses."""
     if format != "anthropic" or any(m["role"] not in INSTRUCTION_ROLES for m in prompt):
         return
-    options = ", ".join(f"{k}={option_text(v)}" for k, v in strategy.options.items())
+    options = ", ".join(f"{k}={spec_value(v)}"
+                        for k, v in getattr(strategy, "options", {}).items())
     raise ValueError(f"strategy {strategy.name!r} left no message after the system prompt, "
                      f"and the Anthropic API needs one; give it more room (its options: "
                      f"{options or 'none'}) or choose another strategy")

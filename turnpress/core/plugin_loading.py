@@ -79,12 +79,12 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
 """The built-in plugin modules, registered in this order (no directory scanning)."""
 
 LOAD_PLUGINS_ENV = "TURNPRESS_LOAD_PLUGINS"
-
-#: how to mend a plugin that fails, said after what went wrong
-LEAVE_OUT = (f"Upgrade or reinstall it (or report it to its authors), or leave it out with "
-             f"{LOAD_PLUGINS_ENV}=<the plugins to load, comma-separated>")
 """Unset: load every third-party plugin; empty: none; else a comma-separated list of
 entry-point or distribution names to load."""
+
+LEAVE_OUT = (f"Upgrade or reinstall it (or report it to its authors), or leave it out with "
+             f"{LOAD_PLUGINS_ENV}=<the plugins to load, comma-separated>")
+"""How to mend a plugin that fails, said after what went wrong."""
 
 SLOW_IMPORT_SECONDS = 3.0
 """A plugin import slower than this is reported (on stderr while it runs, then as a
@@ -194,8 +194,10 @@ class PluginLoader:
         self.pm.add_hookspecs(hookspecs)
         self.errors: list[PluginError] = []
         self.plugins: dict[str, PluginInfo] = {}
-        # installed plugins TURNPRESS_LOAD_PLUGINS leaves out ("distribution (entry point)")
+        # installed plugins TURNPRESS_LOAD_PLUGINS leaves out ("distribution (entry point)"),
+        # and the value it had when they were loaded
         self.left_out: list[str] = []
+        self.selection: str | None = None
         self._cache: dict[str, Any] = {}
         self._lock = threading.RLock()
         if builtins:
@@ -225,6 +227,7 @@ class PluginLoader:
             chosen = [ep for ep in eps
                       if _norm(ep.name) in wanted or _norm(_dist_name(ep)) in wanted]
             self.left_out = [f"{_dist_name(ep)} ({ep.name})" for ep in eps if ep not in chosen]
+            self.selection = os.environ.get(LOAD_PLUGINS_ENV, "")
             eps = chosen
         watch = _InterruptWatch()
         with watch.watching():

@@ -8,7 +8,6 @@ that hook's answers (:mod:`turnpress.core.hooks`).
 
 from __future__ import annotations
 
-import os
 import threading
 
 from turnpress.core.errors import PluginError, PluginWarning
@@ -78,8 +77,7 @@ class Registry(StrategiesHook, NamespaceRenderersHook, TokenizersHook, TraceRead
             note += (" Note: some plugins failed to load and may be the ones that provide "
                      "it: " + "; ".join(failed))
         if self.left_out:
-            value = os.environ.get(LOAD_PLUGINS_ENV, "")
-            note += (f" Note: {LOAD_PLUGINS_ENV}={value!r} leaves out the installed "
+            note += (f" Note: {LOAD_PLUGINS_ENV}={self.selection!r} leaves out the installed "
                      f"plugin{'s' if len(self.left_out) > 1 else ''} "
                      f"{', '.join(self.left_out)}, which may provide it: unset it, or add "
                      f"the plugin's name.")

@@ -26,7 +26,7 @@ from turnpress.core.strategy import (
 )
 
 __all__ = ["StrategyCreationError", "describe_options", "get_strategy", "normalize",
-           "option_text", "parse_strategy_spec", "strategy_names"]
+           "parse_strategy_spec", "spec_value", "strategy_names"]
 
 
 def strategy_names(registry: Registry | None = None) -> list[str]:
@@ -152,7 +152,7 @@ def _coerce_option(strategy: str, option: str, text: str, default: Any) -> Any:
     return text
 
 
-def option_text(value: Any) -> str:
+def spec_value(value: Any) -> str:
     """An option's value as ``-s NAME:option=value`` takes it (what
     :func:`_coerce_option` reads back): ``true``/``false`` for a boolean, the text itself
     for a string (nothing for an empty one), else ``str(value)``."""
