@@ -387,12 +387,15 @@ def test_dicts_and_tuples_are_read_as_langchain_reads_them():
     compressor.extend(run)
     compressor.add("Now count the lines.")
     assert compressor.messages() == [*sent, HumanMessage("Now count the lines.")]
+    # a tuple of messages is a sequence of them (it was refused as if it were one pair)
+    assert compress_messages(tuple(sent), strategy="full-history") == sent
 
 
 @pytest.mark.parametrize(("messages", "problem"), [
     ("hi", "a list of messages .*, got str$"),
     (HumanMessage("hi"), "a list of messages .*, got HumanMessage$"),
     ({"role": "user", "content": "hi"}, "a list of messages .*, got dict$"),
+    (("user", "hi"), "a list of messages .*, got tuple$"),
     ([HumanMessage("hi"), 42], "message 1 is not one LangChain can read: Unsupported"),
     ([{"role": "user"}], "message 0 is not one LangChain can read: Message dict must "
                          "contain 'role' and 'content'")])

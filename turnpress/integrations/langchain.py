@@ -119,11 +119,18 @@ def as_messages(messages: Any, where: str) -> list[BaseMessage]:
     """``messages`` (a list of what :data:`MESSAGES_TAKEN` says) as ``BaseMessage``s,
     those given as ``BaseMessage``s the same objects; a string, a single message or a
     message LangChain cannot read is a ``TypeError`` naming ``where``."""
-    if isinstance(messages, (str, bytes, Mapping, tuple, _core().BaseMessage)) \
-            or not isinstance(messages, Iterable):
+    if isinstance(messages, (str, bytes, Mapping, _core().BaseMessage)) \
+            or not isinstance(messages, Iterable) or _is_pair(messages):
         raise TypeError(f"{where}: expected a list of messages ({MESSAGES_TAKEN}), got "
                         f"{type(messages).__name__}")
     return [as_message(m, where, k) for k, m in enumerate(messages)]
+
+
+def _is_pair(messages: Any) -> bool:
+    """Whether ``messages`` is one ``(role, content)`` message rather than a tuple of
+    messages (a tuple of BaseMessages, or of pairs, is a sequence of messages)."""
+    return (isinstance(messages, tuple) and len(messages) == 2
+            and isinstance(messages[0], str) and isinstance(messages[1], (str, list)))
 
 
 def as_message(message: Any, where: str, index: int = 0) -> BaseMessage:
