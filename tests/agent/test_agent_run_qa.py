@@ -186,6 +186,21 @@ def test_bad_timeout_or_retries_is_one_line(args, message):
     assert line.startswith("Error: ") and message in line
 
 
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--base-url", "http://127.0.0.1:9/v1"], "--base-url is for a real model"),
+    (["--timeout", "5"], "--timeout is for a real model"),
+    (["--timeout", "5", "--retries", "1"], "--timeout and --retries are for a real model"),
+])
+def test_real_model_options_with_the_scripted_llm_are_refused(args, named):
+    """--base-url, --timeout and --retries mean nothing to the scripted LLM (the default
+    --llm): each is refused in one line, none is ignored without a word (--base-url was)."""
+    result = invoke("order-summary", *args)
+    assert result.exit_code == 2 and result.stdout == ""
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"Error: {named}") and "--llm openai:MODEL" in line, line
+
+
 def test_a_one_turn_run_shows_the_strategy_chosen_and_why_it_is_not_used():
     """qa-b item 7: not "strategy: none (full history)" when -s aggressive was given."""
     result = invoke("product-research", "-s", "aggressive", "--max-turns", "1")

@@ -144,9 +144,13 @@ def _build_llm(spec: str, task: Any, base_url: str | None, timeout: float | None
                retries: int | None) -> tuple[Any, str]:
     try:
         if spec == "scripted":
-            if timeout is not None or retries is not None:
-                raise CLIError("--timeout and --retries set how long a real model is waited "
-                               "for; give them with --llm openai:MODEL or anthropic:MODEL")
+            given = [o for o, v in (("--base-url", base_url), ("--timeout", timeout),
+                                    ("--retries", retries)) if v is not None]
+            if given:
+                raise CLIError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} "
+                               f"for a real model (the server, how long it is waited for); "
+                               f"give {'it' if len(given) == 1 else 'them'} with --llm "
+                               f"openai:MODEL or anthropic:MODEL")
             llm = task.scripted_llm()
             return llm, f"scripted ({len(llm.replies)} replies)"
         if spec.partition(":")[0] not in PROVIDERS:
