@@ -156,6 +156,8 @@ class RetryNotes(logging.Handler):
         self.view = view
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Show an SDK's "Retrying request" log record as a ``note:`` line (others are
+        left to the SDK's own logging)."""
         text = record.getMessage()
         if not text.startswith("Retrying request"):
             return
