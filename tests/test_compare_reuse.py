@@ -161,23 +161,34 @@ def test_shared_prefix_by_sorted_neighbours_matches_brute_force():
         seen.append(ids)
 
 
-def test_shows_searches_from_the_newest_text_and_stops_at_a_hit():
+def test_shows_searches_from_the_newest_text_and_stops_at_a_hit(monkeypatch):
+    """FactIndex.shows searches a prompt's texts newest first, stops at the first that
+    shows the fact, and never searches a (text, fact) twice: a prompt whose texts are all
+    answered takes no search at all (counted as calls of fact_present)."""
+    from turnpress.compare import fact_index
+
+    searched: list[str] = []
+    real = fact_index.fact_present
+    monkeypatch.setattr(fact_index, "fact_present",
+                        lambda fact, text, *a: searched.append(text) or real(fact, text, *a))
     index = FactIndex()
     ids = index.ids([Fact("needed", "parser_utils.py"), Fact("needed", "absent_name")],
                     lazy=True)
     bodies = [f"old text {i} parser_utils.py" for i in range(50)] + ["new parser_utils.py"]
     assert index.shows(bodies, ids[:1]) == {ids[0]}
-    newest = index._texts["new parser_utils.py"].serial
-    assert index._searched_for == {ids[0]: {newest}} and index._lazy_results == 1
-    assert index.shows(bodies, ids) == {ids[0]}  # the absent one is searched everywhere
-    assert index._lazy_results == 1 + len(bodies)
-    assert len(index._searched_for[ids[1]]) == len(bodies) and ids[1] not in index._shown_by
-    # asked again, with a new text: only that one is searched (the rest is settled by
-    # what each fact keeps, without a step per text)
+    assert searched == ["new parser_utils.py"]  # the newest, a hit: the rest not searched
+    searched.clear()
+    assert index.shows(bodies, ids) == {ids[0]}  # the absent one is looked for everywhere
+    assert searched == []  # ... by str.find: no text holds its probe
+    assert index.shows(bodies, ids) == {ids[0]}
+    assert searched == []  # asked again: every answer known
+    # a new text holding it is the only one searched; an older prompt, whose texts were
+    # not all searched for the first fact, searches its newest first again
     assert index.shows([*bodies, "absent_name at last"], ids) == set(ids)
-    assert index._lazy_results == 2 + len(bodies)
+    assert searched == ["absent_name at last"]
+    searched.clear()
     assert index.shows(bodies[:10], ids) == {ids[0]}
-    assert index._lazy_results == 2 + len(bodies) + 1  # parser_utils.py in an older text
+    assert searched == [bodies[9]]
 
 
 def test_bodies_are_the_bodies_of_each_message():
