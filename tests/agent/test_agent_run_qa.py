@@ -3,6 +3,8 @@ line, ends the run failed and keeps the turns that ran; bad input is refused ear
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from click.testing import CliRunner
 from plugin_helpers import make_plugin
@@ -138,19 +140,29 @@ def test_save_trace_appends_to_an_empty_or_trace_file(tmp_path):
     assert len(list(iter_traces(path))) == 2  # --force never replaces a trace file's runs
 
 
+def _run_against_a_slow_server(replies: list, retries: str) -> tuple[Any, float]:
+    """``turnpress run`` against a fake server that sends ``replies`` (a ``Raw(delay=6)``
+    one takes 6 s), with ``--timeout 0.5`` and ``--retries``; the result and the seconds
+    it took."""
+    import time
+
+    from fake_openai import FakeLLMServer
+
+    with FakeLLMServer(replies) as server:
+        start = time.monotonic()
+        result = invoke("order-summary", "--llm", "openai:m", "--base-url",
+                        server.base_url + "/v1", "--timeout", "0.5", "--retries", retries)
+        return result, time.monotonic() - start
+
+
 def test_timeout_and_retries_are_options_and_a_retry_is_shown(monkeypatch):
     """qa-b item 5: --timeout / --retries reach the adapter, the header says them, and a
     retry is a line of the run, not minutes of silence."""
-    import time
-
-    from fake_openai import FakeLLMServer, Raw
+    from fake_openai import Raw
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FakeLLMServer([Raw(delay=6), "```clojure\n(return 1)\n```"]) as server:
-        start = time.monotonic()
-        result = invoke("order-summary", "--llm", "openai:m", "--base-url",
-                        server.base_url + "/v1", "--timeout", "0.5", "--retries", "1")
-        elapsed = time.monotonic() - start
+    result, elapsed = _run_against_a_slow_server(
+        [Raw(delay=6), "```clojure\n(return 1)\n```"], "1")
     assert result.exit_code == 0, result.output
     assert elapsed < 5  # not the 6 s the server takes
     assert "(timeout 0.5 s, 1 retry)" in result.stdout
@@ -158,16 +170,10 @@ def test_timeout_and_retries_are_options_and_a_retry_is_shown(monkeypatch):
 
 
 def test_a_server_that_never_answers_fails_within_the_timeout(monkeypatch):
-    import time
-
-    from fake_openai import FakeLLMServer, Raw
+    from fake_openai import Raw
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FakeLLMServer([Raw(delay=6)]) as server:
-        start = time.monotonic()
-        result = invoke("order-summary", "--llm", "openai:m", "--base-url",
-                        server.base_url + "/v1", "--timeout", "0.5", "--retries", "0")
-        elapsed = time.monotonic() - start
+    result, elapsed = _run_against_a_slow_server([Raw(delay=6)], "0")
     assert result.exit_code == 1, result.output
     assert elapsed < 5  # not the 6 s the server takes
     assert "did not succeed after 0 turns: llm_error" in result.stdout
