@@ -9,7 +9,6 @@ conversation (every assistant ``tool_call`` answered by a ``tool`` message with 
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import partial
@@ -270,7 +269,7 @@ def mission_parts(ctx: RenderContext) -> tuple[list[dict[str, Any]], list[Any] |
             marker = isinstance(block, Mapping) and block.get("type") != "text"
             if marker or ("text" not in part and "content" not in part):
                 parts.append(dict(part))
-                blocks.append(copy.deepcopy(block) if marker else None)
+                blocks.append(block if marker else None)  # to_anthropic sends a copy
     return parts, (blocks if blocks and None not in blocks else None)
 
 
