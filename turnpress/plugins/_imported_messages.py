@@ -221,22 +221,13 @@ def output_text(turn: Turn, words: bool) -> str:
 
 def preamble_head(ctx: RenderContext) -> list[Message]:
     """The system (or ``developer``) message(s) a transcript's preamble starts with."""
-    head: list[Message] = []
-    for m in ctx.preamble:
-        if m.get("role") not in INSTRUCTION_ROLES:
-            break
-        head.append(dict(m))  # type: ignore[arg-type]
-    return head
+    return [dict(m) for m in ctx.preamble[:_head_count(ctx)]]  # type: ignore[misc]
 
 
 def _head_count(ctx: RenderContext) -> int:
-    """How many system messages the preamble starts with (:func:`preamble_head`)."""
-    count = 0
-    for m in ctx.preamble:
-        if m.get("role") not in INSTRUCTION_ROLES:
-            break
-        count += 1
-    return count
+    """How many system (or ``developer``) messages the preamble starts with."""
+    return next((k for k, m in enumerate(ctx.preamble)
+                 if m.get("role") not in INSTRUCTION_ROLES), len(ctx.preamble))
 
 
 def mission_text(ctx: RenderContext) -> str:
