@@ -254,8 +254,17 @@ def _json_reply(raw: Any, where: str) -> dict[str, Any]:
     return body
 
 
-def _no_reply(where: str, field: str, body: Any) -> LLMError:
-    return LLMError(f"{where} answered with no {field}: {quote(body)}")
+def _parsed(raw: Any, client: Any, model: str, field: str,
+            holds: Callable[[Any], bool]) -> Any:
+    """The SDK's parsed response of ``raw`` (``with_raw_response``) once its JSON is a
+    reply (:func:`_json_reply`) whose ``field`` the API's replies always have
+    (``holds(body[field])``); else :class:`LLMError` naming the server, the model and
+    what came back."""
+    where = f"the server at {client.base_url} (model {model})"
+    body = _json_reply(raw, where)
+    if not holds(body.get(field)):
+        raise LLMError(f"{where} answered with no {field}: {quote(body)}")
+    return raw.parse()
 
 
 class OpenAICompatible:
@@ -298,11 +307,7 @@ class OpenAICompatible:
         back."""
         raw = self.client.chat.completions.with_raw_response.create(
             model=self.model, messages=[dict(m) for m in messages], **self.options)
-        where = f"the server at {self.client.base_url} (model {self.model})"
-        body = _json_reply(raw, where)
-        if not body.get("choices"):
-            raise _no_reply(where, "choices", body)
-        response = raw.parse()
+        response = _parsed(raw, self.client, self.model, "choices", bool)
         text = response.choices[0].message.content or ""
         usage = response.usage
         details = getattr(usage, "prompt_tokens_details", None)
@@ -367,11 +372,8 @@ class Anthropic:
         model and what came back.
         """
         raw = self.client.messages.with_raw_response.create(**self.request(messages))
-        where = f"the server at {self.client.base_url} (model {self.model})"
-        body = _json_reply(raw, where)
-        if not isinstance(body.get("content"), list):
-            raise _no_reply(where, "content", body)
-        response = raw.parse()
+        response = _parsed(raw, self.client, self.model, "content",
+                           lambda content: isinstance(content, list))
         text = "".join(getattr(b, "text", "") for b in response.content
                        if getattr(b, "type", None) == "text")
         usage = response.usage
