@@ -29,7 +29,6 @@ from click.core import ParameterSource
 from turnpress.core.breakpoints import strategy_failure
 from turnpress.core.compression import get_strategy
 from turnpress.core.errors import printable
-from turnpress.core.hooks.strategies import NO_STRATEGY
 from turnpress.core.inspect import describe_trace
 from turnpress.core.providers import (
     format_text,
@@ -156,23 +155,10 @@ def fail_cleanly(exc: Exception) -> CLIError:
     return CLIError(str(exc))
 
 
-"""``-s`` values that mean "no compression": the ``full-history`` strategy, the same
-in every command (``turnpress run -s none`` runs uncompressed)."""
-
-
-def strategy_spec(spec: str) -> str:
-    """``spec``, with ``none`` (``off``, ``false``) read as ``full-history`` (options
-    too: ``none:k=v``); no strategy may be registered under those names."""
-    name, sep, options = spec.partition(":")
-    if name.strip().lower() in NO_STRATEGY:
-        return "full-history" + sep + options
-    return spec
-
 
 def choose_strategy(spec: str) -> Any:
     """The strategy instance for ``NAME[:k=v,...]`` (or ``none``: ``full-history``), or a
     one-line :class:`CLIError`."""
-    spec = strategy_spec(spec)
     try:
         return get_strategy(spec)
     except (ValueError, PluginError) as exc:

@@ -34,9 +34,10 @@ from turnpress.agent.loop import RENDER_ERROR
 from turnpress.agent.mission import expand_mission
 from turnpress.agent.system_prompt import system_prompt
 from turnpress.agent.tasks import DEFAULT_TASK, TaskError, bundled_task_names, load_task
-from turnpress.cli import CLIError, echo, strategy_spec
+from turnpress.cli import CLIError, echo
 from turnpress.core.compression import normalize
 from turnpress.core.errors import PluginError
+from turnpress.core.strategy_lookup import baseline_spec
 from turnpress.core.template_check import check_templates
 from turnpress.core.trace import TraceError, append_jsonl, is_trace_file, save_trace
 
@@ -64,7 +65,7 @@ def _list_tasks(console: Console) -> None:
 def _compression(spec: str | None) -> Any:
     if spec is None:
         return INHERIT
-    if strategy_spec(spec) != spec:  # none, off, false: the uncompressed full history
+    if baseline_spec(spec) != spec:  # none, off, false: the uncompressed full history
         return False
     return spec
 

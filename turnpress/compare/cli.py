@@ -19,7 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from turnpress.cli import CLIError, scan_inputs, strategy_spec, templates_option
+from turnpress.cli import CLIError, scan_inputs, templates_option
 from turnpress.compare.cache import cache_model_names
 from turnpress.compare.engine import NothingCompared, check_settings, compare_traces
 from turnpress.compare.failures import CompareError, TemplateCompareError
@@ -29,6 +29,7 @@ from turnpress.compare.sources import count_traces
 from turnpress.compare.table import print_comparison
 from turnpress.core.errors import ExecutorError
 from turnpress.core.registry import PluginError
+from turnpress.core.strategy_lookup import baseline_spec
 from turnpress.core.summaries import SummaryBudgetExceeded
 from turnpress.core.trace import TraceError
 from turnpress.core.trace_inputs import Inputs
@@ -133,7 +134,7 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     without a configured model it uses the extractive summarizer (the footer says so).
     """
 
-    specs = [strategy_spec(s) for s in strategies] or None
+    specs = [baseline_spec(s) for s in strategies] or None
     try:  # the options first: a typo is told before a long directory scan
         check_settings(specs, tokenizer, cache, price)
     except (ValueError, PluginError) as exc:

@@ -25,8 +25,8 @@ from turnpress.core.strategy import (
     option_defaults,
 )
 
-__all__ = ["StrategyCreationError", "describe_options", "get_strategy", "normalize",
-           "parse_strategy_spec", "spec_value", "strategy_names"]
+__all__ = ["StrategyCreationError", "baseline_spec", "describe_options", "get_strategy",
+           "normalize", "parse_strategy_spec", "spec_value", "strategy_names"]
 
 
 def strategy_names(registry: Registry | None = None) -> list[str]:
@@ -152,6 +152,17 @@ def _coerce_option(strategy: str, option: str, text: str, default: Any) -> Any:
     return text
 
 
+def baseline_spec(spec: str) -> str:
+    """``spec`` (``NAME[:k=v,...]``), with a name of :data:`NO_STRATEGY` (``none``,
+    ``off``, ``false``: no compression) read as the ``full-history`` baseline, options
+    too (``none:k=v``); any other spec as it is. No strategy may be registered under
+    those names."""
+    name, sep, options = spec.partition(":")
+    if name.strip().lower() in NO_STRATEGY:
+        return BASELINE_STRATEGY + sep + options
+    return spec
+
+
 def spec_value(value: Any) -> str:
     """An option's value as ``-s NAME:option=value`` takes it (what
     :func:`_coerce_option` reads back): ``true``/``false`` for a boolean, the text itself
@@ -174,9 +185,7 @@ def _resolve(compression: Compression, registry: Registry) -> tuple[type, dict[s
         cls, options = _resolve(compression[0], registry)
         return cls, _validated(cls, {**options, **compression[1]})
     if isinstance(compression, str):
-        name, text_options = parse_strategy_spec(compression)
-        if name.lower() in NO_STRATEGY:  # "none", "off", "false": no compression
-            name = BASELINE_STRATEGY
+        name, text_options = parse_strategy_spec(baseline_spec(compression))
         cls = _lookup(name, registry)
         return cls, _validated(cls, text_options, from_text=True)
     if _is_strategy_class(compression):
@@ -291,7 +300,6 @@ def normalize(compression: Compression) -> tuple[str | None, dict[str, Any]]:
         return None, {}
     cls, options = _resolve(compression, get_registry())
     _instantiate(cls, options)  # option values are checked by the constructor
-    if isinstance(compression, str) and \
-            parse_strategy_spec(compression)[0].lower() in NO_STRATEGY:
+    if isinstance(compression, str) and baseline_spec(compression) != compression:
         return None, {}
     return cls.name, options
