@@ -60,6 +60,7 @@ import json
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -245,7 +246,9 @@ class TurnpressMemory:
         was; a run that is one view already is left as it is (see the module
         docstring)."""
         steps: list[MemoryStep] = []
-        for fold, run in _runs(memory.steps, newest):
+        for fold, group in groupby(memory.steps, lambda step: isinstance(
+                step, (ActionStep, TurnpressView)) and step is not newest):
+            run = list(group)  # a run of old steps and views, or other steps in a row
             if fold and not (len(run) == 1 and isinstance(run[0], TurnpressView)):
                 steps.append(self._view(run, memory, tools, model))
             else:
@@ -260,8 +263,7 @@ class TurnpressMemory:
         :data:`NO_CODE_TEMPLATES`."""
         replaced: list[ActionStep] = []
         for s in run:
-            replaced.extend(s.steps if isinstance(s, TurnpressView) else [s]
-                            if isinstance(s, ActionStep) else [])
+            replaced.extend(s.steps if isinstance(s, TurnpressView) else [s])
         turns = [self._turn.get(id(s)) or turn_of(s, tools=tools) for s in replaced]
         keywords = self.options.keywords(model)
         no_code = all(s.code_action is None for s in replaced)
@@ -270,16 +272,3 @@ class TurnpressMemory:
                           template_dirs=(*resolve_template_dirs(), NO_CODE_TEMPLATES)
                           if no_code else (), **keywords)
         return TurnpressView(replaced, [m for m in rendered if m["role"] != "system"])
-
-
-def _runs(steps: list[MemoryStep], newest: ActionStep) -> list[tuple[bool, list[MemoryStep]]]:
-    """``steps`` in runs, in order: each run of old action steps and views in a row
-    (``True``), and each other step alone (``False``)."""
-    runs: list[tuple[bool, list[MemoryStep]]] = []
-    for step in steps:
-        fold = isinstance(step, (ActionStep, TurnpressView)) and step is not newest
-        if fold and runs and runs[-1][0]:
-            runs[-1][1].append(step)
-        else:
-            runs.append((fold, [step]))
-    return runs
