@@ -146,7 +146,14 @@ INIT = {"type": "system", "subtype": "init", "session_id": "s", "uuid": "i"}
           {"type": "tool_result", "tool_use_id": "nope", "content": "x"}]}},
       {"type": "assistant", "session_id": "s",
        "message": {"id": "m", "role": "assistant", "content": "ok"}}],
-     "line 2: content block 1 (tool_result) has no matching tool_use"),
+     "line 3: content block 0 (tool_result) has no matching tool_use"),
+    # one assistant message written as one line per block: the bad block's own line
+    ([INIT, {"type": "user", "message": {"role": "user", "content": "go"}, "session_id": "s"},
+      {"type": "assistant", "session_id": "s",
+       "message": {"id": "m", "role": "assistant", "content": [{"type": "text", "text": "a"}]}},
+      {"type": "assistant", "session_id": "s",
+       "message": {"id": "m", "role": "assistant", "content": [{"type": "bogus"}]}}],
+     "line 4: content block 0 is 'bogus', which turnpress cannot carry"),
     ([INIT], "empty run: no user or assistant line"),
 ])
 def test_bad_input_is_one_line_naming_file_and_line(events, problem, tmp_path):

@@ -63,6 +63,7 @@ MISSING_PROMPT = "(the first prompt is not in this log)"
 EVENT_TYPES = ("system", "assistant", "user", "result", "summary", "file-history-snapshot",
                "queue-operation", "progress")
 _MESSAGE_AT = re.compile(r"^(?P<where>.*?): message (?P<index>-?\d+): ")
+_BLOCK_AT = re.compile(r"content block (?P<block>\d+)")
 
 
 def detect(data: Any, path: Path | None = None) -> bool:
@@ -156,11 +157,13 @@ def _segments(chain: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, d
 
 
 def _messages(segment: list[tuple[int, dict[str, Any]]], counted: set[str]
-              ) -> tuple[list[dict[str, Any]], list[int]]:
-    """The Anthropic messages of a segment and the line each starts at; usage is put on
-    the first line of each ``message.id`` not yet ``counted``."""
+              ) -> tuple[list[dict[str, Any]], list[list[tuple[int, int]]]]:
+    """The Anthropic messages of a segment and, per message, where its blocks come from:
+    ``(line, index of the line's first block in the message)`` for each line merged
+    into it, the line it starts at first; usage is put on the first line of each
+    ``message.id`` not yet ``counted``."""
     messages: list[dict[str, Any]] = []
-    starts: list[int] = []
+    sources: list[list[tuple[int, int]]] = []
     last_id: Any = None
     for i, event in segment:
         message = event["message"]
@@ -171,6 +174,7 @@ def _messages(segment: list[tuple[int, dict[str, Any]]], counted: set[str]
         same = bool(messages) and messages[-1]["role"] == role and (
             role == "user" or (message.get("id") is not None and message.get("id") == last_id))
         if same and isinstance(blocks, list):
+            sources[-1].append((i, len(messages[-1]["content"])))
             messages[-1]["content"].extend(blocks)
             continue
         out: dict[str, Any] = {"role": role, "content": blocks}
@@ -180,24 +184,34 @@ def _messages(segment: list[tuple[int, dict[str, Any]]], counted: set[str]
             counted.add(message_id)
         last_id = message_id
         messages.append(out)
-        starts.append(i)
+        sources.append([(i, 0)])
     for m in messages:  # one text block of a user message is a string, as typed
         if (m["role"] == "user" and isinstance(m["content"], list) and len(m["content"]) == 1
                 and isinstance(m["content"][0], Mapping)
                 and set(m["content"][0]) == {"type", "text"} and m["content"][0]["type"] == "text"):
             m["content"] = m["content"][0]["text"]
-    return messages, starts
+    return messages, sources
 
 
-def _relined(exc: TraceError, starts: list[int]) -> TraceError:
-    """An anthropic-messages error about message N as one about the line it starts at."""
+def _relined(exc: TraceError, sources: Mapping[int, list[tuple[int, int]]]) -> TraceError:
+    """An error about message N as one about the line it comes from: the line of the
+    content block the error names (numbered within that line), else the line the
+    message starts at. ``sources`` maps N to where the message's blocks come from (see
+    :func:`_messages`); an N it lacks is left out of the error."""
     found = _MESSAGE_AT.match(str(exc))
     if not found:
         return exc
-    index = int(found.group("index"))
-    if not 0 <= index < len(starts):
-        return TraceError(f"{found.group('where')}: {str(exc)[found.end():]}")
-    return TraceError(f"{found.group('where')}: line {starts[index]}: {str(exc)[found.end():]}")
+    rest = str(exc)[found.end():]
+    blocks = sources.get(int(found.group("index")))
+    if blocks is None:
+        return TraceError(f"{found.group('where')}: {rest}")
+    line = blocks[0][0]
+    block = _BLOCK_AT.match(rest)
+    if block is not None:
+        k = int(block.group("block"))
+        line, first = next((at, first) for at, first in reversed(blocks) if first <= k)
+        rest = f"content block {k - first}{rest[block.end():]}"
+    return TraceError(f"{found.group('where')}: line {line}: {rest}")
 
 
 def read(data: Any, where: str) -> list[Trace]:
@@ -229,11 +243,11 @@ def read(data: Any, where: str) -> list[Trace]:
     counted: set[str] = set()
     runs = []
     for k, segment in enumerate(segments, 1):
-        anthropic, starts = _messages(segment, counted)
+        anthropic, sources = _messages(segment, counted)
         run_notes = list(notes)
         if anthropic[0]["role"] != "user":
             anthropic.insert(0, {"role": "user", "content": MISSING_PROMPT})
-            starts.insert(0, segment[0][0])
+            sources.insert(0, [(segment[0][0], 0)])
             run_notes.append("the first prompt is not in the log (stream-json does not "
                              f"write it): the run starts with {MISSING_PROMPT!r}")
         if len(segments) > 1:
@@ -244,13 +258,14 @@ def read(data: Any, where: str) -> list[Trace]:
         try:
             entries = anthropic_messages.message_entries(None, anthropic, where)
         except TraceError as exc:
-            raise _relined(exc, starts) from None
-        entries = [replace(e, index=starts[e.index]) for e in entries]
+            raise _relined(exc, dict(enumerate(sources))) from None
+        # the entries are numbered by the line each message starts at
+        entries = [replace(e, index=sources[e.index][0][0]) for e in entries]
         try:
             trace = build_trace(entries, where=where, source=FORMAT, tools=tools,
                                 skipped=[{"note": n} for n in run_notes])
         except TraceError as exc:
-            raise TraceError(str(exc).replace(": message ", ": line ", 1)) from None
+            raise _relined(exc, {blocks[0][0]: blocks for blocks in sources}) from None
         runs.append(trace)
     return runs
 
