@@ -128,3 +128,28 @@ def test_images_round_trip():
     _, back = to_anthropic(converted)
     assert back == [{"role": "user", "content": [{"type": "text", "text": "what is this?"},
                                                  block]}]
+
+
+def test_system_prompt_of_several_blocks_comes_back_as_those_blocks():
+    """A system prompt given as several text blocks (a stable one, then one that changes)
+    comes back as those blocks, not joined into one; turnpress's own breakpoint goes on
+    the last (the request's own cache_control markers are not kept: see the module)."""
+    from turnpress import compress
+
+    system = [{"type": "text", "text": "Block one.", "cache_control": {"type": "ephemeral"}},
+              {"type": "text", "text": "Block two."}]
+    request = {"system": system, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "r"}]}]}
+    for strategy in ("full-history", "price-scheduled", "aggressive"):
+        out, _ = compress(request, format="anthropic", strategy=strategy)
+        assert [b["text"] for b in out] == ["Block one.", "Block two."], strategy
+        assert "cache_control" not in out[0]
+    out, _ = compress(request, format="anthropic", strategy="full-history")
+    assert out[-1]["cache_control"] == {"type": "ephemeral"}
+    # the OpenAI shape of the same run holds the system prompt as one text
+    trace = load_trace(data(REL))
+    assert to_openai(trace.prompt(1, "full-history"))[0]["content"] == trace.system_prompt

@@ -263,12 +263,21 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
     while lead < len(messages) and messages[lead]["role"] in INSTRUCTION_ROLES:
         lead += 1
     system_blocks: list[dict[str, Any]] = []
+    as_given = False  # a system prompt given as several blocks comes back as they were
     for i in range(lead):
-        text = _content_text(messages[i]["content"])
+        content = messages[i]["content"]
+        original = _kept_blocks(messages[i], content)
+        if original and None not in original and all(c is None for c in cuts.get(i, [])):
+            if i in cuts:
+                original[-1]["cache_control"] = dict(EPHEMERAL)
+            system_blocks.extend(original)
+            as_given = True
+            continue
+        text = _content_text(content)
         if text or i in cuts:
             system_blocks.extend(_blocks(text, cuts.get(i, [])))
     system: str | list[dict[str, Any]]
-    if any("cache_control" in b for b in system_blocks):
+    if as_given or any("cache_control" in b for b in system_blocks):
         system = system_blocks
     else:
         system = "\n\n".join(b["text"] for b in system_blocks)

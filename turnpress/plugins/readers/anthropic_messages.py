@@ -6,7 +6,9 @@ the blocks of :data:`MESSAGE_BLOCKS` (``text``, ``image``, ``document``,
 transcripts in ONE canonical shape, OpenAI chat, so every strategy reads every
 format the same way; :func:`to_openai_messages` converts:
 
-- ``system`` (a string or text blocks) -> a leading system message;
+- ``system`` (a string or text blocks) -> a leading system message (its text; several
+  blocks are kept under ``_anthropic`` and come back as those blocks while a strategy
+  leaves the system prompt as it was);
 - an assistant message -> ``content`` (its text: a string for one text block, a
   list of text parts for several, ``null`` when it only calls tools),
   ``tool_calls`` (each ``tool_use`` -> ``{"id", "type": "function", "function":
@@ -317,12 +319,16 @@ def message_entries(system: Any, messages: Any, where: str, *,
         raise TraceError(f"{where}: \"messages\" must be a list of message objects, got "
                          f"{type(messages).__name__}")
     entries: list[Entry] = []
-    if isinstance(system, list):
-        system = text_of(system)
+    blocks = system if isinstance(system, list) else None
+    if blocks is not None:
+        system = text_of(blocks)
     if system is not None and not isinstance(system, str):
         raise TraceError(f"{where}: \"system\" must be a string or text blocks")
     if system:
-        entries.append(Entry(-1, {"role": "system", "content": system}, blocks=()))
+        message: dict[str, Any] = {"role": "system", "content": system}
+        if blocks is not None and len(blocks) > 1:  # given back as they were (see KEPT)
+            message[KEPT] = {"content": [_unmarked(b) for b in blocks]}
+        entries.append(Entry(-1, message, blocks=()))
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             raise fail(where, i, f"expected a JSON object with \"role\" and \"content\", got "
