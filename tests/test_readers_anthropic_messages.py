@@ -97,7 +97,13 @@ def test_no_usage_and_system_blocks():
     ({"system": "s", "messages": []}, True),
     ({"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}, True),
     ({"messages": [{"role": "user", "content": "x"}]}, False),
-    ({"system": "s", "messages": [{"role": "tool", "content": "x"}]}, False)])
+    ({"system": "s", "messages": [{"role": "tool", "content": "x"}]}, False),
+    # a system message inside "messages": OpenAI's, unless the rest says Anthropic
+    ({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "x"}]},
+     False),
+    ({"system": "s", "messages": [{"role": "system", "content": "x"}]}, True),
+    ({"messages": [{"role": "system", "content": "x"}, {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t", "content": "r"}]}]}, True)])
 def test_detect(value, expected):
     assert detect(value, None) is expected
 
@@ -153,3 +159,18 @@ def test_system_prompt_of_several_blocks_comes_back_as_those_blocks():
     # the OpenAI shape of the same run holds the system prompt as one text
     trace = load_trace(data(REL))
     assert to_openai(trace.prompt(1, "full-history"))[0]["content"] == trace.system_prompt
+
+
+def test_a_system_message_inside_an_anthropic_run_is_named(tmp_path):
+    """A system-role message among an Anthropic run's messages: the error names that
+    message and where the system prompt goes (it was read as OpenAI chat and blamed a
+    valid tool_use block of an earlier message)."""
+    raw = load_json(REL)
+    raw["messages"].insert(3, {"role": "system", "content": "be careful"})
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(TraceError) as info:
+        load_trace(path)
+    assert str(info.value) == (f"{path}: message 3: unknown role 'system'; an Anthropic "
+                               "message's role must be one of user, assistant (the system "
+                               "prompt is the top-level \"system\")")

@@ -381,12 +381,14 @@ def _unanswered(assistant: Entry, k: int, call_id: str) -> str:
 def looks_anthropic(data: Any) -> bool:
     """Whether a JSON object is an Anthropic Messages run rather than an OpenAI one:
     a top-level ``system``, tool_use/tool_result blocks, or ``input_schema`` tools,
-    and no OpenAI-only role (system, developer, tool) inside ``messages``."""
+    and no ``tool`` role (OpenAI's) inside ``messages``. A system (or developer) role
+    inside ``messages`` is OpenAI's too, unless the rest says Anthropic: then the
+    Anthropic reader says where that system prompt goes."""
     if not isinstance(data, dict) or "messages" not in data or "trajectory_format" in data:
         return False
     messages = data["messages"]
-    if isinstance(messages, list) and any(isinstance(m, dict) and m.get("role") in
-                                          (*INSTRUCTION_ROLES, "tool") for m in messages):
+    if isinstance(messages, list) and any(isinstance(m, dict) and m.get("role") == "tool"
+                                          for m in messages):
         return False
     if "system" in data:
         return True
