@@ -80,8 +80,9 @@ def test_compress_full_history_is_the_input(as_body):
     body = load_json(REQUEST)
     given = body if as_body else body["input"]
     out = compress(given, strategy="full-history", format="responses")
-    if as_body:
-        assert out == {"instructions": body["instructions"], "input": _sent(body)}
+    if as_body:  # the body's other keys (model, tools) as given, for create(**out)
+        assert set(body) == {"instructions", "input", "model", "tools"}
+        assert out == {**body, "input": _sent(body)}
     else:
         assert out == _sent(body)
 

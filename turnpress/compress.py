@@ -19,8 +19,10 @@ Input and output shapes (``format``):
   kept.
 - ``"responses"``: OpenAI Responses API input: a list of items (``message``,
   ``function_call``, ``function_call_output``, ``reasoning``, ``compaction``...) or
-  a request body ``{"input": [...], "instructions"?, "tools"?}``. Returns the same
-  shape: a list of items, or ``{"instructions"?, "input": [...]}`` for a body.
+  a request body ``{"input": [...], "instructions"?, "tools"?, ...}``. Returns the same
+  shape: a list of items, or for a body the body with its ``input`` (and
+  ``instructions``) replaced and its other keys (``tools``, ``model``...) as given,
+  for ``client.responses.create(**body)``.
   ``reasoning`` and ``compaction`` items are opaque and sent back whole (see
   :mod:`turnpress.core.responses`). :class:`Compressor` takes this format too; it
   reads each item once (the items after the last place a chat message starts
@@ -214,6 +216,7 @@ def _compress_responses(data: Any, chosen: Any, tools: Any, turns_left: int | No
     if not isinstance(data, Mapping):
         return out
     body: dict[str, Any] = {} if instructions_out is None else {"instructions": instructions_out}
+    body.update((k, v) for k, v in data.items() if k not in ("instructions", "input"))
     return {**body, "input": out}
 
 
