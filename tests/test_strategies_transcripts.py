@@ -223,3 +223,18 @@ def test_a_transcript_with_only_its_system_message(strategy):
         compression=strategy, preamble=(SYSTEM,))
     assert messages[0] == SYSTEM
     assert points and all(0 <= i < len(messages) for i, _ in points)
+
+
+def test_full_history_marks_the_end_of_the_leading_system_and_developer_messages():
+    """A transcript that starts with a system and a developer message: full-history's
+    first breakpoint is the end of both (the stable head), as the coalesced views' is;
+    it marked the end of the system message alone."""
+    from turnpress.core.compression import render_with_breakpoints
+
+    preamble = (SYSTEM, {"role": "developer", "content": "Answer in French."},
+                {"role": "user", "content": "List the files."})
+    messages, points = render_with_breakpoints(
+        [], mission="List the files.", system_prompt=SYSTEM["content"], turns_left=5,
+        compression="full-history", preamble=preamble)
+    assert messages == list(preamble)
+    assert points[0] == (1, None)

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from turnpress.core.compression import RenderContext, Strategy
 from turnpress.core.hookspecs import hookimpl
-from turnpress.core.model import Message, Turn
+from turnpress.core.model import INSTRUCTION_ROLES, Message, Turn
 
 #: the RenderContext.per_turn key of a turn's full-history pair
 PAIR_KEY = ("full-history", "pair")
@@ -234,11 +234,14 @@ class FullHistory(Strategy):
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[tuple[int, int | None]]:
-        """Append-only: the system prompt, and the whole conversation so far (each
-        later prompt starts with this one)."""
+        """Append-only: the system prompt (a transcript's leading system and developer
+        messages), and the whole conversation so far (each later prompt starts with
+        this one)."""
         if ctx.is_transcript:
             last = len(ctx.preamble) + sum(len(t.messages) or 2 for t in turns) - 1
-            return [(0, None), (last, None)]
+            head = next((k for k, m in enumerate(ctx.preamble)
+                         if m.get("role") not in INSTRUCTION_ROLES), len(ctx.preamble))
+            return [(max(head - 1, 0), None), (last, None)]
         last = 1 + 2 * len(turns)
         return [(0, None), (last, None)]
 
