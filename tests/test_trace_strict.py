@@ -218,3 +218,23 @@ def test_fuzz_traces_case_6752_round_trips(tmp_path) -> None:
     del obj["name"]
     path.write_text(json.dumps(obj) + "\n")
     assert named == load_trace(path).name != ""  # as if the name were missing
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_a_utf16_file_says_save_it_as_utf8(tmp_path, suffix) -> None:
+    """A UTF-16 file (what Windows PowerShell's ``>`` writes) is named as such, with the
+    fix, by every path that reads it (load, the CLI, compare's streamed JSONL)."""
+    path = tmp_path / f"run{suffix}"
+    path.write_bytes((json.dumps(good()) + "\n").encode("utf-16"))
+    hint = "it is UTF-16 (it starts with a UTF-16 byte order mark"
+    with pytest.raises(TraceError, match="save it as UTF-8") as info:
+        list(iter_traces(path))
+    assert hint in str(info.value)
+    for args in (["trace", "show", str(path)], ["compare", str(path), "--strict"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2 and hint in result.output, result.output
+    # a file that is not UTF-8 for another reason gets no such hint
+    path.write_bytes(b"\xff" + json.dumps(good()).encode())
+    with pytest.raises(TraceError) as info:
+        list(iter_traces(path))
+    assert "UTF-16" not in str(info.value)

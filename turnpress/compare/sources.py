@@ -20,6 +20,7 @@ from turnpress.core.trace import (
     iter_traces,
     trace_file,
     trace_from_json_line,
+    utf16_hint,
 )
 from turnpress.examples import example_trace_paths
 
@@ -70,7 +71,8 @@ def _jsonl_tasks(path: Path) -> Iterator[tuple[Any, ...]]:
                     count += 1
                     yield ("line", str(path), lineno, count, line)
         except UnicodeDecodeError as exc:
-            raise TraceError(f"{path}: not UTF-8 text ({exc.reason})") from None
+            hint = utf16_hint(exc.object[:2]) if exc.start == 0 and not count else ""
+            raise TraceError(f"{path}: not UTF-8 text ({exc.reason}){hint}") from None
         if count == 0:
             raise TraceError(f"{path}: no trace in this file (it is empty)")
 

@@ -211,17 +211,27 @@ def _parse(text: str, where: str, line_offset: int = 0) -> Any:
                          f'4,300 digits are written {{"$int": "0x..."}})') from None
 
 
+def utf16_hint(start: bytes) -> str:
+    """``"; ..."`` saying what to do when ``start`` (a file's first bytes) is a UTF-16
+    byte order mark (what Windows PowerShell's ``>`` writes), else ``""``."""
+    if start.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return ("; it is UTF-16 (it starts with a UTF-16 byte order mark, as Windows "
+                "PowerShell's > writes): save it as UTF-8")
+    return ""
+
+
 def _decode_utf8(data: bytes, where: str, first_line: int | None = None) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        hint = utf16_hint(data[:2]) if first_line in (None, 1) else ""
         if first_line is None:
             line = data[: exc.start].count(b"\n") + 1
             column = exc.start - data.rfind(b"\n", 0, exc.start)
             raise TraceError(f"{where}: line {line}: not UTF-8 text (byte "
-                             f"0x{data[exc.start]:02x} at column {column})") from None
+                             f"0x{data[exc.start]:02x} at column {column}){hint}") from None
         raise TraceError(f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at "
-                         f"column {exc.start + 1})") from None
+                         f"column {exc.start + 1}){hint}") from None
 
 
 def is_bare_name(name: str) -> bool:
