@@ -288,3 +288,72 @@ def test_malformed_tool_result_names_the_block(block: dict[str, Any], expected: 
     with pytest.raises(ValueError) as info:
         full_history(run)
     assert str(info.value).startswith(expected)
+
+
+IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                     "data": "iVBOR"}}
+
+
+@pytest.mark.parametrize("strategy", ["single-user-coalesced", "checkpoint-coalesced",
+                                      "price-scheduled"])
+def test_a_view_with_an_image_mission_marks_the_mission_as_its_breakpoint_says(strategy):
+    """A coalesced view whose mission holds an image: its breakpoint after the mission
+    cuts the view's first text block there (the cache reads the mission on every call);
+    the whole view was marked on its last block, the image, so a view rebuilt after
+    the mission wrote the mission again. The compare cost model counts these marks."""
+    from turnpress import get_strategy
+    from turnpress.compare.counting import PromptCounter
+    from turnpress.core.compression import RenderContext, render_with_breakpoints
+    from turnpress.core.providers import anthropic_breakpoints, to_anthropic
+    from turnpress.core.tokens import get_tokenizer
+    from turnpress.plugins.readers._messages_to_trace import build_trace
+    from turnpress.plugins.readers.anthropic_messages import message_entries
+
+    mission = "What is in this picture? Describe it."
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [
+        {"type": "text", "text": mission}, IMAGE]}]
+    for k in range(1, 40):
+        messages.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"t{k}", "name": "look", "input": {"part": k}}]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{k}", "content": f"part {k}\n" * 30}]})
+    trace = build_trace(message_entries("Be brief.", messages, "messages"), where="m",
+                        source="anthropic-messages")
+    counter = PromptCounter(get_tokenizer("chars4"), "anthropic")
+    views = 0
+    for n in range(1, len(trace.turns) + 2):
+        args = trace.prompt_arguments(n)
+        args["memory"] = {}
+        prompt, points = render_with_breakpoints(**args, compression=strategy)
+        marks = anthropic_breakpoints(prompt, points)
+        ctx = RenderContext(mission=args["mission"], system_prompt=args["system_prompt"],
+                            tools=args["tools"], data=args["data"],
+                            turns_left=args["turns_left"], preamble=args["preamble"])
+        assert counter.points(get_strategy(strategy), prompt, args["turns"], {},
+                              ctx) == marks  # the cost model counts what is sent
+        cut = [i for i, offset in marks if offset is not None
+               and isinstance(prompt[i]["content"], list)]
+        if not cut:
+            continue
+        views += 1
+        _, sent = to_anthropic(prompt, points)
+        blocks = sent[cut[0] - 1]["content"]  # the system prompt is apart
+        assert blocks[0]["text"] == f"{mission}\n[image]" and "cache_control" in blocks[0]
+        image = {k: v for k, v in blocks[-1].items() if k != "cache_control"}
+        assert image == IMAGE  # the image itself, after the view's text
+    assert views
+
+
+def test_an_offset_past_the_first_text_part_marks_the_whole_message() -> None:
+    from turnpress.core.providers import anthropic_breakpoints, to_anthropic
+
+    message = {"role": "user", "content": [{"type": "text", "text": "abc"},
+                                           {"type": "image_url",
+                                            "image_url": {"url": "data:image/png;base64,iV"}}]}
+    assert anthropic_breakpoints([message], [(0, 2)]) == [(0, 2)]
+    assert anthropic_breakpoints([message], [(0, 3)]) == [(0, None)]
+    _, sent = to_anthropic([message], [(0, 2)])
+    assert [b.get("text") for b in sent[0]["content"]] == ["ab", "c", None]
+    assert "cache_control" in sent[0]["content"][0]
+    _, sent = to_anthropic([message], [(0, 5)])
+    assert "cache_control" in sent[0]["content"][-1]

@@ -80,9 +80,7 @@ class PromptCounter:
         if self.cache != "anthropic":
             return []
         raw = list(breakpoints_for(strategy, turns, memory, ctx, messages))
-        flat = [m if isinstance(m.get("content"), str) else
-                {"role": m["role"], "content": self.counter.body(m)} for m in messages]
-        return anthropic_breakpoints(flat, raw)
+        return anthropic_breakpoints(messages, raw)  # the markers the request carries
 
 
 def split_turns(messages: Sequence[Message], body: Callable[[Message], str]

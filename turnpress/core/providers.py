@@ -191,8 +191,11 @@ def anthropic_breakpoints(messages: Sequence[Message],
     points: set[Breakpoint] = set()
     for index, offset in breakpoints:
         content = messages[index].get("content")  # type: ignore[attr-defined]
-        if not isinstance(content, str):  # a transcript message: marked as a whole
-            offset = None
+        if not isinstance(content, str):
+            # content parts: an offset inside the first text part cuts it (a coalesced
+            # view's mission, before an image the user gave), else the whole message
+            if offset is not None and not 0 < offset < _leading_text_size(content):
+                offset = None
         elif offset is not None and offset >= len(content):
             offset = None
         if offset is not None and offset <= 0:
@@ -205,6 +208,33 @@ def anthropic_breakpoints(messages: Sequence[Message],
         points.add((index, offset))
     ordered = sorted(points, key=lambda p: (p[0], p[1] if p[1] is not None else math.inf))
     return ordered[-MAX_ANTHROPIC_BREAKPOINTS:]
+
+
+def _leading_text_size(content: Any) -> int:
+    """The length of the text of the first of content parts (or blocks) when it is a
+    text part, else 0."""
+    first = content[0] if isinstance(content, list) and content else None
+    if isinstance(first, Mapping) and first.get("type") == "text" \
+            and isinstance(first.get("text"), str):
+        return len(first["text"])
+    return 0
+
+
+def _mark(blocks: list[dict[str, Any]], cuts: Sequence[int | None], at: int = 0) -> None:
+    """Put ``cache_control`` markers on ``blocks`` in place: each offset of ``cuts`` cuts
+    the plain text block at ``at`` (:func:`anthropic_breakpoints` keeps only offsets
+    inside the first text part), the part before the cut marked; ``None``, or an offset
+    that block cannot take, marks the last block."""
+    offsets = [c for c in cuts if c is not None]
+    first = blocks[at] if at < len(blocks) else None
+    if offsets and isinstance(first, dict) and first.get("type") == "text" \
+            and set(first) <= {"type", "text", "cache_control"} \
+            and isinstance(first.get("text"), str) and max(offsets) < len(first["text"]):
+        blocks[at:at + 1] = _blocks(first["text"], offsets)
+    elif offsets:
+        cuts = [None]
+    if None in cuts:
+        blocks[-1]["cache_control"] = dict(EPHEMERAL)
 
 
 def _blocks(text: str, cuts: Sequence[int | None]) -> list[dict[str, Any]]:
@@ -231,11 +261,11 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
     ``Strategy.cache_breakpoints`` returns it; see :func:`render_with_breakpoints`)
     become ``cache_control: {"type": "ephemeral"}`` markers, at most four
     (:func:`anthropic_breakpoints`): a whole message is marked on its last block,
-    an offset inside a message splits it into two text blocks, the first one
-    marked. ``system`` is a string (``""`` when there is none) and a content is a
-    string, unless a marker needs the list-of-blocks form. A system or developer
-    message after a non-system one raises ``ValueError`` (the API has no system
-    role inside the conversation).
+    an offset inside a message (or inside the first text part of content parts)
+    splits that text into two text blocks, the first one marked. ``system`` is a
+    string (``""`` when there is none) and a content is a string, unless a marker
+    needs the list-of-blocks form. A system or developer message after a non-system
+    one raises ``ValueError`` (the API has no system role inside the conversation).
 
     An imported transcript's messages (OpenAI chat shape, DESIGN §10) get their
     Anthropic blocks back: an assistant message's ``thinking_blocks`` (extended
@@ -308,8 +338,8 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
         original = (_kept_reply(m, content, calls, thinking, i) if role == "assistant"
                     else _kept_blocks(m, content))
         if original:
-            if i in cuts:  # marked as a whole, as any transcript message
-                original[-1]["cache_control"] = dict(EPHEMERAL)
+            if i in cuts:
+                _mark(original, cuts[i])
             out.append({"role": role, "content": original})
             continue
         if isinstance(content, str) and not calls and not thinking:
@@ -321,7 +351,7 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
                       else [{"type": "text", "text": content}] if content else [])
         blocks.extend(_tool_use(call, i) for call in calls)
         if i in cuts and blocks:
-            blocks[-1]["cache_control"] = dict(EPHEMERAL)
+            _mark(blocks, cuts[i], len(thinking))
         out.append({"role": role, "content": blocks})
     return system, alternating(out)
 
