@@ -17,7 +17,7 @@ import pytest
 from agent.fake_openai import FakeLLMServer
 from click.testing import CliRunner
 
-from turnpress import get_strategy, load_trace, render, save_trace
+from turnpress import PluginError, get_strategy, load_trace, render, save_trace
 from turnpress.agent import Agent, ScriptedLLM
 from turnpress.cli import main
 from turnpress.compare.engine import compare_traces
@@ -550,3 +550,66 @@ def test_counts_with_the_runs_token_counter(run_file: Path) -> None:
     encoded = counter.encoded
     assert encoded > 0
     assert strategy._tokens(messages, ctx) == expected and counter.encoded == encoded
+
+
+class Raising(FixedUsage):
+    """A plugin's summarizer whose summarize() raises."""
+
+    name = "qa-summ"
+
+    def summarize(self, turns: Any, ctx: Any, *, previous: Any = None,
+                  start: int = 0) -> Summary:
+        raise RuntimeError("summ boom")
+
+
+class NotASummary(FixedUsage):
+    name = "qa-text"
+
+    def summarize(self, turns: Any, ctx: Any, *, previous: Any = None,
+                  start: int = 0) -> Any:
+        return "just text"
+
+
+@pytest.fixture
+def raising_registry():
+    def register_summarizers(register: Any) -> None:
+        register("qa-summ", Raising)
+        register("qa-text", NotASummary)
+
+    plugin = types.SimpleNamespace(register_summarizers=hookimpl(register_summarizers))
+    registry = Registry(entry_points=False)
+    registry.register(plugin, name="qa_summ_plugin")
+    previous = reset_registry(registry)
+    yield registry
+    reset_registry(previous)
+
+
+RAISING = "summary-compaction:summarizer=qa-summ,trigger=100,keep=1"
+NAMED = "summarizer 'qa-summ' of plugin 'qa_summ_plugin' (distribution (registered in code))"
+
+
+def test_a_plugin_summarizer_that_raises_is_named_on_every_path(raising_registry) -> None:
+    """A plugin summarizer whose summarize() raises: `turnpress render` prints one Error:
+    line naming it and its plugin (was a traceback), compare's reason names them (it named
+    only the strategy), compress() raises a PluginError naming them (was the bare
+    RuntimeError, kept as its cause)."""
+    out = CliRunner().invoke(main, ["render", "incident-triage", "-s", RAISING, "--turn",
+                                    "10"])
+    assert out.exit_code == 2, out.output
+    assert out.output == f"Error: {NAMED} failed: RuntimeError: summ boom\n"
+    result = compare_traces([next(p for p in example_trace_paths()
+                                  if p.stem == "incident-triage")], [RAISING],
+                            tokenizer="chars4")
+    [(_, status, reason)] = result.not_compared
+    assert status == "failed" and reason == (
+        f"strategy 'summary-compaction' failed on trace incident-triage, turn 3: {NAMED} "
+        f"failed: RuntimeError: summ boom")
+    with pytest.raises(PluginError) as caught:
+        compress(chat_run()[:-1], strategy=RAISING)
+    assert str(caught.value) == f"{NAMED} failed: RuntimeError: summ boom"
+    assert caught.value.plugin == "qa_summ_plugin"
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    with pytest.raises(PluginError, match=r"summarizer 'qa-text' of plugin 'qa_summ_plugin' "
+                                          r".*summarize\(\) returned 'just text' \(str\), "
+                                          r"not a turnpress.core.summaries.Summary"):
+        compress(chat_run()[:-1], strategy=RAISING.replace("qa-summ", "qa-text"))

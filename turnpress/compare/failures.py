@@ -14,7 +14,7 @@ from types import TracebackType
 
 import jinja2
 
-from turnpress.core.registry import get_registry
+from turnpress.core.registry import PluginError, get_registry
 
 __all__ = ["CompareError", "TemplateCompareError", "describe_failure", "is_template_problem",
            "strategy_origin", "template_location", "tokenizer_origin"]
@@ -62,8 +62,11 @@ def is_template_problem(exc: BaseException) -> bool:
 
 def describe_failure(exc: BaseException) -> str:
     """``Type: message`` on one line; for a template problem, ``template FILE, line N:
-    message``."""
+    message``; for a :class:`PluginError` (which names the plugin and what it did), the
+    message."""
     message = " ".join(str(exc).split()) or "(no message)"
+    if isinstance(exc, PluginError):
+        return message
     if is_template_problem(exc):
         where = template_location(exc)
         if where and where.split(",")[0] not in message:

@@ -282,7 +282,7 @@ def build_summarizer(spec: str, *, base_url: str = "", llm: Callable[..., Any] |
     if llm is not None and "llm" in _parameters(cls):
         kwargs["llm"] = llm
     try:
-        return cls(**kwargs), None
+        return registry.new_summarizer(name, **kwargs), None
     except SummaryUnavailable as exc:
         fallback = registry.summarizer_class(ExtractiveSummarizer.name)
         return fallback(), f"{exc}; used the extractive summarizer"
