@@ -108,6 +108,33 @@ def test_a_hook_without_the_marker_is_reported(site) -> None:
         Registry()
 
 
+@pytest.mark.parametrize(("hook", "expected"), [
+    ("type_label(obj)", "its hook type_label(obj) takes 'obj', which type_label(value) does "
+                        "not pass; name the parameters as in the hookspec (docs/plugins.md)"),
+    ("register_strategies(register, extra)",
+     "its hook register_strategies(register, extra) takes 'extra', which "
+     "register_strategies(register) does not pass; name the parameters as in the hookspec "
+     "(docs/plugins.md)"),
+])
+def test_a_hook_with_wrong_parameter_names_is_one_warning_line(site, hook, expected) -> None:
+    """pluggy's refusal (three lines: 'Plugin ... for hook ...', 'hookimpl definition:',
+    'Argument(s) ... can not be found in the hookspec') is one line naming the parameter
+    and the hookspec's parameters; the built-ins keep working."""
+    dist, ep = make_plugin(site, "qa-argname", f"""
+        from turnpress import hookimpl
+
+        @hookimpl
+        def {hook}:
+            return None
+    """)
+    result = cli(*BUILTIN_OK)
+    assert result.exit_code == 0, result.output
+    [line] = warning_lines(result)
+    assert line == (f"Warning: plugin 'qa-argname' (distribution {dist} 1.0, entry point "
+                    f"{ep}) could not be registered: {expected}")
+    assert_builtins_work()
+
+
 @pytest.mark.parametrize(("body", "expected"), [
     ("raise RuntimeError('kaput')", "failed to import: RuntimeError: kaput"),
     ("import no_such_module_xyz", "failed to import: ModuleNotFoundError"),

@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata as metadata
+import inspect
 import os
 import signal
 import sys
@@ -294,7 +295,8 @@ class PluginLoader:
             try:
                 self.pm.register(plugin, name=info.name)
             except Exception as exc:
-                problem = f"{info.source} could not be registered: {exc}"
+                problem = (f"{info.source} could not be registered: "
+                           f"{_registration_problem(plugin, exc)}")
             else:
                 unknown = self._unknown_hooks(info.name)
                 if unknown:
@@ -390,6 +392,36 @@ def _still_importing(info: PluginInfo) -> None:
         sys.stderr.flush()
     except Exception:  # pragma: no cover - stderr closed
         pass
+
+
+def _registration_problem(plugin: Any, exc: Exception) -> str:
+    """Why pluggy refused ``plugin``, on one line: for a hook implementation that takes
+    a parameter its hookspec does not pass, which one, named from the hookspec."""
+    if isinstance(exc, pluggy.PluginValidationError):
+        for name in hookspecs.HOOK_NAMES:
+            impl = getattr(plugin, name, None)
+            if not callable(impl) or not hasattr(impl, hookspecs.PROJECT_NAME + "_impl"):
+                continue
+            spec = _required(getattr(hookspecs, name))
+            takes = _required(impl)
+            extra = [arg for arg in takes if arg not in spec]
+            if extra:
+                return (f"its hook {name}({', '.join(takes)}) takes "
+                        f"{', '.join(repr(a) for a in extra)}, which "
+                        f"{name}({', '.join(spec)}) does not pass; name the parameters as "
+                        f"in the hookspec (docs/plugins.md)")
+    return " ".join(str(exc).split())
+
+
+def _required(function: Any) -> list[str]:
+    """The parameters of ``function`` a hook call must pass (those without a default), as
+    pluggy counts them."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in parameters if p.default is p.empty
+            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
 def _unmarked_hooks(plugin: Any) -> list[str]:
