@@ -30,7 +30,7 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnpress import Strategy, compress, hookimpl, render
+from turnpress import Compressor, Strategy, compress, hookimpl, render
 from turnpress.cli import main
 from turnpress.compare import compare_traces
 from turnpress.core.breakpoints import BreakpointError
@@ -157,6 +157,9 @@ def test_turnpress_render_prints_one_error_line(fresh_registry, name: str, fmt: 
     assert "Traceback" not in out.output and out.output.count("\n") == 1, out.output
     assert out.output.startswith(f"Error: {_named(name)}"), out.output
     assert f"bad message at index {index}: " in out.output and problem in out.output
+    # the strategy and its plugin are named once ("failed: TypeError: strategy ... of
+    # plugin ..." named them twice)
+    assert out.output.count(f"{name}-plugin") == 1, out.output
 
 
 def test_compare_lists_each_bad_strategy_as_failed_and_compares_the_rest(fresh_registry):
@@ -172,6 +175,7 @@ def test_compare_lists_each_bad_strategy_as_failed_and_compares_the_rest(fresh_r
         assert f"{_named(name)} (distribution (registered in code)) failed on trace " \
                f"phone-campaign, turn 1: TypeError: " in line
         assert f"bad message at index {index}: " in line and problem in line
+        assert line.count(f"{name}-plugin") == 1, line
     doc = json.loads(run("compare", str(PHONE), "--tokenizer", "chars4", "--json").output)
     assert {s["name"] for s in doc["strategies"]} == set(strategy_names()) - set(BAD_OUTPUTS)
     assert sorted((s["strategy"], s["status"]) for s in doc["not_compared"]) == [
@@ -350,3 +354,56 @@ def test_out_of_range_breakpoints_are_the_same_error_everywhere(fresh_registry, 
     assert f"{spec}: failed: {named}: cache_breakpoints() failed" in out.output
     assert f"{spec}: its prompts never reach a cached prefix" not in out.output
     assert any(ln.startswith("aggressive ") for ln in out.output.splitlines())
+
+
+# -- a strategy that returns no message ------------------------------------------------------
+
+
+class NoMessage(Strategy):
+    """No message at all (and, with breakpoints=True, a cache breakpoint at message 0)."""
+
+    name = "no-message"
+
+    def __init__(self, *, breakpoints: bool = False):
+        self.breakpoints = breakpoints
+
+    def to_messages(self, turns, memory, ctx):
+        return []
+
+    def cache_breakpoints(self, turns, memory, ctx):
+        return [(0, None)] if self.breakpoints else []
+
+
+@pytest.mark.parametrize("spec", ["no-message", "no-message:breakpoints=true"])
+def test_a_strategy_returning_no_message_is_the_same_error_everywhere(fresh_registry, spec):
+    """A plugin strategy whose to_messages returns []: compare said "returned no message";
+    `turnpress render` printed an empty prompt (exit 0), compress() returned [] (an empty
+    request), and with a breakpoint at message 0 blamed cache_breakpoints. Now each path
+    raises (or prints as one Error: line) the same error, checked before the breakpoints
+    (Compressor at creation, from its probe render); compress() of no input message at
+    all still returns []."""
+    _plugin(NoMessage, "no-message-plugin")
+    expected = (f"{_named('no-message')} (distribution (registered in code)) returned no "
+                f"message; a prompt needs at least one")
+    for fmt in ("anthropic", "openai", "responses", "json", "text"):
+        out = run("render", str(PHONE), "-s", spec, "-f", fmt, "--turn", "2")
+        assert out.exit_code == 2, (fmt, out.output)
+        assert out.output == f"Error: {expected}\n", (fmt, out.output)
+    for call in (lambda: render([], mission="m", turns_left=2, compression=spec),
+                 lambda: render_with_breakpoints([], mission="m", turns_left=2,
+                                                 compression=spec),
+                 *[lambda fmt=fmt: _compress(spec, fmt)
+                   for fmt in ("openai", "anthropic", "responses")]):
+        with pytest.raises(TypeError) as info:
+            call()
+        assert str(info.value) == expected
+    with pytest.raises(TypeError) as info:  # its probe render, as for a bad message
+        Compressor(spec)
+    assert str(info.value) == expected
+    assert compress([], strategy=spec) == []  # no input message: nothing to render
+    result = compare_traces(PHONE, [spec, "full-history"], cache="anthropic",
+                            tokenizer="chars4")
+    [(_, status, reason)] = result.not_compared
+    assert status == "failed" and reason.endswith(
+        "failed on trace phone-campaign, turn 1: TypeError: returned no message; a prompt "
+        "needs at least one"), reason

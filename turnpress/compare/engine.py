@@ -433,7 +433,7 @@ class _Worker:
         except (CompareError, SummaryBudgetExceeded):
             raise
         except PLUGIN_FAULTS as exc:
-            reason = describe_failure(exc)
+            reason = describe_failure(exc, strategy_origin(strategy.name))
             if is_template_problem(exc) and (strategy is self.baseline
                                              or strategy.name == BASELINE_STRATEGY):
                 raise TemplateCompareError(reason) from None

@@ -60,11 +60,15 @@ def is_template_problem(exc: BaseException) -> bool:
             or any(c.__name__ == "TemplateProblem" for c in type(exc).__mro__))
 
 
-def describe_failure(exc: BaseException) -> str:
+def describe_failure(exc: BaseException, origin: str | None = None) -> str:
     """``Type: message`` on one line; for a template problem, ``template FILE, line N:
     message``; for a :class:`PluginError` (which names the plugin and what it did), the
-    message."""
+    message. ``origin`` is what the caller says before it (``strategy 'x' of plugin
+    ...``): a message starting with it (a bad message, ``check_messages``) does not say
+    it again."""
     message = " ".join(str(exc).split()) or "(no message)"
+    if origin is not None and message.startswith(origin + " "):
+        message = message[len(origin) + 1:]
     if isinstance(exc, PluginError):
         return message
     if is_template_problem(exc):

@@ -84,10 +84,14 @@ def strategy_failure(strategy: Any, exc: BaseException) -> str | None:
 
     A ``ValueError`` (a bad option, a :class:`TemplateProblem`...) or a
     :class:`PluginError` is its message; any other exception from a third-party
-    strategy is ``strategy 'x' of plugin ... failed: Type: message``.
+    strategy is ``strategy 'x' of plugin ... failed: Type: message``, or its message
+    alone when that names the strategy already (``check_messages``'s errors).
     """
     if isinstance(exc, (ValueError, PluginError)):
         return str(exc)
     if _plugin_of(strategy) is None:
         return None
-    return f"{strategy_origin(strategy)} failed: {type(exc).__name__}: {exc}"
+    origin = strategy_origin(strategy)
+    if str(exc).startswith(origin + " "):  # a check that named it already (a bad message)
+        return str(exc)
+    return f"{origin} failed: {type(exc).__name__}: {exc}"

@@ -30,7 +30,12 @@ from turnpress.core.history import (
     newest_items,
     printed_lines,
 )
-from turnpress.core.message_checks import PART_SHAPE, check_messages, content_part_problem
+from turnpress.core.message_checks import (
+    PART_SHAPE,
+    check_messages,
+    check_prompt,
+    content_part_problem,
+)
 from turnpress.core.model import Message, Turn, coerce_tools
 from turnpress.core.pricing import CacheRules, Price, resolve_pricing
 from turnpress.core.registry import get_registry
@@ -193,9 +198,10 @@ class PreparedRender:
     ctx: RenderContext
 
     def messages(self) -> list[Message]:
-        """The strategy's messages, checked (:func:`check_messages`)."""
-        return check_messages(self.strategy.to_messages(self.turns, self.memory, self.ctx),
-                              self.strategy)
+        """The strategy's messages, checked (:func:`check_prompt`: at least one, each
+        as :func:`check_messages` wants it)."""
+        return check_prompt(self.strategy.to_messages(self.turns, self.memory, self.ctx),
+                            self.strategy)
 
     def breakpoints(self, messages: Sequence[Message]) -> list[Breakpoint]:
         """The strategy's cache breakpoints for ``messages`` (what :meth:`messages`

@@ -17,7 +17,8 @@ from typing import Any
 from turnpress.core.breakpoints import strategy_origin
 from turnpress.core.model import MESSAGE_ROLES, Message
 
-__all__ = ["MESSAGE_SHAPE", "PART_SHAPE", "check_messages", "content_part_problem"]
+__all__ = ["MESSAGE_SHAPE", "PART_SHAPE", "check_messages", "check_prompt",
+           "content_part_problem"]
 
 _ROLE_SET = frozenset(MESSAGE_ROLES)
 _DICT = frozenset({dict})
@@ -184,3 +185,14 @@ def check_messages(messages: Any, strategy: Any) -> list[Message]:
             raise TypeError(f"{strategy_origin(strategy)} returned a bad message at index "
                             f"{i}: {m!r:.200}: {problem}")
     return messages
+
+
+def check_prompt(messages: Any, strategy: Any) -> list[Message]:
+    """:func:`check_messages` of a whole prompt, which also needs at least one message: a
+    strategy that returns none raises a ``TypeError`` naming it (and, for a third-party
+    one, its plugin), as ``compare`` lists it (``render``, ``compress``, ``Compressor``
+    check this before the strategy's cache breakpoints)."""
+    if type(messages) is list and not messages:
+        raise TypeError(f"{strategy_origin(strategy)} returned no message; a prompt needs at "
+                        f"least one")
+    return check_messages(messages, strategy)
