@@ -407,3 +407,33 @@ def test_a_strategy_returning_no_message_is_the_same_error_everywhere(fresh_regi
     assert status == "failed" and reason.endswith(
         "failed on trace phone-campaign, turn 1: TypeError: returned no message; a prompt "
         "needs at least one"), reason
+
+
+# -- a message value JSON cannot hold ---------------------------------------------------------
+
+
+class OddValue(Strategy):
+    """A message with an extra key whose value is no JSON value."""
+
+    name = "odd-value"
+
+    def to_messages(self, turns, memory, ctx):
+        return [ctx.message("system", "S"), {"role": "user", "content": "x", "foo": object()}]
+
+
+def test_a_message_value_json_cannot_hold_is_one_error_line(fresh_registry) -> None:
+    """`turnpress render -f json` with a message holding an object(): one Error: line naming
+    the strategy, its plugin, the message's index and the key (was a 16-frame traceback,
+    "TypeError: Object of type object is not JSON serializable"); the other formats carry
+    only the provider's fields, so they render."""
+    _plugin(OddValue, "odd-value-plugin")
+    out = run("render", str(PHONE), "-s", "odd-value", "-f", "json", "--turn", "2")
+    assert out.exit_code == 2, out.output
+    assert out.output == (
+        f"Error: trace phone-campaign, turn 2, -f json: {_named('odd-value')} (distribution "
+        f"(registered in code)) returned a message at index 1 whose key 'foo' holds an "
+        f"object (Object of type object is not JSON serializable); a message's values must "
+        f"be JSON values: str, int, float, bool, None, and lists and dicts of them\n")
+    for fmt in ("openai", "anthropic", "responses", "text"):
+        out = run("render", str(PHONE), "-s", "odd-value", "-f", fmt, "--turn", "2")
+        assert out.exit_code == 0 and "foo" not in out.output, (fmt, out.output)

@@ -26,9 +26,9 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from turnpress.core.breakpoints import strategy_failure
+from turnpress.core.breakpoints import strategy_failure, strategy_origin
 from turnpress.core.compression import get_strategy
-from turnpress.core.errors import printable
+from turnpress.core.errors import a_or_an, printable
 from turnpress.core.inspect import describe_trace
 from turnpress.core.providers import (
     format_text,
@@ -316,7 +316,7 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
                                                 f"each of the file's {len(traces)} runs")
             raise fail_cleanly(ValueError(f"--turn {n}: {exc}{hint}")) from None
         chosen_turns.append(n)
-    documents = []
+    documents: list[tuple[dict[str, Any], Any, str]] = []  # (document, messages, where)
     for tr, n in zip(traces, chosen_turns, strict=True):
         messages = run_strategy(chosen, lambda tr=tr, n=n: tr.prompt(
             n, chosen, template_dirs))
@@ -326,9 +326,11 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
                      f"turn{'' if len(tr.turns) == 1 else 's'})")
             echo(f"# trace {tr.name}, {which}, strategy {chosen.name}\n")
             echo(format_text(messages))
-        elif fmt == "json":
-            documents.append({"trace": tr.name, "turn": n, "strategy": chosen.name,
-                              "options": getattr(chosen, "options", {}), "messages": messages})
+        where = f"trace {tr.name}, turn {n}, -f {fmt}"
+        if fmt == "json":
+            documents.append(({"trace": tr.name, "turn": n, "strategy": chosen.name,
+                               "options": getattr(chosen, "options", {}),
+                               "messages": messages}, messages, where))
         elif fmt == "anthropic":
             _, breakpoints = run_strategy(chosen, lambda tr=tr, n=n: prompt_with_breakpoints(
                 tr, n, chosen, template_dirs))
@@ -337,23 +339,55 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
             except ValueError as exc:
                 raise fail_cleanly(ValueError(f"trace {tr.name}, turn {n}, -f anthropic: "
                                               f"{exc}")) from None
-            documents.append({"system": system, "messages": anthropic_messages,
-                              **_tools_of(tr, "anthropic")})
+            documents.append(({"system": system, "messages": anthropic_messages,
+                               **_tools_of(tr, "anthropic")}, messages, where))
         elif fmt == "responses":
             instructions, items = to_responses(messages)
             items = with_compactions([*tr.preamble, *(m for past in tr.turns[: n - 1]
                                                       for m in past.messages)], items)
-            documents.append({**({} if instructions is None else
-                                 {"instructions": instructions}), "input": items,
-                              **_tools_of(tr, "responses")})
-        else:
-            documents.append({"messages": to_openai(messages), **_tools_of(tr, "openai")})
-    if documents:
-        if len(documents) == 1:
-            echo(json.dumps(documents[0], indent=2, ensure_ascii=False))
-        else:
-            for doc in documents:
-                echo(json.dumps(doc, ensure_ascii=False))
+            documents.append(({**({} if instructions is None else
+                                  {"instructions": instructions}), "input": items,
+                               **_tools_of(tr, "responses")}, messages, where))
+        elif fmt != "text":
+            documents.append(({"messages": to_openai(messages), **_tools_of(tr, "openai")},
+                              messages, where))
+    # every document is written before anything is printed, as every --turn is checked
+    texts = [_json_text(doc, messages, chosen, where, 2 if len(documents) == 1 else None)
+             for doc, messages, where in documents]
+    for text in texts:
+        echo(text)
+
+
+#: what a message's values must be to be written as JSON
+JSON_VALUES = ("a message's values must be JSON values: str, int, float, bool, None, and "
+               "lists and dicts of them")
+
+
+def _json_text(document: dict[str, Any], messages: Any, strategy: Any, where: str,
+               indent: int | None) -> str:
+    """``document`` as JSON text; a value JSON cannot hold is one :class:`CLIError`
+    naming the strategy (and its plugin), the message's index and its key."""
+    try:
+        return json.dumps(document, indent=indent, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise CLIError(f"{where}: {_not_json(messages, strategy, exc)}") from None
+
+
+def _not_json(messages: Any, strategy: Any, exc: Exception) -> str:
+    """Which value of ``strategy``'s messages (or options) JSON cannot hold, and why."""
+    origin = strategy_origin(strategy)
+    for index, message in enumerate(messages):
+        for key, value in message.items():
+            try:
+                json.dumps({key: value})
+            except (TypeError, ValueError) as err:
+                return (f"{origin} returned a message at index {index} whose key {key!r} "
+                        f"holds {a_or_an(type(value).__name__)} ({err}); {JSON_VALUES}")
+    try:
+        json.dumps(getattr(strategy, "options", {}))
+    except (TypeError, ValueError) as err:
+        return f"{origin} has options that are no JSON values ({err})"
+    return f"the prompt cannot be written as JSON: {type(exc).__name__}: {exc}"
 
 
 def _tools_of(trace: Any, shape: str) -> dict[str, Any]:
