@@ -97,3 +97,30 @@ def test_registered_reader_is_used_by_load_trace(fresh_registry, tmp_path: Path)
     with pytest.raises(TraceError, match=r"not a format turnpress reads; it reads: "
                                          r"turnpress, .*lines-log"):
         load_trace(path)
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    ([None], "returned list whose item 0 is None, not a Trace or a list of Traces"),
+    ("TRACE, 5", "returned list whose item 1 is 5 (int), not a Trace or a list of Traces"),
+    ([], "returned list (an empty list), not a Trace or a list of Traces"),
+    (7, "returned int, not a Trace or a list of Traces"),
+])
+def test_a_reader_answer_that_is_no_trace_names_the_bad_item(fresh_registry, tmp_path: Path,
+                                                            answer, said) -> None:
+    """A reader returning [None] was "returned list, not a Trace or a list of Traces":
+    the error says which item is not a Trace."""
+    trace = Trace("m", [], max_turns=1)
+    answer = [trace, 5] if answer == "TRACE, 5" else answer
+
+    class Reader:
+        @hookimpl
+        def register_trace_readers(self, register) -> None:
+            register("odd", lambda data, path: "odd" in data, lambda data, where: answer)
+
+    get_registry().register(Reader(), "odd-plugin")
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"odd": 1}))
+    with pytest.raises(TraceError) as caught:
+        load_trace(path)
+    assert str(caught.value).endswith(f"trace reader 'odd' of plugin 'odd-plugin' "
+                                      f"(distribution (registered in code)) {said}")

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 
 from turnpress.core import codec
 from turnpress.core.errors import TraceError
+from turnpress.core.plugin_loading import short_repr
 from turnpress.core.registry import get_registry
 from turnpress.core.trace_json import (
     NATIVE_FORMAT,
@@ -129,9 +130,14 @@ def read_runs(obj: Any, path: Path, where: str, name: str) -> list[Trace]:
                              else f"{where}: {message}") from None
         runs = trace if isinstance(trace, list) else [trace]
         if not runs or not all(isinstance(t, Trace) for t in runs):
+            bad = "" if not isinstance(trace, list) else (
+                " (an empty list)" if not runs else next(
+                    f" whose item {k} is {'None' if t is None else short_repr(t)}"
+                    for k, t in enumerate(runs)
+                    if not isinstance(t, Trace)))
             raise TraceError(f"{where}: trace reader {reg.name!r} of {reg.plugin.source} "
-                             f"returned {type(trace).__name__}, not a Trace or a list of "
-                             f"Traces")
+                             f"returned {type(trace).__name__}{bad}, not a Trace or a list "
+                             f"of Traces")
         out = []
         for k, run in enumerate(runs, 1):
             _check_message_depth(run, where)
