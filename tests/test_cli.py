@@ -209,3 +209,23 @@ def test_render_anthropic_of_a_part_it_has_no_block_for_is_one_line(tmp_path) ->
     assert "-f anthropic: message 0: content part type 'input_audio' has no Anthropic" \
         in out.output
     assert run("render", str(path), "-s", "full-history", "-f", "openai").exit_code == 0
+
+
+def test_strategies_shows_no_description_for_a_strategy_without_a_docstring(
+        fresh_registry) -> None:
+    """A plugin strategy with no docstring of its own: `turnpress strategies` says so (it
+    showed the base Strategy class's docstring as the strategy's description)."""
+    from plugin_helpers import register_strategies
+
+    from turnpress import Strategy
+
+    class NoDoc(Strategy):
+        name = "qa-nodoc"
+
+        def to_messages(self, turns, memory, ctx):
+            return [ctx.message("user", ctx.mission)]
+
+    register_strategies("qa-nodoc-plugin", NoDoc)
+    out = run("strategies", "qa-nodoc")
+    assert out.exit_code == 0, out.output
+    assert out.output == "qa-nodoc: (no description)\n  (no options)\n"

@@ -410,7 +410,9 @@ def strategies(names: tuple[str, ...]) -> None:
     blocks = []
     for name in names or sorted(registered):
         cls = registered[name].value
-        summary = (inspect.getdoc(cls) or "").strip().split("\n\n")[0]
+        own = vars(cls).get("__doc__")  # not a base class's (inspect.getdoc inherits it)
+        summary = (inspect.cleandoc(own) if isinstance(own, str) and own.strip()
+                   else "(no description)").split("\n\n")[0]
         lines = [f"{name}: {' '.join(summary.split()).replace('``', '')}"]
         options = describe_options(cls)
         shown = [(f"{o}={spec_value(d)}", text) for o, d, text in options]
