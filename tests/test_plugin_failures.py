@@ -242,6 +242,31 @@ def test_an_unknown_strategy_names_the_plugins_load_plugins_leaves_out(site, mon
     reset_registry(None)
 
 
+def test_an_unknown_command_names_the_plugins_load_plugins_leaves_out(site) -> None:
+    """With TURNPRESS_LOAD_PLUGINS set, an unknown command's error says which installed
+    plugins it left out, as an unknown strategy's does (it was click's plain "No such
+    command 'hello'"); with nothing left out it is click's message alone."""
+    make_plugin(site, "hello", """
+        import click
+        from turnpress import hookimpl
+
+        @hookimpl
+        def register_commands(cli):
+            @cli.command()
+            def hello():
+                click.echo("hello")
+    """)
+    assert cli("hello").output == "hello\n"
+    out = cli("hello", env={"TURNPRESS_LOAD_PLUGINS": ""})
+    assert out.exit_code == 2
+    assert out.output.splitlines()[-1] == (
+        "Error: No such command 'hello'. Note: TURNPRESS_LOAD_PLUGINS='' leaves out the "
+        "installed plugin turnpress-hello (hello), which may provide it: unset it, or add "
+        "the plugin's name.")
+    out = cli("helo")
+    assert out.exit_code == 2 and "Note:" not in out.output, out.output
+
+
 # -- raising in each hook --------------------------------------------------------------
 
 

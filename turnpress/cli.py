@@ -110,6 +110,18 @@ class TurnpressGroup(click.Group):
             return command.resolve()
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, with an unknown command's error naming the installed plugins
+        ``TURNPRESS_LOAD_PLUGINS`` leaves out (or that failed to load), as an unknown
+        strategy's does: one of them may add it."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            if exc.message.startswith("No such command"):
+                exc.message += get_registry().failure_note()
+            raise
+
     def format_commands(self, ctx: click.Context, formatter: Any) -> None:
         rows = [(name, self.commands[name].get_short_help_str(limit=60))
                 for name in self.list_commands(ctx)]
