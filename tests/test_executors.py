@@ -8,6 +8,8 @@ driver has, and a scheduler out of reach, are one clear error each.
 
 from __future__ import annotations
 
+import json
+import operator
 import warnings
 from collections import deque
 
@@ -18,7 +20,13 @@ from turnpress import Strategy, hookimpl
 from turnpress.cli import main
 from turnpress.compare import compare_traces
 from turnpress.core.errors import ExecutorError, PluginError
-from turnpress.core.executor import Executor, WorkerJob, executor_names, get_executor
+from turnpress.core.executor import (
+    Executor,
+    TaskResult,
+    WorkerJob,
+    executor_names,
+    get_executor,
+)
 from turnpress.core.registry import PluginWarning, get_registry
 from turnpress.examples import short_example_trace_paths
 from turnpress.plugins.process_pool import InlineExecutor, ProcessPool
@@ -127,6 +135,121 @@ def test_bad_registrations_and_factories_name_the_plugin(fresh_registry):
         get_executor("crashes")
 
 
+class Breaks(Reversed):
+    """A third-party executor that breaks the contract of ``done()`` in the way
+    ``how`` names once, on the call after the first ``after`` (the others work)."""
+
+    def __init__(self, how: str, after: int = 0) -> None:
+        super().__init__()
+        self.how, self.after, self.calls = how, after, 0
+
+    def done(self):
+        self.calls += 1
+        if self.calls != self.after + 1:
+            key, task = self.queue.popleft()
+            return key, self.run(task)
+        if self.how == "raises":
+            raise RuntimeError("done boom")
+        key, task = self.queue.popleft()
+        if self.how == "bogus-key":
+            return "bogus-key", self.run(task)
+        if self.how == "not-a-result":
+            return key, "not a result"
+        return key, self.run(task)  # "fine": the task's own exception passes
+
+
+def register_breaking(after: int = 0) -> None:
+    class Plugin:
+        @hookimpl
+        def register_executors(self, register):
+            for how in ("raises", "bogus-key", "not-a-result", "fine"):
+                register(f"qa-{how}", lambda address, jobs, how=how: Breaks(how, after))
+
+    get_registry().register(Plugin(), "qa_exe")
+
+
+@pytest.mark.parametrize(("how", "problem"), [
+    ("raises", "done() raised RuntimeError: done boom"),
+    ("bogus-key", "done() returned the key 'bogus-key', which is not the key of a task "
+                  "submitted and not yet returned; done() must return the key that "
+                  "submit(key, task) was given, once"),
+    ("not-a-result", "done() returned 'not a result' (str) as the result of task 0; the "
+                     "result must be what the job's task function (job.start(where)) "
+                     "returned for it, as it is"),
+])
+def test_an_executor_breaking_the_done_contract_is_one_line_naming_it(fresh_registry, how,
+                                                                       problem):
+    """A plugin's ``done()`` that raises, returns a key it was never given or a result
+    that is not the task's: one ``Error:`` line naming the executor and its plugin, exit
+    code 2 (before: a traceback naming neither)."""
+    register_breaking()
+    result = run(*TRACES, "-s", "full-history", "-t", "chars4", "--executor", f"qa-{how}")
+    assert result.exit_code == 2, result.output
+    assert result.output == (f"Error: executor 'qa-{how}' of plugin 'qa_exe' (distribution "
+                             f"(registered in code)) failed: {problem}\n")
+    with pytest.raises(PluginError) as caught:
+        compare_traces(TRACES, ["full-history"], tokenizer="chars4", executor=f"qa-{how}")
+    assert caught.value.plugin == "qa_exe"
+
+
+def test_an_executor_given_as_an_object_is_named_by_its_class():
+    with pytest.raises(PluginError, match=r"^executor 'reversed' \(test_executors\.Breaks\) "
+                                          r"failed: done\(\) raised RuntimeError: done boom$"):
+        compare_traces(TRACES, ["full-history"], tokenizer="chars4",
+                       executor=Breaks("raises"))
+
+
+def test_the_tasks_own_exceptions_pass_through_a_plugins_executor(fresh_registry, tmp_path):
+    """What the task raises (a run that cannot be read under --strict, a failing
+    tokenizer, Ctrl-C) comes out of a plugin's ``done()`` as it does out of the built-in
+    executors: it is not the executor's fault."""
+    register_breaking()
+
+    class Tokenizers:
+        @hookimpl
+        def register_tokenizers(self, register):
+            register("broken-tok", lambda text: (_ for _ in ()).throw(OSError("no vocab")))
+
+    get_registry().register(Tokenizers(), "tok-plugin")
+    garbled = tmp_path / "garbled.json"
+    garbled.write_text("{oops")
+    for executor in ("local", "qa-fine"):
+        strict = run(TRACES[0], str(garbled), "-s", "full-history", "-t", "chars4",
+                     "--strict", "--executor", executor)
+        assert strict.exit_code == 2 and strict.output.startswith(f"Error: {garbled}:")
+        assert "qa-fine" not in strict.output and strict.output.count("\n") == 1
+        broken = run(TRACES[0], "-s", "full-history", "-t", "broken-tok", "--executor",
+                     executor)
+        assert broken.exit_code == 1 and "OSError: no vocab" in broken.output
+        assert "qa-fine" not in broken.output and broken.output.count("\n") == 1
+
+    class Interrupted(Strategy):
+        name = "interrupted"
+
+        def to_messages(self, turns, memory, ctx):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        compare_traces(TRACES, ["full-history", Interrupted], tokenizer="chars4",
+                       executor="qa-fine")
+
+
+def test_what_finished_before_an_executor_broke_is_written(fresh_registry, tmp_path):
+    """"Nothing good is thrown away": the traces whose results came back before (and
+    after) the executor broke its contract are in the --per-trace file."""
+    register_breaking(after=1)
+    out = tmp_path / "per-trace.jsonl"
+    result = run(*TRACES, "-s", "full-history", "-t", "chars4", "--executor", "qa-raises",
+                 "--per-trace", str(out))
+    assert result.exit_code == 2 and "done() raised RuntimeError" in result.output
+    assert [json.loads(line)["file"] for line in out.read_text().splitlines()] == TRACES[:2]
+    with pytest.raises(PluginError, match="bogus-key"):  # the second trace is lost
+        compare_traces(TRACES, ["full-history"], tokenizer="chars4",
+                       executor=Breaks("bogus-key", after=1), per_trace=tmp_path / "b.jsonl")
+    lines = (tmp_path / "b.jsonl").read_text().splitlines()
+    assert [json.loads(line)["file"] for line in lines] == [TRACES[0], TRACES[2]]
+
+
 class Tagged(Strategy):
     name = "tagged"
 
@@ -145,9 +268,9 @@ def test_a_worker_without_a_driver_plugin_is_named(fresh_registry):
             register(Tagged)
 
     get_registry().register(Plugin(), "tagged-plugin")
-    job = WorkerJob(dict, {"x": 1})
+    job = WorkerJob(operator.itemgetter, "x")
     sent = pickle.loads(pickle.dumps(job))  # as a worker receives it
-    assert sent.start("worker A") == {"x": 1}  # same plugins: fine
+    assert sent.start("worker A")({"x": 1}) == TaskResult(1)  # same plugins: fine
     from turnpress.core.registry import reset_registry
 
     reset_registry(None)  # the worker's own registry: built-ins only

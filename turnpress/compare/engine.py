@@ -78,7 +78,7 @@ from turnpress.core.compression import (
     strategy_names,
 )
 from turnpress.core.errors import PLUGIN_FAULTS
-from turnpress.core.executor import Executor, WorkerJob, get_executor
+from turnpress.core.executor import Executor, TaskResults, WorkerJob, get_executor
 from turnpress.core.model import Message, Turn
 from turnpress.core.pricing import CacheRules, get_cache_rules
 from turnpress.core.strategy_lookup import StrategyCreationError
@@ -474,6 +474,7 @@ def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, executor: Execut
     pending, next_out = 0, 0
     numbered = enumerate(tasks)
     exhausted = False
+    results = TaskResults(executor)
     executor.start(WorkerJob(_Worker, settings))
     while True:
         while not exhausted and pending + len(ready) < window:
@@ -503,13 +504,13 @@ def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, executor: Execut
                 return
             continue
         try:
-            position, outcomes = executor.done()
+            position, outcomes = results.take(keys)
         except BaseException as exc:
             # nothing good is thrown away: let the rest finish; but Ctrl-C with one slot
             # (the tasks run here, one after the other) stops now, not after the queue
             stop_now = isinstance(exc, KeyboardInterrupt) and executor.slots == 1
             if finished is not None and not stop_now:
-                _drain(executor, pending - 1, keys, finished)
+                _drain(results, pending - 1, keys, finished)
             raise
         pending -= 1
         _finished(finished, keys.pop(position), outcomes)
@@ -524,18 +525,18 @@ def _finished(finished: Callable[[TraceKey | None, TraceOutcome], None] | None,
                 finished(key, outcome)
 
 
-def _drain(executor: Executor, pending: int, keys: dict[int, TraceKey | None],
+def _drain(results: TaskResults, pending: int, keys: dict[int, TraceKey | None],
            finished: Callable[[TraceKey | None, TraceOutcome], None]) -> None:
     """After a task failed: wait for the ``pending`` others and hand each one that
     finished well to ``finished`` (another failure, or Ctrl-C, stops the wait)."""
     for _ in range(pending):
         try:
-            position, outcomes = executor.done()
+            position, outcomes = results.take(keys)
         except Exception:
             continue
         except BaseException:
             return
-        _finished(finished, keys.get(position), outcomes)
+        _finished(finished, keys.pop(position), outcomes)
 
 
 # -- strategies that summarise ------------------------------------------------------------------
@@ -661,7 +662,9 @@ def compare_traces(
     ``full-history`` baseline, of a template it renders, or of the tokenizer raises
     :class:`CompareError`; an executor that cannot run (a scheduler out of reach, a
     worker without a plugin the driver has) raises
-    :class:`~turnpress.core.executor.ExecutorError`.
+    :class:`~turnpress.core.executor.ExecutorError`, and a plugin's executor that breaks
+    its contract (:class:`~turnpress.core.executor.TaskResults`) a ``PluginError``
+    naming it.
     """
     instances, unresolved, tok, the_price = check_settings(strategies, tokenizer, cache,
                                                            price)

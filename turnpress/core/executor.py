@@ -11,6 +11,13 @@ plugins (``turnpress.plugins.process_pool``, ``turnpress.plugins.dask_executor``
 A worker checks, before it loads the job, that it has every plugin the driver has
 (:meth:`WorkerJob.start`): a missing one is an :class:`ExecutorError` naming the
 worker and the plugin, not an unknown strategy deep inside a task.
+
+The caller takes results through :class:`TaskResults`, which holds a plugin's executor
+to its contract: the task function (``job.start(where)``) hands back each result as a
+:class:`TaskResult` and marks each exception it raises as the task's, so an answer of
+``done()`` that is not one of those (``done()`` itself raised, a key it was never
+given, a result that is not the task's) is the executor's own fault, a
+:class:`PluginError` naming it and its plugin; the task's exceptions pass as they are.
 """
 
 from __future__ import annotations
@@ -18,14 +25,15 @@ from __future__ import annotations
 import pickle
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Container
+from typing import Any, NamedTuple
 
-from turnpress.core.errors import ExecutorError, PluginError
+from turnpress.core.errors import ExecutorError, PluginError, quote
+from turnpress.core.plugin_loading import Registration, short_repr
 from turnpress.core.registry import get_registry
 
-__all__ = ["DEFAULT_EXECUTOR", "Executor", "ExecutorError", "WorkerJob", "executor_names",
-           "get_executor", "plugin_set"]
+__all__ = ["DEFAULT_EXECUTOR", "Executor", "ExecutorError", "TaskResult", "TaskResults",
+           "WorkerJob", "describe_executor", "executor_names", "get_executor", "plugin_set"]
 
 DEFAULT_EXECUTOR = "local"
 """The executor used without ``--executor``: the built-in local process pool."""
@@ -69,7 +77,7 @@ class WorkerJob:
         plugin the driver has, or cannot load the settings."""
         if self._local is not None:
             setup, settings = self._local
-            return setup(settings)
+            return _Task(setup(settings))
         here = plugin_set()
         missing = [source for name, source in self.plugins.items() if name not in here]
         if missing:
@@ -83,7 +91,37 @@ class WorkerJob:
             raise ExecutorError(f"{where} cannot load the job the driver sent: "
                                 f"{type(exc).__name__}: {exc}. Install the same turnpress "
                                 f"and plugins on every worker as on the driver.") from None
-        return setup(settings)
+        return _Task(setup(settings))
+
+
+class TaskResult(NamedTuple):
+    """What the task function of a job (``job.start(where)``) returns: the result of the
+    task; an executor's ``done()`` hands it back as it is."""
+
+    value: Any
+
+
+#: the attribute the task function sets on each exception the task raises, so that the
+#: driver tells it from an exception of the executor's own code (it travels pickled)
+TASK_MARK = "turnpress_task_exception"
+
+
+class _Task:
+    """A job's task function as a worker gets it: ``run``, its result wrapped in a
+    :class:`TaskResult`, its exceptions marked (:data:`TASK_MARK`) and raised as they are."""
+
+    def __init__(self, run: Callable[[Any], Any]) -> None:
+        self.run = run
+
+    def __call__(self, task: Any) -> TaskResult:
+        try:
+            return TaskResult(self.run(task))
+        except Exception as exc:
+            try:
+                setattr(exc, TASK_MARK, True)
+            except Exception:  # pragma: no cover - an exception that takes no attribute
+                pass
+            raise
 
 
 class Executor(ABC):
@@ -99,6 +137,9 @@ class Executor(ABC):
     name: str = ""
     #: how many tasks run at once (workers x threads)
     slots: int = 1
+    #: its registration: the name it was selected by and its plugin (set by
+    #: :func:`get_executor`; None for an executor given as an object)
+    registered_by: Registration | None = None
 
     @abstractmethod
     def start(self, job: WorkerJob) -> None:
@@ -110,7 +151,8 @@ class Executor(ABC):
 
     @abstractmethod
     def done(self) -> tuple[int, Any]:
-        """Wait for a submitted task to finish (any of them) and return ``(key, result)``;
+        """Wait for a submitted task to finish (any of them) and return ``(key, result)``:
+        the key :meth:`submit` was given and what the task function returned, as it is;
         the task's exception is raised here, as raised on the worker."""
 
     def close(self) -> None:  # noqa: B027 -- optional: nothing to release by default
@@ -153,4 +195,70 @@ def get_executor(spec: str | Executor | None = None, jobs: int = 1) -> Executor:
                           entry_point=found.plugin.entry_point)
     if not executor.name:
         executor.name = name
+    executor.registered_by = found
     return executor
+
+
+def describe_executor(executor: Executor) -> str:
+    """``executor 'x' of plugin 'p' (distribution ...)``, for a message; an executor
+    given as an object is named by its class."""
+    found = executor.registered_by
+    if found is not None:
+        return f"executor {found.name!r} of {found.plugin.source}"
+    cls = type(executor)
+    return f"executor {executor.name!r} ({cls.__module__}.{cls.__qualname__})"
+
+
+class TaskResults:
+    """The caller's side of an executor: :meth:`take` is ``executor.done()`` with its
+    answer checked against the contract.
+
+    The task's own exceptions (marked by the task function), an
+    :class:`ExecutorError` and ``KeyboardInterrupt`` pass as they are. A plugin's
+    executor whose ``done()`` raises anything else, returns a key it was not given or a
+    result that is not the task's raises a :class:`PluginError` naming the executor and
+    its plugin (a built-in executor's exceptions pass as they are, like those of its
+    factory).
+    """
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+
+    def take(self, given: Container[int]) -> tuple[int, Any]:
+        """The next finished task's ``(key, result)``; ``given`` holds the keys of the
+        tasks submitted and not yet returned."""
+        try:
+            answer = self.executor.done()
+        except ExecutorError:
+            raise
+        except Exception as exc:
+            found = self.executor.registered_by
+            if getattr(exc, TASK_MARK, False) or (found is not None and found.plugin.builtin):
+                raise
+            raise self._fault(f"done() raised {type(exc).__name__}: "
+                              f"{' '.join(str(exc).split())}") from None
+        if type(answer) is not tuple or len(answer) != 2:
+            raise self._fault(f"done() returned {short_repr(answer)}; it must return a "
+                              f"(key, result) pair")
+        key, result = answer
+        try:
+            known = key in given
+        except TypeError:  # unhashable
+            known = False
+        if not known:
+            raise self._fault(f"done() returned the key {quote(key)}, which is not the key "
+                              f"of a task submitted and not yet returned; done() must "
+                              f"return the key that submit(key, task) was given, once")
+        if type(result) is not TaskResult:
+            raise self._fault(f"done() returned {short_repr(result)} as the result of task "
+                              f"{key!r}; the result must be what the job's task function "
+                              f"(job.start(where)) returned for it, as it is")
+        return key, result.value
+
+    def _fault(self, what: str) -> PluginError:
+        found = self.executor.registered_by
+        info = found.plugin if found is not None else None
+        return PluginError(f"{describe_executor(self.executor)} failed: {what}",
+                           plugin=info.name if info else None,
+                           distribution=info.distribution if info else None,
+                           entry_point=info.entry_point if info else None)
