@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import operator
+import signal
+import threading
 import warnings
 from collections import deque
 
@@ -19,6 +21,7 @@ from click.testing import CliRunner
 from turnpress import Strategy, hookimpl
 from turnpress.cli import main
 from turnpress.compare import compare_traces
+from turnpress.core import executor as executor_module
 from turnpress.core.errors import ExecutorError, PluginError
 from turnpress.core.executor import (
     Executor,
@@ -248,6 +251,60 @@ def test_what_finished_before_an_executor_broke_is_written(fresh_registry, tmp_p
                        executor=Breaks("bogus-key", after=1), per_trace=tmp_path / "b.jsonl")
     lines = (tmp_path / "b.jsonl").read_text().splitlines()
     assert [json.loads(line)["file"] for line in lines] == [TRACES[0], TRACES[2]]
+
+
+class Stalls(Reversed):
+    """A third-party executor whose ``done()`` waits ``seconds`` (blocked, as on a
+    scheduler that never answers) before each of its first ``times`` results."""
+
+    def __init__(self, seconds: float, times: int = 1) -> None:
+        super().__init__()
+        self.seconds, self.times = seconds, times
+
+    def done(self):
+        if self.times:
+            self.times -= 1
+            threading.Event().wait(self.seconds)
+        key, task = self.queue.popleft()
+        return key, self.run(task)
+
+
+def test_a_done_that_returns_nothing_for_a_while_is_told_once(fresh_registry, monkeypatch,
+                                                               capfd):
+    """A ``done()`` that returns nothing for WAIT_NOTICE_SECONDS: one notice on stderr
+    naming the executor and its plugin, and the comparison goes on (before: silence,
+    however long it hung). Once per comparison; the alarm is put back as it was."""
+    monkeypatch.setattr(executor_module, "WAIT_NOTICE_SECONDS", 0.2)
+
+    class Plugin:
+        @hookimpl
+        def register_executors(self, register):
+            register("qa-stalls", lambda address, jobs: Stalls(0.7, times=2))
+
+    get_registry().register(Plugin(), "qa_exe")
+    got = compare_traces(TRACES, STRATEGIES, tokenizer="chars4", executor="qa-stalls")
+    assert got.dumps() == one_job_json()
+    err = capfd.readouterr().err
+    assert err == ("turnpress: still waiting for executor 'qa-stalls' of plugin 'qa_exe' "
+                   "(distribution (registered in code)): no trace has finished for 0.2 s; "
+                   "Ctrl-C stops\n")
+    assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    compare_traces(TRACES, STRATEGIES, tokenizer="chars4", executor="local", jobs=2)
+    assert capfd.readouterr().err == ""  # results coming back in time: nothing said
+
+
+def test_the_wait_notice_leaves_another_alarm_alone(monkeypatch, capfd):
+    """An application that uses the alarm signal itself keeps it: no notice then."""
+    monkeypatch.setattr(executor_module, "WAIT_NOTICE_SECONDS", 0.1)
+    rang = []
+    previous = signal.signal(signal.SIGALRM, lambda *a: rang.append(1))
+    try:
+        compare_traces(TRACES, ["full-history"], tokenizer="chars4", executor=Stalls(0.3))
+        assert signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL and not rang
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert capfd.readouterr().err == ""
 
 
 class Tagged(Strategy):

@@ -474,7 +474,7 @@ def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, executor: Execut
     pending, next_out = 0, 0
     numbered = enumerate(tasks)
     exhausted = False
-    results = TaskResults(executor)
+    results = TaskResults(executor, "trace")
     executor.start(WorkerJob(_Worker, settings))
     while True:
         while not exhausted and pending + len(ready) < window:

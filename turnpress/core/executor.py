@@ -18,25 +18,36 @@ to its contract: the task function (``job.start(where)``) hands back each result
 ``done()`` that is not one of those (``done()`` itself raised, a key it was never
 given, a result that is not the task's) is the executor's own fault, a
 :class:`PluginError` naming it and its plugin; the task's exceptions pass as they are.
+A ``done()`` that returns nothing for :data:`WAIT_NOTICE_SECONDS` gets one notice on
+stderr (an alarm signal, no thread and no polling; see :meth:`TaskResults.take`).
 """
 
 from __future__ import annotations
 
 import pickle
+import signal
+import sys
+import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from turnpress.core.errors import ExecutorError, PluginError, quote
 from turnpress.core.plugin_loading import Registration, short_repr
 from turnpress.core.registry import get_registry
 
-__all__ = ["DEFAULT_EXECUTOR", "Executor", "ExecutorError", "TaskResult", "TaskResults",
-           "WorkerJob", "describe_executor", "executor_names", "get_executor", "plugin_set"]
+__all__ = ["DEFAULT_EXECUTOR", "WAIT_NOTICE_SECONDS", "Executor", "ExecutorError",
+           "TaskResult", "TaskResults", "WorkerJob", "describe_executor", "executor_names",
+           "get_executor", "plugin_set"]
 
 DEFAULT_EXECUTOR = "local"
 """The executor used without ``--executor``: the built-in local process pool."""
+
+WAIT_NOTICE_SECONDS = 30.0
+"""Seconds one wait for a result (``done()``) may last before :class:`TaskResults` says
+once on stderr that it is still waiting (a notice only: the wait goes on)."""
 
 
 def plugin_set() -> dict[str, str]:
@@ -221,14 +232,24 @@ class TaskResults:
     factory).
     """
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: Executor, what: str = "task") -> None:
         self.executor = executor
+        self.what = what  # what a task is, for the notice ("trace")
+        self.noticed = False
 
     def take(self, given: Container[int]) -> tuple[int, Any]:
         """The next finished task's ``(key, result)``; ``given`` holds the keys of the
-        tasks submitted and not yet returned."""
+        tasks submitted and not yet returned.
+
+        When ``done()`` returns nothing for :data:`WAIT_NOTICE_SECONDS`, one line on
+        stderr says so (once per instance; the wait goes on). The clock is an alarm
+        signal armed for the call (``setitimer``: no thread, no polling, nothing to do
+        while results come back), so only in the main thread of a process whose alarm
+        nobody else uses, and not on Windows (there is no alarm: no notice).
+        """
         try:
-            answer = self.executor.done()
+            with self._waiting():
+                answer = self.executor.done()
         except ExecutorError:
             raise
         except Exception as exc:
@@ -255,6 +276,30 @@ class TaskResults:
                               f"(job.start(where)) returned for it, as it is")
         return key, result.value
 
+    @contextmanager
+    def _waiting(self) -> Iterator[None]:
+        """The notice's alarm, armed while ``done()`` runs (when it can be)."""
+        if self.noticed or not _alarm_free():
+            yield
+            return
+        previous = signal.signal(signal.SIGALRM, self._notice)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, WAIT_NOTICE_SECONDS)
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    def _notice(self, signum: int, frame: Any) -> None:
+        self.noticed = True
+        try:
+            sys.stderr.write(f"turnpress: still waiting for {describe_executor(self.executor)}"
+                             f": no {self.what} has finished for {WAIT_NOTICE_SECONDS:g} s; "
+                             f"Ctrl-C stops\n")
+            sys.stderr.flush()
+        except Exception:  # pragma: no cover - stderr closed, or busy in this thread
+            pass
+
     def _fault(self, what: str) -> PluginError:
         found = self.executor.registered_by
         info = found.plugin if found is not None else None
@@ -262,3 +307,12 @@ class TaskResults:
                            plugin=info.name if info else None,
                            distribution=info.distribution if info else None,
                            entry_point=info.entry_point if info else None)
+
+
+def _alarm_free() -> bool:
+    """Whether this thread may use the alarm signal: the main thread, on a system with
+    ``setitimer``, with no handler of someone else's and no alarm running."""
+    return (hasattr(signal, "setitimer")
+            and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
+            and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
