@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import operator
+import os
 import signal
+import subprocess
+import sys
 import threading
 import warnings
 from collections import deque
@@ -334,6 +337,94 @@ def test_a_worker_without_a_driver_plugin_is_named(fresh_registry):
     with pytest.raises(ExecutorError, match=r"worker A lacks 1 plugin\(s\) the driver has: "
                                             r"plugin 'tagged-plugin'"):
         sent.start("worker A")
+
+
+#: a plugin that gets five things wrong, each a warning: a strategy name registered
+#: twice (when the plugins load), and, the first time a prompt is rendered, template
+#: directories that are not a list, a namespace renderer that raises and type labels
+#: that are not strings
+WARNING_PLUGIN = """
+    from turnpress import Strategy, hookimpl
+
+    class Plain(Strategy):
+        name = "plain-twice"
+
+        def to_messages(self, turns, memory, ctx):
+            return [ctx.message("user", ctx.mission)]
+
+    @hookimpl
+    def register_strategies(register):
+        register(Plain)
+        register(Plain)
+
+    @hookimpl
+    def template_dirs():
+        return 42
+
+    @hookimpl
+    def type_label(value):
+        return 7
+
+    def broken(view):
+        raise RuntimeError("renderer boom")
+
+    @hookimpl
+    def register_namespace_renderers(register):
+        register("env/", broken, 250)
+"""
+
+WARNINGS = ("name 'plain-twice' from plugin 'warns'", "template_dirs() returned 42",
+            "namespace renderer 'env/' of plugin 'warns'", "type_label() returned 7")
+
+
+def plugin_warnings(stderr: str) -> list[str]:
+    lines = [line for line in stderr.splitlines() if "plugin 'warns'" in line]
+    for what in WARNINGS:
+        assert any(what in line for line in lines), (what, stderr)
+    return lines
+
+
+def test_with_jobs_each_plugin_warning_is_shown_once(site):
+    """--jobs 2: the worker processes hold their plugin warnings back and send them with
+    their results; the driver shows each once (before: once per worker), as --jobs 1."""
+    from plugin_helpers import make_plugin
+
+    make_plugin(site, "warns", WARNING_PLUGIN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    env.pop("TURNPRESS_LOAD_PLUGINS", None)
+    shown = {}
+    for jobs in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-m", "turnpress", "compare", *TRACES, "-s", "full-history",
+             "-s", "rolling-window:window=2", "-t", "chars4", "--json", "--jobs", jobs],
+            env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        lines = plugin_warnings(done.stderr)
+        assert len(lines) == len(set(lines)), done.stderr
+        shown[jobs] = sorted(lines)
+    assert shown["2"] == shown["1"]
+
+
+def test_spawned_workers_send_their_warnings_to_the_driver(site, monkeypatch, capfd):
+    """Spawned workers load the plugins again (each warning at load and at use, in
+    every worker): the driver shows each once, and a worker writes none itself."""
+    import multiprocessing
+
+    from plugin_helpers import make_plugin
+
+    from turnpress.plugins import process_pool
+
+    make_plugin(site, "warns", WARNING_PLUGIN)
+    monkeypatch.setattr(process_pool, "mp_context",
+                        lambda: multiprocessing.get_context("spawn"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PluginWarning)
+        compare_traces(TRACES, ["full-history", "plain-twice"], tokenizer="chars4",
+                       executor="local", jobs=2)
+    messages = [str(w.message) for w in caught if issubclass(w.category, PluginWarning)]
+    assert len(messages) == len(set(messages)), messages
+    plugin_warnings("\n".join(messages))
+    assert "warns" not in capfd.readouterr().err  # nothing from the workers themselves
 
 
 dask = pytest.importorskip("distributed", reason="extra turnpress[dask] not installed")

@@ -18,12 +18,15 @@ to its contract: the task function (``job.start(where)``) hands back each result
 ``done()`` that is not one of those (``done()`` itself raised, a key it was never
 given, a result that is not the task's) is the executor's own fault, a
 :class:`PluginError` naming it and its plugin; the task's exceptions pass as they are.
+A worker process holds its plugin warnings back and the task function sends them
+with each result (or exception), for the driver to show each once.
 A ``done()`` that returns nothing for :data:`WAIT_NOTICE_SECONDS` gets one notice on
 stderr (an alarm signal, no thread and no polling; see :meth:`TaskResults.take`).
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import signal
 import sys
@@ -35,7 +38,12 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from turnpress.core.errors import ExecutorError, PluginError, quote
-from turnpress.core.plugin_loading import Registration, short_repr
+from turnpress.core.plugin_loading import (
+    Registration,
+    held_warnings,
+    hold_warnings,
+    short_repr,
+)
 from turnpress.core.registry import get_registry
 
 __all__ = ["DEFAULT_EXECUTOR", "WAIT_NOTICE_SECONDS", "Executor", "ExecutorError",
@@ -48,6 +56,15 @@ DEFAULT_EXECUTOR = "local"
 WAIT_NOTICE_SECONDS = 30.0
 """Seconds one wait for a result (``done()``) may last before :class:`TaskResults` says
 once on stderr that it is still waiting (a notice only: the wait goes on)."""
+
+
+#: this process, as a worker tells it from the driver's (a forked worker has the driver's
+#: token and another pid; a process elsewhere, another token)
+_TOKEN = uuid.uuid4().hex
+
+
+def _this_process() -> tuple[str, int]:
+    return _TOKEN, os.getpid()
 
 
 def plugin_set() -> dict[str, str]:
@@ -63,11 +80,13 @@ class WorkerJob:
 
     The settings travel pickled; a worker unpickles them only after it checked it has
     the driver's plugins (:meth:`start`). In the driver's own process (an executor
-    that runs tasks in place) they are used as they are.
+    that runs tasks in place) they are used as they are. A worker in another process
+    holds its plugin warnings back: they go to the driver with the results.
     """
 
     def __init__(self, setup: Callable[[Any], Callable[[Any], Any]], settings: Any) -> None:
         self.token = uuid.uuid4().hex
+        self.driver = _this_process()
         self.plugins = plugin_set()
         self.payload: bytes | None = None
         self._local: tuple[Callable[[Any], Callable[[Any], Any]], Any] | None = (setup,
@@ -86,6 +105,8 @@ class WorkerJob:
         """The task function of this job on the worker described by ``where`` (``worker
         tcp://10.0.0.5:40001``): an :class:`ExecutorError` naming it when it lacks a
         plugin the driver has, or cannot load the settings."""
+        if self.driver != _this_process():  # a worker process (forked: the job as it is)
+            hold_warnings()  # before its plugins load (spawned)
         if self._local is not None:
             setup, settings = self._local
             return _Task(setup(settings))
@@ -107,14 +128,18 @@ class WorkerJob:
 
 class TaskResult(NamedTuple):
     """What the task function of a job (``job.start(where)``) returns: the result of the
-    task; an executor's ``done()`` hands it back as it is."""
+    task, and the plugin warnings the worker held back (``(message, plugin)``; see
+    :func:`~turnpress.core.plugin_loading.hold_warnings`); an executor's ``done()`` hands
+    it back as it is."""
 
     value: Any
+    warnings: tuple[tuple[str, str | None], ...] = ()
 
 
 #: the attribute the task function sets on each exception the task raises, so that the
-#: driver tells it from an exception of the executor's own code (it travels pickled)
-TASK_MARK = "turnpress_task_exception"
+#: driver tells it from an exception of the executor's own code (it travels pickled):
+#: the plugin warnings the worker held back, as in :class:`TaskResult`
+TASK_MARK = "turnpress_task_warnings"
 
 
 class _Task:
@@ -126,13 +151,14 @@ class _Task:
 
     def __call__(self, task: Any) -> TaskResult:
         try:
-            return TaskResult(self.run(task))
+            value = self.run(task)
         except Exception as exc:
             try:
-                setattr(exc, TASK_MARK, True)
+                setattr(exc, TASK_MARK, held_warnings())
             except Exception:  # pragma: no cover - an exception that takes no attribute
                 pass
             raise
+        return TaskResult(value, held_warnings())
 
 
 class Executor(ABC):
@@ -253,8 +279,13 @@ class TaskResults:
         except ExecutorError:
             raise
         except Exception as exc:
+            held = getattr(exc, TASK_MARK, None)
+            if held is not None:  # the task's own exception
+                if held:
+                    get_registry().relay(held)
+                raise
             found = self.executor.registered_by
-            if getattr(exc, TASK_MARK, False) or (found is not None and found.plugin.builtin):
+            if found is not None and found.plugin.builtin:
                 raise
             raise self._fault(f"done() raised {type(exc).__name__}: "
                               f"{' '.join(str(exc).split())}") from None
@@ -274,6 +305,8 @@ class TaskResults:
             raise self._fault(f"done() returned {short_repr(result)} as the result of task "
                               f"{key!r}; the result must be what the job's task function "
                               f"(job.start(where)) returned for it, as it is")
+        if result.warnings:
+            get_registry().relay(result.warnings)
         return key, result.value
 
     @contextmanager

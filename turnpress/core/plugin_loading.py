@@ -46,6 +46,8 @@ __all__ = [
     "PluginLoader",
     "Registration",
     "accepted",
+    "held_warnings",
+    "hold_warnings",
     "selected_names",
     "short_repr",
 ]
@@ -90,6 +92,32 @@ LEAVE_OUT = (f"Upgrade or reinstall it (or report it to its authors), or leave i
 SLOW_IMPORT_SECONDS = 3.0
 """A plugin import slower than this is reported (on stderr while it runs, then as a
 warning with the time it took)."""
+
+#: the warnings this process holds back instead of showing them, as (message, plugin
+#: name): None, except in a worker process (:func:`hold_warnings`)
+_held: list[tuple[str, str | None]] | None = None
+_held_lock = threading.Lock()
+
+
+def hold_warnings() -> None:
+    """From now on, keep the plugin warnings of this process for :func:`held_warnings`
+    instead of showing them: a worker process does, and sends them to the process that
+    drives it, which shows each once (``--jobs 4`` had shown each of them four times)."""
+    global _held
+    with _held_lock:
+        if _held is None:
+            _held = []
+
+
+def held_warnings() -> tuple[tuple[str, str | None], ...]:
+    """The warnings held back since the last call, as (message, plugin name), and
+    forget them; none unless :func:`hold_warnings` was called."""
+    if _held is None:
+        return ()
+    with _held_lock:
+        out = tuple(_held)
+        _held.clear()
+    return out
 
 @dataclass
 class PluginInfo:
@@ -344,7 +372,21 @@ class PluginLoader:
             message, plugin=info.name if info else None,
             distribution=info.distribution if info else None,
             entry_point=info.entry_point if info else None))
+        if _held is not None:
+            with _held_lock:
+                _held.append((message, info.name if info else None))
+            return
         warnings.warn(message, PluginWarning, stacklevel=4)
+
+    def relay(self, held: Iterable[tuple[str, str | None]]) -> None:
+        """Show the warnings a worker process held back (:func:`held_warnings`) as this
+        process's own: each once, however many workers sent it."""
+        for message, plugin in held:
+            info = self.plugins.get(plugin) if plugin is not None else None
+            if info is not None:
+                self._problem(info, message)
+            else:
+                self._warn(message)
 
     def _fail(self, info: PluginInfo, message: str) -> None:
         """The whole plugin is left out."""
