@@ -297,6 +297,17 @@ def test_a_done_that_returns_nothing_for_a_while_is_told_once(fresh_registry, mo
     assert capfd.readouterr().err == ""  # results coming back in time: nothing said
 
 
+def test_a_built_in_executor_gets_no_wait_notice(monkeypatch, capfd):
+    """The built-in pool waits on the runs' own time (one huge run can take minutes):
+    no notice, however long a result takes; the alarm is never armed."""
+    monkeypatch.setattr(executor_module, "WAIT_NOTICE_SECONDS", 0.01)
+    armed = []
+    real = signal.setitimer
+    monkeypatch.setattr(signal, "setitimer", lambda *a: (armed.append(a), real(*a))[1])
+    compare_traces(TRACES, STRATEGIES, tokenizer="chars4", executor="local", jobs=2)
+    assert not armed and capfd.readouterr().err == ""
+
+
 def test_the_wait_notice_leaves_another_alarm_alone(monkeypatch, capfd):
     """An application that uses the alarm signal itself keeps it: no notice then."""
     monkeypatch.setattr(executor_module, "WAIT_NOTICE_SECONDS", 0.1)

@@ -20,8 +20,8 @@ given, a result that is not the task's) is the executor's own fault, a
 :class:`PluginError` naming it and its plugin; the task's exceptions pass as they are.
 A worker process holds its plugin warnings back and the task function sends them
 with each result (or exception), for the driver to show each once.
-A ``done()`` that returns nothing for :data:`WAIT_NOTICE_SECONDS` gets one notice on
-stderr (an alarm signal, no thread and no polling; see :meth:`TaskResults.take`).
+A plugin executor's ``done()`` that returns nothing for :data:`WAIT_NOTICE_SECONDS`
+gets one notice on stderr (an alarm signal, no thread and no polling; see :meth:`TaskResults.take`).
 """
 
 from __future__ import annotations
@@ -267,8 +267,8 @@ class TaskResults:
         """The next finished task's ``(key, result)``; ``given`` holds the keys of the
         tasks submitted and not yet returned.
 
-        When ``done()`` returns nothing for :data:`WAIT_NOTICE_SECONDS`, one line on
-        stderr says so (once per instance; the wait goes on). The clock is an alarm
+        When a plugin's ``done()`` returns nothing for :data:`WAIT_NOTICE_SECONDS`, one
+        line on stderr says so (once per instance; the wait goes on). The clock is an alarm
         signal armed for the call (``setitimer``: no thread, no polling, nothing to do
         while results come back), so only in the main thread of a process whose alarm
         nobody else uses, and not on Windows (there is no alarm: no notice).
@@ -311,8 +311,11 @@ class TaskResults:
 
     @contextmanager
     def _waiting(self) -> Iterator[None]:
-        """The notice's alarm, armed while ``done()`` runs (when it can be)."""
-        if self.noticed or not _alarm_free():
+        """The notice's alarm, armed while ``done()`` runs (when it can be), for a plugin's
+        executor only: a built-in one waits on tasks whose time is the runs' (one huge
+        run can take minutes), not on a plugin's code."""
+        found = self.executor.registered_by
+        if self.noticed or (found is not None and found.plugin.builtin) or not _alarm_free():
             yield
             return
         previous = signal.signal(signal.SIGALRM, self._notice)
