@@ -33,23 +33,25 @@ def logs(tmp_path):
 
 
 def test_a_directory_is_read_recursively_and_each_skipped_file_has_a_reason(logs):
+    """What is not a run is skipped with its reason; a broken run (invalid JSON, empty)
+    is one of the files to read, as if it were named (README: "every command treats it
+    as if it were named")."""
     found = discover([logs])
     assert [p.relative_to(logs).as_posix() for p in found.files] == [
-        "a.json", "nested/deeper/items.jsonl", "nested/session.jsonl"]
+        "a.json", "broken.json", "nested/deeper/items.jsonl", "nested/empty.jsonl",
+        "nested/session.jsonl"]
     reasons = {p.relative_to(logs).as_posix(): why for p, why in found.skipped}
     assert reasons == {
-        "broken.json": "line 1: invalid JSON at column 15: Expecting value",
         "notes.txt": "not a .json, .jsonl, .ndjson file",
-        "nested/empty.jsonl": "empty: no line to read",
         "nested/other.json": "not a format turnpress reads"}
     lines = skipped_lines(found)
-    assert len(lines) == 5 and lines[-1] == "4 file(s) skipped, 3 read"
+    assert len(lines) == 3 and lines[-1] == "2 file(s) skipped, 5 read"
 
 
 def test_a_glob_pattern_crosses_directories_with_double_star(logs):
     found = discover([f"{logs}/**/*.jsonl"])
-    assert [p.name for p in found.files] == ["items.jsonl", "session.jsonl"]
-    assert [p.name for p, _ in found.skipped] == ["empty.jsonl"]
+    assert [p.name for p in found.files] == ["items.jsonl", "empty.jsonl", "session.jsonl"]
+    assert found.skipped == []
     with pytest.raises(TraceError, match="no file matches this pattern"):
         discover([f"{logs}/*.yaml"])
 
@@ -68,11 +70,16 @@ def test_compare_and_trace_show_take_a_directory(logs):
     assert [Path(s["file"]).name for s in doc["skipped"]] == ["broken.json", "empty.jsonl"]
     strict = CliRunner().invoke(main, ["compare", str(logs), "-s", "full-history", "--strict"])
     assert strict.exit_code == 2 and "broken.json: line 1: invalid JSON" in strict.output
+    # trace show / render: a broken run found is an error, as when it is named
+    for command in (["trace", "show"], ["render"]):
+        shown = CliRunner().invoke(main, [*command, f"{logs}/**/*.jsonl"])
+        assert shown.exit_code == 2, shown.output
+        assert shown.stderr.splitlines() == [
+            f"Error: {logs}/nested/empty.jsonl: no trace in this file (it is empty)"]
+    (logs / "nested" / "empty.jsonl").unlink()
     shown = CliRunner().invoke(main, ["trace", "show", f"{logs}/**/*.jsonl"])
     assert shown.exit_code == 0 and "imported from: claude-code" in shown.stdout
-    assert shown.stderr.splitlines() == [
-        f"skipped {logs}/nested/empty.jsonl: empty: no line to read",
-        "1 file(s) skipped, 2 read"]
+    assert shown.stderr == ""
 
 
 def test_compare_of_a_directory_counts_files_and_runs_that_agree(tmp_path):
@@ -108,11 +115,31 @@ def test_compare_of_a_directory_counts_files_and_runs_that_agree(tmp_path):
         "2 skipped, 1 not drawn (--sample)")
 
 def test_import_a_directory(logs, tmp_path):
+    """A broken run found in a directory (invalid JSON, not UTF-8, empty) stops the
+    import as if it were named: exit 2, the error names the file and line, nothing is
+    written (import --help: "Nothing is written if any input is bad"); a file that is
+    not a run is passed over and named."""
     out = tmp_path / "all.jsonl"
+    result = CliRunner().invoke(main, ["import", str(logs), "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (f"Error: {logs}/broken.json: line 1: invalid JSON at column 15: "
+                             f"Expecting value\n")
+    assert not out.exists()
+    (logs / "broken.json").write_bytes(b'[{"role": "user", "content": "caf\xe9"}]')
+    with pytest.raises(TraceError, match=r"broken.json: line 1: not UTF-8 text"):
+        import_transcripts([logs], out)
+    (logs / "broken.json").unlink()
+    with pytest.raises(TraceError, match=r"empty.jsonl: no trace in this file"):
+        import_transcripts([f"{logs}/**/*.jsonl"], out)
+    assert not out.exists()
+    (logs / "nested" / "empty.jsonl").unlink()
     result = CliRunner().invoke(main, ["import", str(logs), "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("imported 4 run(s) from 3 file(s)")
-    assert result.stderr.count("\n") == 5
+    assert result.stderr.splitlines() == [
+        f"skipped {logs}/nested/other.json: not a format turnpress reads",
+        f"skipped {logs}/notes.txt: not a .json, .jsonl, .ndjson file",
+        "2 file(s) skipped, 3 read"]
     assert import_transcripts([logs], tmp_path / "again.jsonl").total == 4
 
 

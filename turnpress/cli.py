@@ -247,22 +247,21 @@ def with_stdin(args: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(saved if a == STDIN else a for a in args)
 
 
-def input_files(args: tuple[str, ...], *, broken: bool = False) -> list[str]:
+def input_files(args: tuple[str, ...]) -> list[str]:
     """The files named on the command line: a file, a bundled trace's name, a directory
     (read recursively), a glob pattern, or ``-`` (standard input). Each file a
-    directory or pattern holds that no reader recognises is named on stderr with the
-    reason, then a count (``turnpress.core.trace_inputs.discover``); ``broken``: one
-    that cannot be read is kept, as if named (a broken run, for the caller to report)."""
-    return [str(p) for p in scan_inputs(args, broken=broken).files]
+    directory or pattern holds that is not a run is named on stderr with the reason,
+    then a count (``turnpress.core.trace_inputs.discover``); one that cannot be read
+    is kept, as if named (a broken run, for the caller to report)."""
+    return [str(p) for p in scan_inputs(args).files]
 
 
-def scan_inputs(args: tuple[str, ...], *, broken: bool = False,
-                count: bool = True) -> Inputs:
+def scan_inputs(args: tuple[str, ...], *, count: bool = True) -> Inputs:
     """:func:`input_files`, found and skipped (``count``: False leaves the count line
     to a caller that counts once it has read the files)."""
     args = with_stdin(args)
     try:
-        found = discover((resolve_trace_path(a) for a in args), broken=broken)
+        found = discover(resolve_trace_path(a) for a in args)
     except TraceError as exc:
         raise fail_cleanly(exc) from None
     for line in skipped_lines(found, count=count):

@@ -72,7 +72,9 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
     turnpress trace file); ``replace=True`` replaces it instead. Runs are streamed
     one at a time; the output is written to a temporary file and moved into place
     only when every input was read, so a bad input (a :class:`TraceError` naming the
-    file, the message index and the problem) leaves the output as it was.
+    file, the message index and the problem) leaves the output as it was. A file of a
+    directory or pattern that cannot be read is a bad input too, as if it were named
+    (:func:`~turnpress.core.trace_inputs.discover`); one that is not a run is skipped.
     """
     out = Path(output)
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
@@ -174,10 +176,12 @@ def import_command(files: tuple[str, ...], output: str, force: bool) -> None:
 
     Each FILE holds one run (.json: the final message list of a run, a
     mini-swe-agent .traj.json...) or one run a line (.jsonl); a directory is read
-    recursively and a glob pattern expanded, every file no reader recognises named
-    on stderr. An existing -o file
-    keeps its runs and gets the new ones appended, as `run --save-trace x.jsonl`
-    does; --force replaces it. Nothing is written if any input is bad.
+    recursively and a glob pattern expanded: each file found that is not a run
+    (another ending, JSON no reader recognises) is named on stderr and passed over,
+    while one that cannot be read (invalid JSON, not UTF-8, empty) is a bad input,
+    as if it were named. An existing -o file keeps its runs and gets the new ones
+    appended, as `run --save-trace x.jsonl` does; --force replaces it. Nothing is
+    written if any input is bad (exit code 2, the error names the file and line).
     """
     try:
         result = import_transcripts(with_stdin(files), output, replace=force)

@@ -139,7 +139,7 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         check_settings(specs, tokenizer, cache, price)
     except (ValueError, PluginError) as exc:
         raise CLIError(str(exc)) from None
-    found = scan_inputs(traces, broken=True, count=False)  # counted once compared
+    found = scan_inputs(traces, count=False)  # counted once compared
     sources = [str(p) for p in found.files] or None
     if html_path is not None:
         parent = Path(html_path).resolve().parent

@@ -4,9 +4,13 @@
 their input files. A file named as such is read as it is (a bad one is an error).
 A directory is read recursively, and a glob pattern (``runs/**/*.jsonl``; ``**``
 crosses directories) is expanded: every file found that turnpress's format or
-some registered reader recognises is read; every other file is *skipped*, with
-the reason (not a .json/.jsonl file, invalid JSON, not a format turnpress
-reads...), so that nothing is left out silently.
+some registered reader recognises is read; a file found that is not a run (not a
+.json/.jsonl file, JSON that no reader recognises) is *skipped*, with the reason,
+so that nothing is left out silently. A .json/.jsonl file found that cannot be
+read (not UTF-8, invalid JSON, empty) is a broken run, not "not a run": it is
+read as if it were named, and the command reports it as it reports a named file
+(``compare`` skips and counts it, or stops with ``--strict``; ``import``,
+``trace show`` and ``render`` stop with its error).
 """
 
 from __future__ import annotations
@@ -71,13 +75,12 @@ def why_not(path: Path) -> tuple[str, bool] | None:
     return "line 1 is not a format turnpress reads", False
 
 
-def discover(args: Iterable[str | os.PathLike[str]], *, broken: bool = False) -> Inputs:
+def discover(args: Iterable[str | os.PathLike[str]]) -> Inputs:
     """The files named by ``args`` (files, directories, glob patterns; see the module
     docstring), in order, each once. A pattern that matches nothing, or a directory
-    or pattern where no file is read, is a :class:`TraceError`. ``broken``: a file
-    found that cannot be read (see :func:`why_not`) is one of the files to read, as
-    if named (``compare`` skips and counts a broken run, or stops at it with
-    ``--strict``), not skipped here."""
+    or pattern where no file is read, is a :class:`TraceError`. A file found that
+    cannot be read (see :func:`why_not`) is one of the files to read, as if named
+    (a broken run, for the command to report), never skipped here."""
     out = Inputs()
     seen: set[Path] = set()
 
@@ -101,7 +104,7 @@ def discover(args: Iterable[str | os.PathLike[str]], *, broken: bool = False) ->
             first_reason = None
             for f in found:
                 examined = why_not(f)
-                if examined is None or (broken and examined[1]):
+                if examined is None or examined[1]:  # a broken run: as if named
                     add(f)
                 else:
                     out.skipped.append((f, examined[0]))
