@@ -177,3 +177,30 @@ def test_calls_that_share_an_id_are_an_error_that_says_duplicate():
             {"role": "tool", "tool_call_id": "c1", "content": "r1"},
             {"role": "tool", "tool_call_id": "c1", "content": "r2"},
             {"role": "assistant", "content": "done"}])
+
+
+def _with_usage(usage):
+    return [{"role": "system", "content": "s"}, {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "done", "usage": usage}]
+
+
+def test_usage_counts_written_as_integer_valued_floats_are_integers():
+    """QA: one count typed 1500.0 (as some proxies write) made the whole run unreadable;
+    an integer-valued float is that integer (DESIGN §10, billed usage)."""
+    trace = trace_from_messages(_with_usage(
+        {"prompt_tokens": 1500.0, "prompt_tokens_details": {"cached_tokens": 1024.0}}))
+    assert trace.turns[0].usage == Usage(1500, 1024)
+    assert type(trace.turns[0].usage.prompt_tokens) is int
+    anthropic = trace_from_messages(_with_usage(
+        {"input_tokens": 10.0, "cache_read_input_tokens": 1000.0,
+         "cache_creation_input_tokens": 0.0}))
+    assert anthropic.turns[0].usage == Usage(1010, 1000, 0)
+
+
+@pytest.mark.parametrize(("value", "shown"), [(1500.5, "1500.5"), (-3, "-3"), (-2.0, "-2"),
+                                               ("1500", "'1500'"), (True, "True"),
+                                               (float("inf"), "inf")])
+def test_usage_counts_that_are_not_whole_non_negative_numbers_are_refused(value, shown):
+    with pytest.raises(TraceError, match=r"message 2: usage.prompt_tokens must be a "
+                                         r"non-negative integer, got " + shown):
+        trace_from_messages(_with_usage({"prompt_tokens": value}))

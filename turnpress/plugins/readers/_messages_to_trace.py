@@ -192,7 +192,9 @@ def usage_from(raw: Any, where: str, index: int) -> Usage | None:
     OpenAI Responses: ``input_tokens`` with ``input_tokens_details.cached_tokens``;
     DeepSeek: ``prompt_cache_hit_tokens`` (+ ``prompt_cache_miss_tokens``);
     Anthropic: ``input_tokens`` + ``cache_read_input_tokens`` (cached) +
-    ``cache_creation_input_tokens`` (written).
+    ``cache_creation_input_tokens`` (written). Each count is a non-negative integer;
+    an integer-valued float (``1500.0``, as some proxies write) is taken as that
+    integer, any other number (``1500.5``, negative), string or boolean is an error.
     """
     if raw is None:
         return None
@@ -203,6 +205,8 @@ def usage_from(raw: Any, where: str, index: int) -> Usage | None:
         value = obj.get(key) if isinstance(obj, Mapping) else None
         if value is None:
             return 0
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # 1500.0: as some proxies write a count
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise fail(where, index, f"usage.{label or key} must be a non-negative integer, "
                                      f"got {quote(value)}")
