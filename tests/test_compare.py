@@ -37,9 +37,10 @@ def bundled():
 
 @pytest.fixture
 def corpus(tmp_path) -> Path:
-    """A JSONL file with the bundled traces twice (6 unnamed runs: runs#1..runs#6)."""
-    traces = [dataclasses.replace(load_trace(p), name="")
-              for p in short_example_trace_paths()] * 2
+    """A JSONL file with the bundled traces twice (6 unnamed runs: runs#1..runs#6), the
+    copies with missions of their own (the same run twice would be counted once)."""
+    traces = [dataclasses.replace(load_trace(p), name="") for p in short_example_trace_paths()]
+    traces += [dataclasses.replace(t, mission=t.mission + " (again)") for t in traces]
     path = tmp_path / "runs.jsonl"
     save_traces(traces, path)
     return path
@@ -106,7 +107,7 @@ def test_json_document_shape(bundled):
     doc = bundled.to_json()
     assert list(doc) == ["tokenizer", "cache", "price", "min_recall", "floor", "traces",
                          "strategies", "as_run", "recommended", "not_compared", "candidate",
-                         "sample", "intervals", "notes", "skipped"]
+                         "sample", "intervals", "notes", "skipped", "repeated"]
     assert doc["sample"] is None and doc["intervals"]["unit"] == "run"
     assert doc["price"] == {"input": 3.0, "cached": 0.3, "write": 3.75, "output": 15.0}
     assert doc["traces"][0] == {"name": bundled.traces[0].name, "turns": bundled.traces[0].turns,
@@ -404,12 +405,50 @@ def test_an_empty_directory_is_one_error(tmp_path):
 def test_trace_files_from_anywhere(tmp_path):
     copy = tmp_path / "copy.json"
     shutil.copy(PHONE, copy)
-    save_trace(load_trace(PHONE), tmp_path / "one.jsonl")
+    other = dataclasses.replace(load_trace(PHONE), mission="Another campaign.")
+    save_trace(other, tmp_path / "one.jsonl")
     result = run(str(copy), str(tmp_path / "one.jsonl"), "--json", "--tokenizer", "chars4",
                  "-s", "aggressive")
     assert result.exit_code == 0, result.output
-    assert [t["name"] for t in json.loads(result.output)["traces"]] == [
+    assert [t["name"] for t in json.loads(result.stdout)["traces"]] == [
         "phone-campaign", "phone-campaign"]
+
+
+def test_the_same_run_in_two_files_is_counted_once(tmp_path):
+    """QA: a run in a .json file and again in a JSONL line (import's output, or a copy
+    under another name) was compared twice. It is the same run as import tells it
+    (``run_digest``: the trace without its name): counted once, where it came first,
+    with one warning naming both places; --jobs 1 and 2 agree."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(PHONE, logs / "a.json")
+    other = dataclasses.replace(load_trace(PHONE), mission="Another campaign.")
+    save_traces([other, dataclasses.replace(load_trace(PHONE), name="renamed")],
+                logs / "b.jsonl")
+    outputs = []
+    for jobs in ("1", "2"):
+        result = run(str(logs), "--json", "--tokenizer", "chars4", "-s", "aggressive",
+                     "--jobs", jobs)
+        assert result.exit_code == 0, result.output
+        assert result.stderr == (f"warning: run 'renamed' at {logs}/b.jsonl: line 2 is the "
+                                 f"same run as at {logs}/a.json: counted once, there\n")
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1]
+    doc = json.loads(outputs[0])
+    assert [(t["name"], t["turns"]) for t in doc["traces"]] == [
+        ("phone-campaign", len(load_trace(PHONE).turns))] * 2
+    assert doc["repeated"] == [{"name": "renamed", "file": f"{logs}/b.jsonl", "line": 2,
+                                "same_as": {"name": "phone-campaign",
+                                            "file": f"{logs}/a.json", "line": None}}]
+    table = run(str(logs), "--tokenizer", "chars4", "-s", "aggressive")
+    assert "repeated: 1 run found again in another place (the same run), each counted " \
+           "once, where it came first" in table.stdout
+    # the same Trace object twice (the API): counted once as well
+    twice = _compare([load_trace(PHONE), load_trace(PHONE)], ["aggressive"],
+                     tokenizer="chars4")
+    assert len(twice.traces) == 1 and str(twice.repeated[0]) == (
+        "run 'phone-campaign' at trace phone-campaign is the same run as at trace "
+        "phone-campaign: counted once, there")
 
 
 # -- transcripts, as run, recall, recommendation, isolation (issues 9, 11, 13) --------------
@@ -776,8 +815,8 @@ def test_jsonl_lines_in_a_registered_transcript_format_are_streamed(fresh_regist
     def detect(data, path):
         return isinstance(data, dict) and "chat" in data
 
-    def read(data, where):
-        return transcript(name=data["chat"])
+    def read(data, where):  # two different runs (the same run is counted once)
+        return dataclasses.replace(transcript(name=data["chat"]), mission=data["chat"])
 
     class Plugin:
         @hookimpl

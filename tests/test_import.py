@@ -20,6 +20,7 @@ from turnpress.core.trace import (
     TRACE_VERSION,
     TraceError,
     iter_traces,
+    run_digest,
     save_traces,
     trace_formats,
 )
@@ -292,3 +293,20 @@ def test_import_does_not_append_to_a_file_that_is_no_trace_file(tmp_path):
     assert run("import", str(data("openai/request.json")), "-o", str(out),
                "--force").exit_code == 0
     assert [t.source for t in iter_traces(out)] == ["openai-chat"]
+
+
+def test_the_same_run_is_told_by_one_digest_in_import_and_compare(tmp_path):
+    """One rule for "the same run" (``run_digest``: the trace without its name): import
+    warns of it whatever the version the output was written in (a version 1 line is not
+    the same text as version 2), and compare counts it once."""
+    run1 = load_trace(data("openai/request.json"))
+    out = tmp_path / "old.jsonl"
+    save_traces([run1], out, version=1)
+    assert run_digest(next(iter_traces(out))) == run_digest(run1)
+    result = run("import", str(data("openai/request.json")), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (f"warning: run 'request' was imported again: the same run is "
+                             f"already at {out}: line 1\n")
+    compared = compare_traces([data("openai/request.json"), out], ["full-history"],
+                              tokenizer="chars4")
+    assert len(compared.traces) == 1 and len(compared.repeated) == 2

@@ -14,8 +14,6 @@ as ``turnpress run --save-trace runs.jsonl`` appends a run; ``--force``
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 from collections import Counter
@@ -33,7 +31,9 @@ from turnpress.core.trace import (
     append_jsonl,
     is_trace_file,
     iter_traces,
+    run_digest,
     save_traces,
+    trace_from_json_line,
 )
 from turnpress.core.trace_inputs import Inputs, discover, skipped_lines
 
@@ -91,6 +91,9 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
     if append:
         _check_appendable(out)
     result = ImportResult(out, appended=append, skipped=found.skipped)
+    # the same run (whatever its name, file or format): the digest of each run in the
+    # output -> where it is, to warn of a run imported again
+    seen = _runs_in(out) if append else {}
 
     def runs() -> Iterator[Trace]:
         for f in files:
@@ -98,6 +101,12 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
             for trace in iter_traces(f):
                 result.runs[str(f)] += 1
                 result.formats[trace.source or "turnpress"] += 1
+                n = result.total
+                digest = run_digest(trace)
+                if digest in seen:
+                    result.duplicates.append((trace.name or f"run {n}", seen[digest]))
+                elif digest:
+                    seen[digest] = f"run {n} of this import ({f})"
                 yield trace
 
     partial = out.with_name(out.name + ".partial")
@@ -105,10 +114,8 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
     try:
         if not append:
             save_traces(runs(), partial)
-            result.duplicates = _duplicates(partial, None)
         else:
             save_traces(runs(), fresh)
-            result.duplicates = _duplicates(fresh, out)
             shutil.copy(out, partial)  # its content and permissions
             with fresh.open("rb") as new_runs:
                 append_jsonl(partial, new_runs)
@@ -122,35 +129,25 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
     return result
 
 
-def _run_key(line: bytes) -> tuple[bytes, str]:
-    """A run's fingerprint (its trace, whatever its name) and its name."""
-    try:
-        obj = json.loads(line)
-    except ValueError:
-        return hashlib.sha256(line.strip()).digest(), ""
-    name = obj.pop("name", "") if isinstance(obj, dict) else ""
-    text = json.dumps(obj, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), str(name)
-
-
-def _duplicates(new: Path, existing: Path | None) -> list[tuple[str, str]]:
-    """``(name, where)`` for each run of the JSONL file ``new`` that is, whatever its
-    name, a run of ``existing`` or an earlier run of ``new``."""
-    seen: dict[bytes, str] = {}
-    if existing is not None:
-        with existing.open("rb") as handle:
-            for lineno, line in enumerate(handle, 1):
-                if line.strip():
-                    seen.setdefault(_run_key(line)[0], f"{existing}: line {lineno}")
-    found = []
-    with new.open("rb") as handle:
-        for lineno, line in enumerate(handle, 1):
-            key, name = _run_key(line)
-            if key in seen:
-                found.append((name or f"run {lineno}", seen[key]))
-            else:
-                seen[key] = f"run {lineno} of this import"
-    return found
+def _runs_in(existing: Path) -> dict[str, str]:
+    """The digest (:func:`~turnpress.core.trace.run_digest`) of each run of the JSONL
+    trace file ``existing`` -> where it is (``FILE: line N``); a line that cannot be
+    read is left out (appending never reads the old runs otherwise)."""
+    seen: dict[str, str] = {}
+    with existing.open("rb") as handle:
+        count = 0
+        for lineno, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            count += 1
+            try:
+                trace = trace_from_json_line(raw.decode("utf-8"), existing, lineno, count)
+            except (TraceError, UnicodeDecodeError):
+                continue
+            digest = run_digest(trace)
+            if digest:
+                seen.setdefault(digest, f"{existing}: line {lineno}")
+    return seen
 
 
 def _check_appendable(out: Path) -> None:

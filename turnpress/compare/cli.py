@@ -124,7 +124,9 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     of the full history the prompt still carries) and needed-fact recall (which
     facts the agent went on to use it still shows). Traces with billed usage add
     an "as run" row. A strategy that cannot run is listed with its reason. A run
-    that cannot be read or has no turn is skipped and named (--strict: stop).
+    that cannot be read or has no turn is skipped and named (--strict: stop). The
+    same run found again (in another file, or on another line; whatever its name) is
+    counted once, where it came first, with a warning naming both places.
     Cost ratio, recall and tokens saved get a 95% bootstrap interval over runs; a
     strategy is recommended only if its recall's lower bound is at least --min-recall.
     When no strategy asked for could run, the table is printed and the exit code is 1.
@@ -190,9 +192,12 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         raise click.ClickException(str(exc)) from None
     for skipped in result.skipped:
         click.echo(f"Skipped {skipped}", err=True)
+    for repeated in result.repeated:
+        click.echo(f"warning: {repeated}", err=True)
     sample_info = result.sample
     _echo_count(found, len(result.traces), len(result.skipped),
-                0 if sample_info is None else sample_info.population - sample_info.runs)
+                0 if sample_info is None else sample_info.population - sample_info.runs,
+                len(result.repeated))
     if as_json:  # piece by piece: the per-prompt lists are never held whole
         for piece in result.iter_json():
             click.echo(piece, nl=False)
@@ -211,16 +216,19 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
                                    f"({left}); the reasons are listed above")
 
 
-def _echo_count(found: Inputs, compared: int, skipped: int, not_drawn: int = 0) -> None:
+def _echo_count(found: Inputs, compared: int, skipped: int, not_drawn: int = 0,
+                repeated: int = 0) -> None:
     """When the scan of a directory or pattern skipped files that are not runs: the count
     of the files found, and of the runs of the others compared, skipped (they cannot be
-    read or have no turn) and not drawn by ``--sample``, on stderr."""
+    read or have no turn), found again (counted once) and not drawn by ``--sample``, on
+    stderr."""
     if not found.skipped:
         return
+    again = f", {repeated} found again (counted once)" if repeated else ""
     drawn = f", {not_drawn} not drawn (--sample)" if not_drawn else ""
     click.echo(f"{len(found.files) + len(found.skipped)} file(s) found, {len(found.skipped)} "
                f"skipped (not a run); the runs of the other {len(found.files)}: {compared} "
-               f"compared, {skipped} skipped{drawn}", err=True)
+               f"compared, {skipped} skipped{again}{drawn}", err=True)
 
 
 def _progress(console: Console, total: int) -> Progress:

@@ -24,7 +24,7 @@ import gc
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ from turnpress.compare.results import (
     DEFAULT_MIN_RECALL,
     CallRow,
     ComparisonResult,
+    Repeated,
     Row,
     SampleInfo,
     Skipped,
@@ -85,7 +86,7 @@ from turnpress.core.strategy_lookup import StrategyCreationError
 from turnpress.core.summaries import SummaryBudgetExceeded
 from turnpress.core.templates import resolve_template_dirs
 from turnpress.core.tokens import DEFAULT_TOKENIZER, Tokenizer, get_tokenizer
-from turnpress.core.trace import Trace, TraceError
+from turnpress.core.trace import Trace, TraceError, run_digest
 from turnpress.plugins.summarizers import SummaryRuntime, default_cache_dir
 
 __all__ = ["IN_FLIGHT_PER_SLOT", "NothingCompared", "check_settings", "compare_traces",
@@ -258,7 +259,11 @@ class _Worker:
                 out.append(Skipped(*skipped_task(task_file(task), f"{where}: no turn (the "
                                                  f"run ended before its first reply)")[1:]))
                 continue
-            out.append(self.compare(index + len(out), trace))
+            outcome = self.compare(index + len(out), trace)
+            file, line = task_key(task) or (None, None)
+            outcome.info = replace(outcome.info, file=file, line=line,
+                                   digest=run_digest(trace))
+            out.append(outcome)
         return out
 
     def _context(self, trace: Trace, n: int) -> tuple[tuple[Turn, ...], RenderContext]:
@@ -653,7 +658,9 @@ def compare_traces(
     (:mod:`turnpress.compare.per_trace`), whatever stops the comparison later.
     ``resume``: such a file from an interrupted comparison: its traces are read back
     instead of compared (a missing file: nothing to resume); with ``per_trace`` the
-    same file, new lines are appended to it.
+    same file, new lines are appended to it. A run found again (the same trace,
+    :func:`~turnpress.core.trace.run_digest`, in another file or on another line) is
+    counted once, where it comes first; each copy is in ``ComparisonResult.repeated``.
 
     Bad names, options, prices and traces raise ``ValueError`` (``TraceError``
     for traces). A strategy that raises ``StrategyNotApplicable`` is marked
@@ -699,6 +706,7 @@ def compare_traces(
         per_trace, same_file = resume, True
     sources = (trace_tasks(as_sources(traces), strict=bool(strict)) if drawing is None
                else drawing.tasks(as_sources(traces), strict=bool(strict)))
+    seen: dict[str, TraceInfo] = {}  # the digest of each run counted -> its info
     with get_executor(executor, jobs) as runner, fewer_collections():
         # the executor before the file: an error leaves it be
         writer = None
@@ -714,7 +722,16 @@ def compare_traces(
                 if isinstance(outcome, Skipped):
                     result.skipped.append(outcome)
                     continue
-                add_outcome(result, outcome, names, keep_prompts)
+                # the same run again (another file, another line): counted once, the
+                # first time (trace order, whatever the jobs); only digests are kept
+                info = outcome.info
+                first = seen.get(info.digest) if info.digest else None
+                if first is not None:
+                    result.repeated.append(Repeated(info.name, info, first))
+                else:
+                    if info.digest:
+                        seen[info.digest] = info  # in result.traces anyway
+                    add_outcome(result, outcome, names, keep_prompts)
                 if progress is not None:
                     progress(outcome.info)
         finally:

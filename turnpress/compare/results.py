@@ -34,6 +34,7 @@ from turnpress.compare.intervals import (
 from turnpress.compare.pricing import Price, cost_usd, output_cost_usd
 from turnpress.compare.retention import Fact
 from turnpress.compare.spill import RecordStore
+from turnpress.core.errors import quote
 from turnpress.core.model import Message
 from turnpress.core.trace import Trace
 
@@ -44,6 +45,7 @@ __all__ = [
     "CallRow",
     "ComparisonResult",
     "DroppedFact",
+    "Repeated",
     "Row",
     "SampleInfo",
     "Skipped",
@@ -138,6 +140,20 @@ class TraceInfo:
     #: the floor: what the run would cost if each new message were sent once and
     #: nothing were re-read, the system prompt read from the cache (DESIGN §11)
     floor_usd: float = 0.0
+    #: where the run was read: its file (None for a :class:`Trace` object) and, in a
+    #: JSONL file of one run a line, its line (None otherwise)
+    file: str | None = None
+    line: int | None = None
+    #: what makes two runs the same run (:func:`turnpress.core.trace.run_digest`;
+    #: "" when unknown): ``compare`` counts a run found twice once
+    digest: str = field(default="", repr=False)
+
+    @property
+    def where(self) -> str:
+        """``FILE``, ``FILE: line N``, or the run's name for a trace object."""
+        if self.file is None:
+            return f"trace {self.name or '(unnamed)'}"
+        return self.file if self.line is None else f"{self.file}: line {self.line}"
 
     def to_json(self) -> dict[str, Any]:
         """This trace's entry of the ``--json`` document."""
@@ -182,6 +198,26 @@ class Skipped:
 
     def __str__(self) -> str:
         return f"{self.file}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Repeated:
+    """A run found again (the same run, :attr:`TraceInfo.digest`, at another place):
+    counted once, where it came first (``first``), and left out here (``at``)."""
+
+    name: str
+    at: TraceInfo
+    first: TraceInfo
+
+    def to_json(self) -> dict[str, Any]:
+        """An entry of the ``--json`` document's ``"repeated"``."""
+        return {"name": self.name, "file": self.at.file, "line": self.at.line,
+                "same_as": {"name": self.first.name, "file": self.first.file,
+                            "line": self.first.line}}
+
+    def __str__(self) -> str:
+        return (f"run {quote(self.name)} at {self.at.where} is "
+                f"the same run as at {self.first.where}: counted once, there")
 
 
 @dataclass
@@ -445,6 +481,8 @@ class ComparisonResult:
     notes: list[tuple[str, str]] = field(default_factory=list)
     #: the runs left out because they cannot be read or have no turn (not ``strict``)
     skipped: list[Skipped] = field(default_factory=list)
+    #: the runs left out because the same run came earlier (counted once, the first)
+    repeated: list[Repeated] = field(default_factory=list)
     #: the billed usage of each turn that has it (:data:`_BILLED`; see :meth:`billed`)
     _billed: RecordStore = field(default_factory=lambda: RecordStore(_BILLED), repr=False)
 
@@ -608,6 +646,7 @@ class ComparisonResult:
                           "unit": "run", "replicates": REPLICATES, "seed": self.seed},
             "notes": [{"strategy": label, "note": note} for label, note in self.notes],
             "skipped": [s.to_json() for s in self.skipped],
+            "repeated": [r.to_json() for r in self.repeated],
         }
 
     def iter_json(self, indent: int = 2) -> Iterator[str]:

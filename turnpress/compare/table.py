@@ -207,6 +207,11 @@ def notes(result: ComparisonResult, *, plain: bool = False) -> list[str]:
         n = len(result.skipped)
         lines.append(f"skipped: {n} run{'s' * (n != 1)} that cannot be read or have no turn "
                      f"(listed on stderr and in --json; --strict stops at the first)")
+    if result.repeated:
+        n = len(result.repeated)
+        lines.append(f"repeated: {n} run{'s' * (n != 1)} found again in another place (the "
+                     f"same run), each counted once, where it came first (listed on "
+                     f"stderr and in --json)")
     return lines
 
 

@@ -13,6 +13,7 @@ the line or turn, and the field; nothing malformed is accepted silently.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -61,6 +62,7 @@ __all__ = [
     "parse_text",
     "read_any",
     "read_runs",
+    "run_digest",
     "save_trace",
     "save_traces",
     "trace_file",
@@ -435,9 +437,11 @@ def _inline_graphs(obj: Any) -> tuple[Any, dict[str, Any], str]:
     return swap(obj, 0), found, nonce
 
 
-def _dumps(trace: Trace, version: int, indent: int | None) -> str:
+def _dumps(trace: Trace, version: int, indent: int | None, named: bool = True) -> str:
     try:
         obj = trace_to_dict(trace, version)
+        if not named:
+            obj.pop("name", None)
         obj, graphs, nonce = _inline_graphs(obj)  # each written by codec.encoded_json
         text = json.dumps(obj, indent=indent, ensure_ascii=False, allow_nan=False)
         if graphs:
@@ -450,6 +454,18 @@ def _dumps(trace: Trace, version: int, indent: int | None) -> str:
     if not text.isascii() and _SURROGATE.search(text) is not None:
         text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
+
+
+def run_digest(trace: Trace) -> str:
+    """What makes two runs "the same run", whatever their name or the file and format
+    they were read from: a digest of the trace's JSON without its name ("" when it
+    cannot be written as JSON). ``import`` warns of a run imported again and
+    ``compare`` counts a run found twice once, both by this digest."""
+    try:
+        text = _dumps(trace, TRACE_VERSION, None, named=False)
+    except TraceError:
+        return ""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def save_trace(trace: Trace, path: str | os.PathLike[str],
