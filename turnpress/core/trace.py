@@ -13,7 +13,6 @@ the line or turn, and the field; nothing malformed is accepted silently.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -36,6 +35,7 @@ from turnpress.core.trace_json import (
     decode_value,
     encode_value,
     is_native_trace,
+    run_digest,
     trace_to_dict,
 )
 from turnpress.core.trace_model import Trace
@@ -437,11 +437,9 @@ def _inline_graphs(obj: Any) -> tuple[Any, dict[str, Any], str]:
     return swap(obj, 0), found, nonce
 
 
-def _dumps(trace: Trace, version: int, indent: int | None, named: bool = True) -> str:
+def _dumps(trace: Trace, version: int, indent: int | None) -> str:
     try:
         obj = trace_to_dict(trace, version)
-        if not named:
-            obj.pop("name", None)
         obj, graphs, nonce = _inline_graphs(obj)  # each written by codec.encoded_json
         text = json.dumps(obj, indent=indent, ensure_ascii=False, allow_nan=False)
         if graphs:
@@ -454,18 +452,6 @@ def _dumps(trace: Trace, version: int, indent: int | None, named: bool = True) -
     if not text.isascii() and _SURROGATE.search(text) is not None:
         text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
-
-
-def run_digest(trace: Trace) -> str:
-    """What makes two runs "the same run", whatever their name or the file and format
-    they were read from: a digest of the trace's JSON without its name ("" when it
-    cannot be written as JSON). ``import`` warns of a run imported again and
-    ``compare`` counts a run found twice once, both by this digest."""
-    try:
-        text = _dumps(trace, TRACE_VERSION, None, named=False)
-    except TraceError:
-        return ""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def save_trace(trace: Trace, path: str | os.PathLike[str],

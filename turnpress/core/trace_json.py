@@ -19,6 +19,7 @@ the line or turn, and the field; nothing malformed is accepted silently.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -37,6 +38,7 @@ __all__ = [
     "decode_value",
     "encode_value",
     "is_native_trace",
+    "run_digest",
     "trace_to_dict",
 ]
 
@@ -215,6 +217,20 @@ def trace_to_dict(trace: Trace, version: int = TRACE_VERSION) -> dict[str, Any]:
     if trace.skipped:
         out["skipped"] = [dict(m) for m in trace.skipped]
     return out
+
+
+def run_digest(trace: Trace) -> str:
+    """What makes two runs "the same run", whatever their name or the file, format and
+    trace version they were read from: a digest (128 bits, hex) of the trace's JSON
+    without its name. ``import`` warns of a run imported again and ``compare`` counts
+    a run found twice once, both by this digest ("" for a trace JSON cannot hold)."""
+    try:
+        obj = trace_to_dict(trace)
+        obj.pop("name", None)
+        text = json.dumps(obj, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return ""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 NATIVE_FORMAT = "turnpress"
