@@ -165,6 +165,61 @@ def test_bad_input_is_one_line_naming_file_and_line(events, problem, tmp_path):
     assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
 
 
+def _live_log(tmp_path, cut, newline=False):
+    """A stream-json log whose last line is ``cut`` (the start of a line still being
+    written), ended by a newline or not."""
+    events = [INIT, {"type": "user", "message": {"role": "user", "content": "go"},
+                     "session_id": "s"},
+              {"type": "assistant", "session_id": "s",
+               "message": {"id": "m", "role": "assistant", "content": "done"}}]
+    path = _write(tmp_path, events)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(cut + ("\n" if newline else ""))
+    return path
+
+
+def test_a_last_line_cut_off_is_left_out_with_a_note(tmp_path):
+    """QA: a session whose last line was cut off (still being written, a crash) was
+    skipped whole. Without its newline, the last line is left out and the run read up
+    to it, with a note (trace show prints it; compare and import read the run)."""
+    path = _live_log(tmp_path, '{"type": "assistant", "session_id": "s", "message": {"te')
+    (trace,) = iter_traces(path)
+    assert len(trace.turns) == 1 and trace.turns[0].messages[0]["content"] == "done"
+    note = ("line 4, the last, is cut off (invalid JSON at column 54: Unterminated string "
+            "starting, and no newline ends it): left out, the run read up to line 3 (was "
+            "the file still being written?)")
+    assert trace.skipped[-1] == {"note": note}
+    shown = CliRunner().invoke(main, ["trace", "show", str(path)])
+    assert shown.exit_code == 0 and f"note: {note}" in shown.stdout
+    compared = CliRunner().invoke(main, ["compare", str(path), "-s", "full-history",
+                                         "-t", "chars4", "--json"])
+    assert compared.exit_code == 0 and compared.stderr == ""
+    assert json.loads(compared.stdout)["traces"][0]["turns"] == 1
+    # a last line cut in the middle of a UTF-8 character is cut off too
+    cut = _live_log(tmp_path, '{"type": "user", "x": "caf\u00e9')
+    cut.write_bytes(cut.read_bytes()[:-1])
+    (trace,) = iter_traces(cut)
+    assert trace.skipped[-1]["note"].startswith("line 4, the last, is cut off (not UTF-8")
+
+
+def test_a_cut_line_with_its_newline_or_in_the_middle_stays_an_error(tmp_path):
+    path = _live_log(tmp_path, '{"type": "assistant", "session_id": "s", "message": {"te',
+                     newline=True)
+    with pytest.raises(TraceError) as err:
+        list(iter_traces(path))
+    assert str(err.value) == (f"{path}: line 4: invalid JSON at column 57: Invalid control "
+                              f"character; it is the last line and looks cut off (was the "
+                              f"file still being written?)")
+    skipped = CliRunner().invoke(main, ["compare", str(path), "-s", "full-history",
+                                        "-t", "chars4"])
+    assert skipped.exit_code == 2 and "looks cut off" in skipped.output
+    middle = _live_log(tmp_path, '{"type": "user", "oops\n' + json.dumps(
+        {"type": "user", "message": {"role": "user", "content": "more"}, "session_id": "s"}))
+    with pytest.raises(TraceError, match=r"line 4: invalid JSON at column 23: "
+                                         r"Invalid control character$"):
+        list(iter_traces(middle))
+
+
 # -- property: random Claude Code logs survive import -> save -> load -> full-history ------
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)

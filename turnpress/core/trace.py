@@ -327,17 +327,38 @@ def is_event_log(path: str | os.PathLike[str]) -> bool:
     return first is not None and not claims(first, p) and claims([first], p)
 
 
-def _event_log(handle: BinaryIO, p: Path) -> list[Any]:
+def _event_log(handle: BinaryIO, p: Path) -> tuple[list[Any], str | None]:
     """Every line of an event log, parsed; ``None`` for a blank line, so that item i
-    is line i + 1 (a reader names lines in its errors)."""
+    is line i + 1 (a reader names lines in its errors). A line that cannot be read is
+    an error, but for the last line of a log still being written (or of a crash): cut
+    off before its newline, it is left out (``None``) and the note on it is returned
+    too; with its newline, its error says that it looks cut off."""
     events: list[Any] = []
+    bad: tuple[int, bytes, TraceError] | None = None  # a line that cannot be read
     for lineno, raw in enumerate(handle, 1):
         if lineno == 1:
             raw = raw.removeprefix(BOM)
+        if not raw.strip():
+            events.append(None)
+            continue
+        if bad is not None:  # a bad line with lines after it: the error it is
+            raise bad[2]
         where = f"{p}: line {lineno}"
-        events.append(_parse(_decode_utf8(raw, where, lineno), where, lineno)
-                      if raw.strip() else None)
-    return events
+        try:
+            events.append(_parse(_decode_utf8(raw, where, lineno), where, lineno))
+        except TraceError as exc:
+            bad = (lineno, raw, exc)
+            events.append(None)
+    if bad is None:
+        return events, None
+    lineno, raw, exc = bad
+    reason = str(exc).removeprefix(f"{p}: line {lineno}: ")
+    if raw.endswith(b"\n"):
+        raise TraceError(f"{exc}; it is the last line and looks cut off (was the file "
+                         f"still being written?)")
+    return events, (f"line {lineno}, the last, is cut off ({reason}, and no newline "
+                    f"ends it): left out, the run read up to line {lineno - 1} (was the "
+                    f"file still being written?)")
 
 
 #: a UTF-8 byte order mark, accepted (and ignored) at the start of a file
@@ -347,7 +368,9 @@ BOM = b"\xef\xbb\xbf"
 def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
     """Yield every run in a JSON or JSONL trace file, reading JSONL line by line (a
     bundled trace's name is read as its file: :func:`trace_file`). A JSONL event log
-    (:func:`is_event_log`) is read whole, as one value: the list of its lines."""
+    (:func:`is_event_log`) is read whole, as one value: the list of its lines; its
+    last line, cut off before its newline (a log still being written), is left out
+    with a note (``trace show`` prints it)."""
     p = trace_file(path)
     try:
         handle = p.open("rb")
@@ -355,7 +378,10 @@ def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
         raise TraceError(f"{p}: cannot read trace file: {exc.strerror or exc}") from None
     with handle:
         if _is_jsonl(p) and is_event_log(p):
-            yield from read_runs(_event_log(handle, p), p, str(p), _stem(p))
+            events, cut = _event_log(handle, p)
+            for run in read_runs(events, p, str(p), _stem(p)):
+                yield run if cut is None else replace(
+                    run, skipped=(*run.skipped, {"note": cut}))
         elif _is_jsonl(p):
             count = 0
             for lineno, raw in enumerate(handle, 1):

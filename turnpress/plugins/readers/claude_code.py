@@ -37,7 +37,9 @@ How a run is rebuilt:
 
 So ``full-history`` renders, for turn n, the messages that were sent, less what
 Claude Code does not write down (system prompt, tools, the stream's first prompt).
-A bad line is one error: ``FILE: line N: problem``.
+A bad line is one error: ``FILE: line N: problem``; but the last line of a log still
+being written, cut off before its newline, is left out with a note
+(``turnpress.core.trace.iter_traces``).
 """
 
 from __future__ import annotations
