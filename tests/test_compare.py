@@ -110,8 +110,11 @@ def test_json_document_shape(bundled):
                          "sample", "intervals", "notes", "skipped", "repeated"]
     assert doc["sample"] is None and doc["intervals"]["unit"] == "run"
     assert doc["price"] == {"input": 3.0, "cached": 0.3, "write": 3.75, "output": 15.0}
-    assert doc["traces"][0] == {"name": bundled.traces[0].name, "turns": bundled.traces[0].turns,
-                                "as_run": None, "floor": round(bundled.traces[0].floor_usd, 8)}
+    first = bundled.traces[0]
+    assert doc["traces"][0] == {"name": first.name, "file": first.file, "line": first.line,
+                                "turns": first.turns, "as_run": None,
+                                "floor": round(first.floor_usd, 8)}
+    assert Path(first.file) == example_trace_paths()[0]
     assert doc["as_run"] is None and doc["not_compared"] == []
     assert list(doc["recommended"]) == ["name", "options", "cost_ratio", "needed_fact_recall",
                                         "min_trace_recall", "ci"]
@@ -144,7 +147,8 @@ def test_json_snapshot(snapshot):
                  "-s", "single-user-coalesced:tool_call_limit=5", "--cache", "anthropic",
                  "--price", "in=1,cached=0.1")
     assert result.exit_code == 0, result.output
-    assert result.output == snapshot
+    # the trace's "file" is where turnpress is installed: the same on every machine here
+    assert result.output.replace(str(AUDIT.parent), "EXAMPLES") == snapshot
 
 
 def test_strategy_specs_options_and_repeats():
@@ -412,6 +416,33 @@ def test_trace_files_from_anywhere(tmp_path):
     assert result.exit_code == 0, result.output
     assert [t["name"] for t in json.loads(result.stdout)["traces"]] == [
         "phone-campaign", "phone-campaign"]
+
+
+def test_runs_of_the_same_name_are_told_apart_by_file_and_line(tmp_path):
+    """QA: dup/a/run.json and dup/b/run.json (or two JSONL lines of the same name) gave
+    --json traces both named "run", with nothing to tell them apart: each entry carries
+    its file (and line, in a JSONL file), as --per-trace does; so does the HTML data."""
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    save_trace(dataclasses.replace(load_trace(PHONE), name="run"), tmp_path / "a" / "run.json")
+    other = dataclasses.replace(load_trace(PHONE), name="run", mission="Another campaign.")
+    save_trace(other, tmp_path / "b" / "run.json")
+    lines = tmp_path / "b" / "runs.jsonl"
+    save_traces([dataclasses.replace(other, name="run", mission=f"Campaign {k}.")
+                 for k in (1, 2)], lines)
+    result = run(str(tmp_path), "--json", "--tokenizer", "chars4", "-s", "aggressive")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [(t["name"], t["file"], t["line"]) for t in doc["traces"]] == [
+        ("run", f"{tmp_path}/a/run.json", None), ("run", f"{tmp_path}/b/run.json", None),
+        ("run", str(lines), 1), ("run", str(lines), 2)]
+    objects = _compare([other], ["aggressive"], tokenizer="chars4").to_json()
+    assert (objects["traces"][0]["file"], objects["traces"][0]["line"]) == (None, None)
+    report = tmp_path / "report.html"
+    assert run(str(tmp_path), "--html", str(report), "--tokenizer", "chars4", "-s",
+               "aggressive").exit_code == 0
+    assert f'"file": "{tmp_path}/b/run.json", "line": null' in report.read_text() or \
+        f'"file":"{tmp_path}/b/run.json","line":null' in report.read_text()
 
 
 def test_the_same_run_in_two_files_is_counted_once(tmp_path):

@@ -63,6 +63,10 @@ def test_compare_gives_the_same_figures_on_the_import(tmp_path):
     import_transcripts(inputs, out)
     before = compare_traces(inputs, ["full-history"]).to_json()
     after = compare_traces([out], ["full-history"]).to_json()
+    # the same figures; only where each run was read differs
+    for doc in (before, after):
+        for trace in doc["traces"]:
+            del trace["file"], trace["line"]
     assert before == after
     assert before["strategies"][0]["input_tokens"] > 0
 
@@ -310,3 +314,27 @@ def test_the_same_run_is_told_by_one_digest_in_import_and_compare(tmp_path):
     compared = compare_traces([data("openai/request.json"), out], ["full-history"],
                               tokenizer="chars4")
     assert len(compared.traces) == 1 and len(compared.repeated) == 2
+
+
+def test_runs_of_the_same_name_keep_it_with_a_warning(tmp_path):
+    """QA: dup/a/run.json and dup/b/run.json both became runs named "run", silently.
+    Names are kept as they are (the output reads back losslessly), with one warning per
+    run that has the name of another run of the output, in it already or imported now."""
+    raw = json.loads(data("openai/request.json").read_text())
+    for folder, mission in (("a", "Fix it."), ("b", "Fix the other one.")):
+        (tmp_path / folder).mkdir()
+        changed = json.loads(json.dumps(raw).replace("Fix the failing test in calc.py.",
+                                                     mission))
+        (tmp_path / folder / "run.json").write_text(json.dumps(changed))
+    out = tmp_path / "out.jsonl"
+    result = run("import", str(tmp_path / "a"), str(tmp_path / "b"), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        f"warning: run 'run', run 2 of this import ({tmp_path}/b/run.json), has the name of "
+        f"another run, at run 1 of this import ({tmp_path}/a/run.json): both keep it "
+        f"(compare tells them apart by file and line)\n")
+    assert [t.name for t in iter_traces(out)] == ["run", "run"]
+    again = import_transcripts([tmp_path / "a" / "run.json", data("openai/request.json")],
+                               out)
+    assert again.duplicates == [("run", f"{out}: line 1")]
+    assert again.same_names == []  # the same run: one warning, that one

@@ -56,6 +56,10 @@ class ImportResult:
     #: runs written that were already in the output (or twice in this import):
     #: ``(run name, where the same run already is)``
     duplicates: list[tuple[str, str]] = field(default_factory=list)
+    #: runs written under the name of another run of the output (not the same run):
+    #: ``(run name, where it comes from, where the other run of that name is)``;
+    #: names are kept as they are, ``compare`` tells such runs apart by file and line
+    same_names: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -93,7 +97,7 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
     result = ImportResult(out, appended=append, skipped=found.skipped)
     # the same run (whatever its name, file or format): the digest of each run in the
     # output -> where it is, to warn of a run imported again
-    seen = _runs_in(out) if append else {}
+    seen, names = _runs_in(out) if append else ({}, {})
 
     def runs() -> Iterator[Trace]:
         for f in files:
@@ -103,10 +107,16 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
                 result.formats[trace.source or "turnpress"] += 1
                 n = result.total
                 digest = run_digest(trace)
+                here = f"run {n} of this import ({f})"
                 if digest in seen:
                     result.duplicates.append((trace.name or f"run {n}", seen[digest]))
-                elif digest:
-                    seen[digest] = f"run {n} of this import ({f})"
+                else:
+                    if digest:
+                        seen[digest] = here
+                    if trace.name in names:
+                        result.same_names.append((trace.name, here, names[trace.name]))
+                if trace.name:
+                    names.setdefault(trace.name, here)
                 yield trace
 
     partial = out.with_name(out.name + ".partial")
@@ -129,11 +139,13 @@ def import_transcripts(paths: Iterable[str | os.PathLike[str]],
     return result
 
 
-def _runs_in(existing: Path) -> dict[str, str]:
+def _runs_in(existing: Path) -> tuple[dict[str, str], dict[str, str]]:
     """The digest (:func:`~turnpress.core.trace.run_digest`) of each run of the JSONL
-    trace file ``existing`` -> where it is (``FILE: line N``); a line that cannot be
-    read is left out (appending never reads the old runs otherwise)."""
+    trace file ``existing``, and each run's name -> where it is (``FILE: line N``); a
+    line that cannot be read is left out (appending never reads the old runs
+    otherwise)."""
     seen: dict[str, str] = {}
+    names: dict[str, str] = {}
     with existing.open("rb") as handle:
         count = 0
         for lineno, raw in enumerate(handle, 1):
@@ -147,7 +159,9 @@ def _runs_in(existing: Path) -> dict[str, str]:
             digest = run_digest(trace)
             if digest:
                 seen.setdefault(digest, f"{existing}: line {lineno}")
-    return seen
+            if trace.name:
+                names.setdefault(trace.name, f"{existing}: line {lineno}")
+    return seen, names
 
 
 def _check_appendable(out: Path) -> None:
@@ -179,6 +193,8 @@ def import_command(files: tuple[str, ...], output: str, force: bool) -> None:
     as if it were named. An existing -o file keeps its runs and gets the new ones
     appended, as `run --save-trace x.jsonl` does; --force replaces it. Nothing is
     written if any input is bad (exit code 2, the error names the file and line).
+    Runs keep their names: one with the name of another run of the output (two
+    run.json in two folders) gets a warning, as one imported again does.
     """
     try:
         result = import_transcripts(with_stdin(files), output, replace=force)
@@ -189,6 +205,10 @@ def import_command(files: tuple[str, ...], output: str, force: bool) -> None:
     for name, where in result.duplicates:
         click.echo(f"warning: run {quote(name)} was imported again: the same run is already "
                    f"at {where}", err=True)
+    for name, here, other in result.same_names:
+        click.echo(f"warning: run {quote(name)}, {here}, has the name of another run, at "
+                   f"{other}: both keep it (compare tells them apart by file and line)",
+                   err=True)
     formats = ", ".join(f"{name} x{count}" for name, count in sorted(result.formats.items()))
     verb = "appended" if result.appended else "imported"
     click.echo(f"{verb} {result.total} run(s) from {len(result.runs)} file(s) to "

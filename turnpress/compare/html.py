@@ -86,7 +86,8 @@ def _series(result: ComparisonResult) -> list[dict[str, Any]]:
             billed_n[turn] += 1
             row = next(billed_rows, None)
         if index < shown:
-            per_trace.append({"name": t.name, "turns": t.turns,
+            per_trace.append({"name": t.name, "file": t.file, "line": t.line,
+                              "turns": t.turns,
                               **{k: [[0] * t.turns for _ in range(n_strategies)]
                                  for k in _KEYS},
                               "billed": billed if any(b is not None for b in billed) else None,

@@ -156,8 +156,11 @@ class TraceInfo:
         return self.file if self.line is None else f"{self.file}: line {self.line}"
 
     def to_json(self) -> dict[str, Any]:
-        """This trace's entry of the ``--json`` document."""
-        return {"name": self.name, "turns": self.turns,
+        """This trace's entry of the ``--json`` document: its name, and where it was
+        read (``file``; ``line`` in a JSONL file of one run a line; both None for a
+        trace object), as ``--per-trace`` has them: runs of the same name (two
+        ``run.json`` in two folders) are told apart by them."""
+        return {"name": self.name, "file": self.file, "line": self.line, "turns": self.turns,
                 "as_run": self.as_run.to_json() if self.as_run else None,
                 "floor": round(self.floor_usd, 8)}
 

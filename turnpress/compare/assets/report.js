@@ -325,7 +325,8 @@
   function setupSeries() {
     var select = document.getElementById("series-select");
     data.series.forEach(function (s, i) {
-      select.appendChild(html("option", { value: i }, s.name + " (" + s.turns + " turns)"));
+      var where = s.file ? s.file + (s.line ? ": line " + s.line : "") + ", " : "";
+      select.appendChild(html("option", { value: i }, s.name + " (" + where + s.turns + " turns)"));
     });
     select.addEventListener("change", function () {
       state.series = Number(select.value);
