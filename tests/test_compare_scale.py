@@ -344,4 +344,9 @@ def test_resume_finds_a_trace_by_any_name_of_its_file(good, tmp_path, monkeypatc
     before = out.read_text()
     resumed = run(*good, *args, "--resume", str(out))
     assert resumed.exit_code == 0, resumed.output
-    assert resumed.stdout == full.stdout and out.read_text() == before
+    # the same document as a comparison of these files never interrupted: each trace's
+    # "file" is as named this time
+    never_interrupted = run(*good, *args)
+    assert resumed.stdout == never_interrupted.stdout and out.read_text() == before
+    assert json.loads(full.stdout)["traces"][0]["file"] == relative[0]
+    assert json.loads(resumed.stdout)["traces"][0]["file"] == str(good[0])

@@ -285,6 +285,8 @@ class ResumeIndex:
                         f"it was changed after --per-trace wrote it: delete the trace's "
                         f"lines to compare it again") from None
         assert info is not None
+        # where the trace is read now (the file may be named otherwise than it was)
+        info = dataclasses.replace(info, file=key[0], line=key[1])
         return TraceOutcome(index, info, rows, dropped, status, None)
 
 
