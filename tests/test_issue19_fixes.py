@@ -161,7 +161,7 @@ def test_importing_the_same_run_twice_warns_naming_it(tmp_path):
     copy.write_text(data("openai/request.json").read_text())
     twice = run("import", source, str(copy), "-o", str(tmp_path / "two.jsonl"))
     assert twice.stderr == ("warning: run 'copy' was imported again: the same run is "
-                            "already at run 1 of this import\n")
+                            f"already at run 1 of this import ({source})\n")
 
 
 def test_import_a_directory_is_one_line_not_a_usage_error(tmp_path):
