@@ -49,7 +49,9 @@ def cost_usd(price: Price, input_tokens: int, cached: int = 0, written: int = 0)
 def floor_cost(price: Price, cache: str, new_tokens: int, head_tokens: int) -> float:
     """One prompt's share of the floor (DESIGN §11): its ``new_tokens`` (what it adds to
     the run's previous prompt) sent once at the input price, and the system prompt
-    (``head_tokens``) read from the cache (at the input price when there is none)."""
+    (``head_tokens``) read from the cache (at the input price when there is none): on
+    every prompt, the first included, whatever its length, with no write (an ideal
+    bound, priced as simply as that)."""
     head_price = price.input if cache == "none" else price.cached
     return (new_tokens * price.input + head_tokens * head_price) / 1_000_000
 
