@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -136,7 +137,12 @@ def test_json_document_shape(bundled):
         assert isinstance(entry["cost_usd"], float)
         assert 0.0 <= entry["needed_fact_recall"] <= 1.0
         assert list(entry["per_turn"][0]) == ["trace", "turn", "input_tokens", "cached_tokens",
-                                              "retention", "needed", "needed_shown"]
+                                              "written_tokens", "cost_usd", "retention",
+                                              "needed", "needed_shown"]
+        # every per-prompt number: the prompts' costs add up to the strategy's
+        assert math.isclose(sum(t["cost_usd"] for t in entry["per_turn"]),
+                            entry["cost_usd"] - entry["summary_cost_usd"], abs_tol=1e-6)
+        assert sum(t["written_tokens"] for t in entry["per_turn"]) == entry["written_tokens"]
     assert json.loads(bundled.dumps()) == json.loads(json.dumps(doc))
 
 
@@ -545,6 +551,7 @@ def test_as_run_rows_from_billed_usage():
     billed = [Usage(2000 + 300 * n, 1920 if n > 1 else 0) for n in range(1, 5)]
     expected = {"prompts": 4, "prompt_tokens": sum(u.prompt_tokens for u in billed),
                 "cached_tokens": sum(u.cached_tokens for u in billed),
+                "cache_write_tokens": 0,
                 "cost_usd": round(sum(cost_usd(price, u.prompt_tokens, u.cached_tokens)
                                       for u in billed), 8)}
     assert doc["as_run"] == expected

@@ -113,10 +113,12 @@ class AsRun:
                      self.runs_without_system + other.runs_without_system)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"prompts", "prompt_tokens", "cached_tokens", "cost_usd"}``, and
-        ``"runs_without_system"`` when some runs' logs hold no system prompt."""
+        """``{"prompts", "prompt_tokens", "cached_tokens", "cache_write_tokens",
+        "cost_usd"}``, and ``"runs_without_system"`` when some runs' logs hold no system
+        prompt."""
         out: dict[str, Any] = {"prompts": self.prompts, "prompt_tokens": self.prompt_tokens,
                                "cached_tokens": self.cached_tokens,
+                               "cache_write_tokens": self.cache_write_tokens,
                                "cost_usd": round(self.cost_usd, 8)}
         if self.runs_without_system:
             out["runs_without_system"] = self.runs_without_system
@@ -410,9 +412,13 @@ class StrategyResult:
 
     def _turn_entries(self) -> Iterator[dict[str, Any]]:
         """The ``per_turn`` entries of :meth:`to_json`, one at a time."""
+        price = self._price
         for t in self.per_turn():
+            cost = (cost_usd(price, t.input_tokens, t.cached_tokens, t.written_tokens)
+                    if price is not None else 0.0)
             yield {"trace": t.trace, "turn": t.turn, "input_tokens": t.input_tokens,
-                   "cached_tokens": t.cached_tokens, "retention": round(t.retention, 6),
+                   "cached_tokens": t.cached_tokens, "written_tokens": t.written_tokens,
+                   "cost_usd": round(cost, 8), "retention": round(t.retention, 6),
                    "needed": t.needed, "needed_shown": t.needed_shown}
 
 
