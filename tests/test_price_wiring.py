@@ -251,3 +251,74 @@ def test_min_trace_recall_is_the_worst_run() -> None:
     worst = min((k / n for n, k in per.values() if n), default=1.0)
     assert s.min_trace_recall == pytest.approx(worst)
     assert s.min_trace_recall <= s.needed_fact_recall
+
+
+MIN_SEEN: list[int] = []
+
+
+class RecordingMinimum(Recording):
+    """Records the smallest cached prefix its render context's cache rules say."""
+
+    name = "recording-minimum"
+
+    def to_messages(self, turns, memory, ctx):
+        MIN_SEEN.append(ctx.cache.min_tokens)
+        return super().to_messages(turns, memory, ctx)
+
+
+def _long_run() -> list[dict]:
+    """A chat run whose prompts pass 1,024 tokens (chars4) but stay under 2,048."""
+    return [{"role": "system", "content": "x" * 5000},
+            {"role": "user", "content": "Fix the typo."},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "bash", "arguments": '{"command": "ls"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "a.py\n" * 40},
+            {"role": "assistant", "content": "Done."}]
+
+
+def test_a_model_with_a_larger_cache_minimum_caches_nothing_under_it(tmp_path) -> None:
+    """Haiku 3.5 caches no prefix under 2,048 tokens (Anthropic's docs): priced as
+    anthropic-haiku-3.5 (or min= in a custom price), compare's cache model writes and
+    reads nothing under it, where Sonnet 4's 1,024 caches the system prompt; strategies
+    see the same minimum (ctx.cache.min_tokens), by compare and by compress()."""
+    import json
+
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(_long_run()))
+
+    def totals(price: str) -> tuple[int, int]:
+        full = compare_traces([str(path)], ["full-history"], cache="anthropic",
+                              price=price, tokenizer="chars4").strategies[0]
+        return full.cached_tokens, full.written_tokens
+
+    assert totals("anthropic-sonnet-4") > (0, 0)
+    assert totals("anthropic-haiku-3.5") == (0, 0)
+    assert totals("in=0.8,cached=0.08,write=1,min=2048") == (0, 0)
+    assert totals("in=0.8,cached=0.08,write=1,min=1024") == totals("anthropic-sonnet-4")
+    registry = Registry(entry_points=False)
+    registry.register(types.SimpleNamespace(register_strategies=hookimpl(
+        lambda register: register(RecordingMinimum))), name="recording-minimum-plugin")
+    previous = reset_registry(registry)
+    try:
+        compare_traces([str(path)], ["recording-minimum"], cache="anthropic",
+                       price="anthropic-haiku-3.5", tokenizer="chars4")
+        compress(_long_run(), strategy="recording-minimum", cache="anthropic",
+                 price="anthropic-haiku-3.5")
+        compress(_long_run(), strategy="recording-minimum", cache="anthropic")
+    finally:
+        reset_registry(previous)
+    assert set(MIN_SEEN[:-1]) == {2048} and MIN_SEEN[-1] == 1024
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("in=1,cached=0.1,min=0", "min= is a number of tokens"),
+    ("in=1,cached=0.1,min=1.5", "min= is a number of tokens"),
+    ("in=1,cached=0.1,minimum=2", "is not in=, cached=, write=, out= or min="),
+])
+def test_a_bad_min_is_one_clear_error(text, problem) -> None:
+    from turnpress.core.pricing import parse_price
+
+    with pytest.raises(ValueError, match=problem):
+        parse_price(text)
+    assert str(parse_price("in=1,cached=0.1,min=4096")) == "in=1,cached=0.1,min=4096"

@@ -430,7 +430,7 @@ def test_prices_have_output_prices() -> None:
     assert PRICE_PRESETS["anthropic-sonnet-4"].output == 15.0
     assert parse_price("in=1,cached=0.1,out=4") == Price(1, 0.1, output=4)
     assert str(parse_price("in=1,cached=0.1,out=4")) == "in=1,cached=0.1,out=4"
-    with pytest.raises(ValueError, match="is not in=, cached=, write= or out="):
+    with pytest.raises(ValueError, match="is not in=, cached=, write=, out= or min="):
         parse_price("in=1,cached=0.1,outt=4")
 
 

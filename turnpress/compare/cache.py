@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, ClassVar
 
+from turnpress.core.pricing import CacheRules, get_cache_rules
 from turnpress.core.tokens import Segment, TokenizedPrompt
 
 __all__ = [
@@ -382,10 +383,19 @@ def cache_model_names() -> list[str]:
     return list(CACHE_MODELS)
 
 
-def new_cache_model(name: str) -> CacheModel:
-    """A fresh cache model for one run; a ``ValueError`` lists the valid names."""
+def new_cache_model(name: str, rules: CacheRules | None = None) -> CacheModel:
+    """A fresh cache model for one run; a ``ValueError`` lists the valid names.
+    ``rules``: the cache's rules for the model priced (:func:`~turnpress.core.pricing.rules_for`:
+    its smallest cached prefix), when they are not the cache model's own."""
     try:
-        return CACHE_MODELS[name]()
+        model = CACHE_MODELS[name]
     except (KeyError, TypeError):
         valid = ", ".join(CACHE_MODELS)
         raise ValueError(f"unknown cache model {name!r}; valid: {valid}") from None
+    if rules is None or rules.min_tokens == get_cache_rules(name).min_tokens:
+        return model()
+    if model is AnthropicCache:
+        return AnthropicCache(min_tokens=rules.min_tokens)
+    if model is OpenAICache:
+        return OpenAICache(min_prompt=rules.min_tokens, min_cached=rules.min_tokens)
+    return model()

@@ -25,6 +25,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ from turnpress.core.compression import (
 from turnpress.core.errors import PLUGIN_FAULTS
 from turnpress.core.executor import Executor, TaskResults, WorkerJob, get_executor
 from turnpress.core.model import Message, Turn
-from turnpress.core.pricing import CacheRules, get_cache_rules
+from turnpress.core.pricing import CacheRules, rules_for
 from turnpress.core.strategy_lookup import StrategyCreationError
 from turnpress.core.summaries import SummaryBudgetExceeded
 from turnpress.core.templates import resolve_template_dirs
@@ -190,10 +191,11 @@ class _Settings:
     price: Price
     strict: bool = True
 
-    @property
+    @cached_property
     def rules(self) -> CacheRules:
-        """The cache model's rules, as strategies see them (``RenderContext.cache``)."""
-        return get_cache_rules(self.cache)
+        """The cache model's rules for the model priced, as strategies see them
+        (``RenderContext.cache``) and the cache model counts them."""
+        return rules_for(self.cache, self.price)
 
 
 #: The garbage collector's thresholds while a worker compares (and, in the process that
@@ -284,13 +286,13 @@ class _Worker:
         strategies = s.strategies
         body = self.counter.body
         self.counter.start_run()
-        base_cache = new_cache_model(s.cache)
+        base_cache = new_cache_model(s.cache, s.rules)
         # is it the baseline, does it make model calls: decided once per strategy
         is_base = [st is self.baseline or st == self.baseline for st in strategies]
         makes_calls = [getattr(st, "model_calls", None) is not None for st in strategies]
         # the baseline sends the reference's prompts: its cache usage is the reference's
         # (one model, not a second copy of its states, as long as the run)
-        caches = [None if b else new_cache_model(s.cache) for b in is_base]
+        caches = [None if b else new_cache_model(s.cache, s.rules) for b in is_base]
         keep = index < s.keep_prompts
         where = f"trace {trace.name or '(unnamed)'}"
         status: list[tuple[str, str] | None] = [None] * len(strategies)

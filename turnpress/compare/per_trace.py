@@ -40,7 +40,7 @@ def _setting_text(value: Any) -> str:
     if isinstance(value, dict):
         try:
             return str(Price(value["input"], value["cached"], value["write"],
-                             output=value["output"]))
+                             output=value["output"], min_cached=value.get("min_cached")))
         except (KeyError, TypeError, ValueError):
             return json.dumps(value)
     return str(value)

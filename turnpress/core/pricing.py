@@ -15,7 +15,7 @@ tokens (a summarization call's summary; ``None`` when a price given by hand has 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = [
     "CACHE_RULES",
@@ -29,6 +29,7 @@ __all__ = [
     "get_price",
     "parse_price",
     "resolve_pricing",
+    "rules_for",
 ]
 
 CACHE_WRITE_PREMIUM = 1.25
@@ -36,13 +37,17 @@ CACHE_WRITE_PREMIUM = 1.25
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens: ``input``, ``cached`` input and cache ``write`` (or None)."""
+    """USD per million tokens: ``input``, ``cached`` input and cache ``write`` (or None);
+    ``min_cached``: the model's smallest cacheable prefix in tokens, when it is not the
+    cache model's (:class:`CacheRules` ``min_tokens``, 1024): Anthropic's Haiku 3.5
+    caches no prefix under 2048 tokens (see :func:`rules_for`)."""
 
     input: float
     cached: float
     write: float | None = None
     name: str | None = None
     output: float | None = None
+    min_cached: int | None = None
 
     @property
     def effective_write(self) -> float:
@@ -51,9 +56,12 @@ class Price:
 
     def to_json(self) -> dict[str, float | None]:
         """``{"input": float, "cached": float, "write": float | None, "output": float |
-        None}``."""
-        return {"input": self.input, "cached": self.cached, "write": self.write,
-                "output": self.output}
+        None}``, and ``"min_cached"`` when it is set."""
+        out: dict[str, float | None] = {"input": self.input, "cached": self.cached,
+                                        "write": self.write, "output": self.output}
+        if self.min_cached is not None:
+            out["min_cached"] = self.min_cached
+        return out
 
     def __str__(self) -> str:
         parts = f"in={self.input:g},cached={self.cached:g}"
@@ -61,24 +69,28 @@ class Price:
             parts += f",write={self.write:g}"
         if self.output is not None:
             parts += f",out={self.output:g}"
+        if self.min_cached is not None:
+            parts += f",min={self.min_cached}"
         return f"{self.name} ({parts})" if self.name else parts
 
 
 # USD per million tokens: input / cached input / cache write (None: no write premium) /
-# output (the providers' list prices).
+# output (the providers' list prices); Haiku 3.5's smallest cacheable prefix (Anthropic's
+# prompt-caching docs: 2048 tokens for Haiku 3.5 and 3, 1024 for Sonnet 4).
 PRICE_PRESETS: dict[str, Price] = {
     "openai-gpt-4.1": Price(2.00, 0.50, None, "openai-gpt-4.1", 8.00),
     "openai-gpt-4o": Price(2.50, 1.25, None, "openai-gpt-4o", 10.00),
     "anthropic-sonnet-4": Price(3.00, 0.30, 3.75, "anthropic-sonnet-4", 15.00),
-    "anthropic-haiku-3.5": Price(0.80, 0.08, 1.00, "anthropic-haiku-3.5", 4.00),
+    "anthropic-haiku-3.5": Price(0.80, 0.08, 1.00, "anthropic-haiku-3.5", 4.00, 2048),
 }
 
 _KEYS = {"in": "input", "input": "input", "cached": "cached", "write": "write",
-         "out": "output", "output": "output"}
+         "out": "output", "output": "output", "min": "min_cached"}
 
 
 def parse_price(text: str) -> Price:
-    """A preset name, or ``in=..,cached=..[,write=..][,out=..]`` (USD per million tokens).
+    """A preset name, or ``in=..,cached=..[,write=..][,out=..][,min=..]`` (USD per million
+    tokens; ``min=``: the model's smallest cacheable prefix in tokens, see :class:`Price`).
 
     A ``ValueError`` names the problem and the presets.
     """
@@ -86,8 +98,9 @@ def parse_price(text: str) -> Price:
     if text in PRICE_PRESETS:
         return PRICE_PRESETS[text]
     presets = ", ".join(PRICE_PRESETS)
-    usage = (f"use a preset ({presets}) or in=USD,cached=USD[,write=USD][,out=USD] per "
-             f"million tokens")
+    usage = (f"use a preset ({presets}) or in=USD,cached=USD[,write=USD][,out=USD]"
+             f"[,min=TOKENS] (USD per million tokens; min: the model's smallest cached "
+             f"prefix)")
     if "=" not in text:
         raise ValueError(f"unknown price preset {text!r}; {usage}")
     values: dict[str, float] = {}
@@ -96,7 +109,7 @@ def parse_price(text: str) -> Price:
         field = _KEYS.get(key.strip().lower())
         if not eq or field is None:
             raise ValueError(f"malformed price {text!r}: {item!r} is not in=, cached=, "
-                             f"write= or out=; {usage}")
+                             f"write=, out= or min=; {usage}")
         if field in values:
             raise ValueError(f"malformed price {text!r}: {key.strip()!r} given twice")
         try:
@@ -107,6 +120,9 @@ def parse_price(text: str) -> Price:
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"malformed price {text!r}: {key.strip()} must be a "
                              f"non-negative number")
+        if field == "min_cached" and (value != int(value) or value < 1):
+            raise ValueError(f"malformed price {text!r}: min= is a number of tokens, a "
+                             f"whole number of at least 1 (e.g. min=2048)")
         values[field] = value
     missing = [k for k in ("input", "cached") if k not in values]
     if missing:
@@ -119,8 +135,9 @@ def parse_price(text: str) -> Price:
         raise ValueError(f"price {text!r}: cached= ({values['cached']:g}) is more than in= "
                          f"({values['input']:g}); a cached read is billed at a fraction of "
                          f"the input price (e.g. in=2,cached=0.5)")
+    least = values.get("min_cached")
     return Price(values["input"], values["cached"], values.get("write"),
-                 output=values.get("output"))
+                 output=values.get("output"), min_cached=None if least is None else int(least))
 
 
 def get_price(price: str | Price | None, cache: str = "openai") -> Price:
@@ -186,6 +203,15 @@ def get_cache_rules(cache: str | CacheRules | None) -> CacheRules:
         raise ValueError(f"unknown cache model {cache!r}; valid: {valid}") from None
 
 
+def rules_for(cache: str | CacheRules | None, price: Price) -> CacheRules:
+    """The cache rules of ``cache`` for the model ``price`` is for: its smallest cached
+    prefix is the price's ``min_cached`` when that is set (Haiku 3.5: 2048 tokens)."""
+    rules = get_cache_rules(cache)
+    if price.min_cached is None or not rules.cached:
+        return rules
+    return replace(rules, min_tokens=price.min_cached)
+
+
 def resolve_pricing(cache: str | CacheRules | None = None,
                     price: str | Price | None = None) -> tuple[CacheRules, Price]:
     """The cache rules and the price a render uses: ``cache`` (None: ``openai``) and
@@ -196,4 +222,5 @@ def resolve_pricing(cache: str | CacheRules | None = None,
     if price is not None and not isinstance(price, (str, Price)):
         raise ValueError(f"price must be a preset name, 'in=..,cached=..[,write=..]' or a "
                          f"Price, got {type(price).__name__} {price!r:.60}")
-    return rules, get_price(price, rules.name)
+    chosen = get_price(price, rules.name)
+    return (rules if isinstance(cache, CacheRules) else rules_for(rules, chosen)), chosen
