@@ -132,6 +132,8 @@ def common_prefix_length(a: Sequence[Any], b: Sequence[Any], start: int = 0) -> 
     stops at the first difference."""
     hi = min(len(a), len(b))
     lo = min(max(start, 0), hi)  # a[:lo] == b[:lo]
+    if type(a) is type(b) and type(a) in (list, tuple):
+        return _slices_prefix(a, b, lo, hi)  # type: ignore[arg-type]
     if not isinstance(a, (str, bytes)):
         pairs = (a, b) if not lo else (islice(a, lo, hi), islice(b, lo, hi))
         return next(compress(count(lo), map(operator.ne, *pairs)), hi)
@@ -142,6 +144,24 @@ def common_prefix_length(a: Sequence[Any], b: Sequence[Any], start: int = 0) -> 
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if a[:mid] == b[:mid] else (lo, mid - 1)
     return lo
+
+
+_FIRST_SLICE = 64  # items compared as one slice first by _slices_prefix (then twice as many)
+
+
+def _slices_prefix(a: list[Any] | tuple[Any, ...], b: list[Any] | tuple[Any, ...],
+                   lo: int, hi: int) -> int:
+    """:func:`common_prefix_length` of two lists (or two tuples) whose first ``lo`` items
+    are equal: slices of doubling length compared whole (a tight C loop), the first
+    unequal one item by item."""
+    size = _FIRST_SLICE
+    while lo < hi:
+        end = min(hi, lo + size)
+        left, right = a[lo:end], b[lo:end]
+        if left != right:
+            return next(compress(count(lo), map(operator.ne, left, right)), end)
+        lo, size = end, size * 2
+    return hi
 
 
 class Segment:
