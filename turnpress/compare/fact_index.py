@@ -98,6 +98,38 @@ def _scan_texts(entries: Sequence[_Entry], new: Sequence[int], facts: Sequence[F
                 entry.add((i,))
 
 
+_FIRST_CHUNK = 16  # texts _first_showing searches by one C-level pass first (then twice as many)
+
+
+def _first_showing(entries: Sequence[_Entry], i: int, fact: Fact,
+                   probe: tuple[str, str | None], done: set[int]) -> _Entry | None:
+    """The first of ``entries`` whose text shows fact ``i`` (known shown, or found so by
+    ``fact_present``), or None; the serials of the entries up to it (of all, when none
+    shows it) are added to ``done``. Searched in chunks of doubling length, each by
+    C-level passes (its probes' ``str.find``), ``fact_present`` run only on the texts
+    holding a probe: no Python step per text searched."""
+    needle, other = probe
+    start, size = 0, _FIRST_CHUNK
+    while start < len(entries):
+        chunk = entries[start:start + size]
+        texts = list(map(_TEXT, chunk))
+        ats = list(map(str.find, texts, repeat(needle)))
+        maybe = list(map((-1).__lt__, ats))
+        if other is not None:
+            maybe = list(map(operator.or_, maybe, map(str.__contains__, texts, repeat(other))))
+        maybe = list(map(operator.or_, maybe, map(operator.contains, map(_PRESENT, chunk),
+                                                   repeat(i))))
+        for k in compress(range(len(chunk)), maybe):
+            entry = chunk[k]
+            if i in entry.present or fact_present(fact, texts[k], entry.answers(),  # type: ignore[arg-type]
+                                                  ats[k]):
+                done.update(map(_SERIAL, chunk[:k + 1]))
+                return entry
+        done.update(map(_SERIAL, chunk))
+        start, size = start + size, size * 2
+    return None
+
+
 class FactIndex:
     """Which facts each distinct message text shows, for the prompts of one run.
 
@@ -353,24 +385,16 @@ class FactIndex:
                 todo = prompt - done
                 if not todo:
                     continue
-            needle, other = probes[i]
-            for entry in compress(entries, map(todo.__contains__, serials)):
-                if entry.serial in done:  # a text the prompt holds twice
-                    continue
-                done.add(entry.serial)
-                searched += 1
-                if i in entry.present:
-                    hit = True
-                else:
-                    text = entry.text
-                    at = text.find(needle)
-                    hit = ((at >= 0 or (other is not None and other in text))
-                           and fact_present(facts[i], text, entry.answers(),  # type: ignore[arg-type]
-                                            at))
-                if hit:
-                    shown_by.setdefault(i, set()).add(entry.serial)
-                    out.add(i)
-                    break
+            flags = list(map(todo.__contains__, serials))
+            # each text once (a prompt may hold one twice), newest first
+            unsearched = list(dict(zip(compress(serials, flags), compress(entries, flags),
+                                       strict=True)).values())
+            before = len(done)
+            hit = _first_showing(unsearched, i, facts[i], probes[i], done)
+            searched += len(done) - before
+            if hit is not None:
+                shown_by.setdefault(i, set()).add(hit.serial)
+                out.add(i)
         self._lazy_results += searched
         if self._lazy_results > LAZY_RESULTS:
             self._forget_lazy()

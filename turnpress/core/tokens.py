@@ -153,13 +153,15 @@ def _slices_prefix(a: list[Any] | tuple[Any, ...], b: list[Any] | tuple[Any, ...
                    lo: int, hi: int) -> int:
     """:func:`common_prefix_length` of two lists (or two tuples) whose first ``lo`` items
     are equal: slices of doubling length compared whole (a tight C loop), the first
-    unequal one item by item."""
+    unequal one halved down to a short slice, compared item by item."""
     size = _FIRST_SLICE
     while lo < hi:
         end = min(hi, lo + size)
-        left, right = a[lo:end], b[lo:end]
-        if left != right:
-            return next(compress(count(lo), map(operator.ne, left, right)), end)
+        if a[lo:end] != b[lo:end]:
+            while end - lo > _FIRST_SLICE:  # halved while its first half is unequal
+                mid = (lo + end) // 2
+                lo, end = (mid, end) if a[lo:mid] == b[lo:mid] else (lo, mid)
+            return next(compress(count(lo), map(operator.ne, a[lo:end], b[lo:end])), end)
         lo, size = end, size * 2
     return hi
 
