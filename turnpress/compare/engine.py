@@ -21,11 +21,13 @@ or has no turn is skipped (listed in ``ComparisonResult.skipped``) unless ``stri
 from __future__ import annotations
 
 import gc
+import operator
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -340,9 +342,7 @@ class _Worker:
             need_ids = index_.ids(needed.for_turn(n), lazy=True)
             base_shown = index_.shown(base_bodies)
             base_need = index_.shows(base_bodies, need_ids)
-            counted = list(dict.fromkeys(
-                i if i in base_shown else j for i, j in pairs
-                if i in base_shown or j in base_shown))
+            counted = _counted(pairs, base_shown)
             index_.track(counted)
             need = [i for i in need_ids if i in base_need]
             kept_messages: list[list[Message]] = []
@@ -451,6 +451,19 @@ class _Worker:
                 raise _StrategyFailed(f"{strategy_origin(strategy.name)}: {reason}") from None
             raise _StrategyFailed(f"{strategy_origin(strategy.name)} failed on {where}, "
                                   f"turn {n}: {reason}") from None
+
+
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+
+
+def _counted(pairs: list[tuple[int, int]], shown: set[int]) -> list[int]:
+    """The facts retention counts, in order, each once: of each ``(fact id, fallback
+    id)`` of ``pairs``, the fact when ``shown`` holds it, else the fallback when it
+    holds that (neither: none). By C-level passes (a long run has many pairs)."""
+    firsts = list(map(shown.__contains__, map(_FIRST, pairs)))
+    either = map(operator.or_, firsts, map(shown.__contains__, map(_SECOND, pairs)))
+    picked = map(operator.getitem, pairs, map(operator.not_, firsts))
+    return list(dict.fromkeys(compress(picked, either)))
 
 
 class _StrategyFailed(Exception):

@@ -11,8 +11,9 @@ gives on each text.
 from __future__ import annotations
 
 import operator
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from itertools import compress, count, groupby, repeat
+from itertools import accumulate, compress, count, groupby, repeat
 from operator import attrgetter
 
 from turnpress.compare.retention import (
@@ -76,20 +77,49 @@ _MANY = 32  # facts from which one text is searched for them by one C-level pass
 _GROUPED = 8  # texts needing the same facts, from which one pass per fact searches them
 
 
+class _Joined:
+    """Texts joined by NUL, searched by ``str.find`` on the whole: a Python step per
+    text holding a needle, none per text searched."""
+
+    __slots__ = ("joined", "starts", "texts")
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.joined = "\x00".join(texts)
+        self.starts = list(accumulate(map((1).__add__, map(len, texts)), initial=0))
+
+    def first_at(self, needle: str) -> dict[int, int]:
+        """``{k: where needle first occurs in text k}``, for the texts holding it, in
+        order."""
+        texts = self.texts
+        if "\x00" in needle or not needle:  # a match could span texts: each text alone
+            ats = list(map(str.find, texts, repeat(needle)))
+            return dict(compress(enumerate(ats), map((-1).__lt__, ats)))
+        joined, starts, hits = self.joined, self.starts, {}
+        last = len(texts) - 1
+        pos = joined.find(needle)
+        while pos >= 0:
+            k = bisect_right(starts, pos) - 1
+            hits[k] = pos - starts[k]
+            if k == last:
+                break
+            pos = joined.find(needle, starts[k + 1])
+        return hits
+
+
 def _scan_texts(entries: Sequence[_Entry], new: Sequence[int], facts: Sequence[Fact],
                 probes: Sequence[tuple[str, str | None]]) -> None:
     """Add to each of ``entries``' present ids those of ``new`` its text shows: each
-    fact's probes searched in every text by one C-level pass (``map(str.find, ...)``),
-    ``fact_present`` run on the texts holding one, with where the first probe first
-    occurs (-1: only the second one occurs)."""
+    fact's probes searched in the texts joined (:class:`_Joined`), ``fact_present`` run
+    on the texts holding one, with where the first probe first occurs (-1: only the
+    second one occurs)."""
     texts = list(map(_TEXT, entries))
-    positions = range(len(texts))
+    joined = _Joined(texts)
     for i in new:
         first, other = probes[i]
-        ats = list(map(str.find, texts, repeat(first)))
-        hits = dict(compress(zip(positions, ats, strict=True), map((-1).__lt__, ats)))
+        hits = joined.first_at(first)
         if other is not None:
-            for k in compress(positions, map(str.__contains__, texts, repeat(other))):
+            for k in joined.first_at(other):
                 hits.setdefault(k, -1)
         for k, at in hits.items():
             entry = entries[k]
