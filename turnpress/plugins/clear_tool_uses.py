@@ -32,8 +32,11 @@ Never larger: a result shorter than the placeholder is kept.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, compress, count
+from operator import attrgetter, is_not, itemgetter
 from typing import Any
 
 from turnpress.core.compression import Breakpoint, RenderContext, Strategy
@@ -103,6 +106,8 @@ class ClearToolUses(Strategy):
         self._counted: TurnWalk[str] = TurnWalk()
         # per turn: (the index after its messages, its tool uses)
         self._uses: TurnWalk[tuple[int, tuple[ToolUse, ...]]] = TurnWalk()
+        # the last prompt edited: (run cache, its cleared uses, its full history, it)
+        self._edited: tuple[Any, list[ToolUse], list[Message], list[Message]] | None = None
 
     @property
     def excluded(self) -> frozenset[str]:
@@ -144,6 +149,12 @@ class ClearToolUses(Strategy):
 
     def tool_uses(self, turns: Sequence[Turn], ctx: RenderContext) -> list[ToolUse]:
         """Every tool use of ``turns``, oldest first, located in the full-history prompt."""
+        return list(chain.from_iterable(map(_USES, self._located(turns, ctx))))
+
+    def _located(self, turns: Sequence[Turn], ctx: RenderContext
+                 ) -> tuple[tuple[int, tuple[ToolUse, ...]], ...]:
+        """Per turn: the index after its messages in the full-history prompt, and its
+        tool uses."""
         head = len(ctx.preamble) if ctx.is_transcript else 2  # full history's head
 
         def located(pos: int, before: list[tuple[int, tuple[ToolUse, ...]]]
@@ -156,8 +167,7 @@ class ClearToolUses(Strategy):
                     for result, call, call_id, names in _uses(turn)))
 
         # the earlier turns' uses come from the previous prompt (TurnWalk)
-        pieces = self._uses.pieces(ctx, turns, (self.name, "uses", head), located)
-        return [use for _, uses in pieces for use in uses]
+        return self._uses.pieces(ctx, turns, (self.name, "uses", head), located)
 
     def cleared(self, turns: Sequence[Turn], ctx: RenderContext,
                 full: list[Message] | None = None) -> list[ToolUse]:
@@ -173,13 +183,19 @@ class ClearToolUses(Strategy):
             return []
         uses = uses if uses is not None else self.tool_uses(turns, ctx)
         candidates = uses[: max(0, len(uses) - self.keep)]
-        excluded = self.excluded
-        picked = [u for u in candidates if not excluded.intersection(u.tools)]
+        picked = self.clearable(candidates)
         if self.clear_at_least and picked:
             edited = self.edit(full, picked, ctx)
             if self.count(ctx, full) - self.count(ctx, edited) < self.clear_at_least:
                 return []
         return picked
+
+    def clearable(self, uses: list[ToolUse]) -> list[ToolUse]:
+        """``uses`` but those of an excluded tool."""
+        excluded = self.excluded
+        if not excluded:
+            return list(uses)
+        return [u for u in uses if not excluded.intersection(u.tools)]
 
     def edit(self, full: list[Message], uses: Sequence[ToolUse],
              ctx: RenderContext) -> list[Message]:
@@ -221,25 +237,59 @@ class ClearToolUses(Strategy):
     def _edit_turns(self, turns: Sequence[Turn], full: list[Message],
                     uses: Sequence[ToolUse], ctx: RenderContext) -> list[Message]:
         """:meth:`edit` turn by turn (a use's input and result lie in its turn): a turn's
-        edited messages are made once per run for the uses cleared in it, and reused."""
-        by_turn: dict[int, list[ToolUse]] = {}
-        for use in uses:
-            by_turn.setdefault(use.turn, []).append(use)
-        messages = list(full)
-        index = len(full) - sum(len(t.messages) or 2 for t in turns)
-        for pos, turn in enumerate(turns, 1):
-            start, index = index, index + (len(turn.messages) or 2)
-            cleared = by_turn.get(pos)
-            if not cleared:
-                continue
-            local = tuple((u.result - start, u.call - start, u.call_id) for u in cleared)
-            left = None if turn.messages else ctx.turns_left_after(turns, pos)
-            key = (self.name, "edited", left, self.clear_tool_inputs, local)
-            pair = full[start:index]
-            messages[start:index] = ctx.per_turn(
-                turn, key, lambda pair=pair, local=local: tuple(self.edit(
-                    pair, [ToolUse(1, r, c, i, ()) for r, c, i in local], ctx)))
+        edited messages are made once per run for the uses cleared in it, and reused.
+        The previous prompt's edited messages are taken as they are up to the first
+        turn that may differ (before it, the two full histories hold the same objects
+        and the same uses are cleared), so a prompt takes Python steps for the turns
+        it clears anew, not for every turn."""
+        located = self._located(turns, ctx)
+        ends = list(map(_END, located))
+        # the turns end the full history (what comes before them is its head)
+        shift = len(full) - (ends[-1] if ends else 0)
+        head = len(ctx.preamble) if ctx.is_transcript else 2
+        last = self._edited
+        if last is not None and last[0] is ctx.run_cache:
+            _, old_uses, old_full, old_messages = last
+            same_uses = _identical_prefix(uses, old_uses)
+            same = _identical_prefix(full, old_full)
+            messages = old_messages[:same]
+            messages.extend(full[same:])
+            redo = {u.turn for u in uses[same_uses:]}
+            redo.update(u.turn for u in old_uses[same_uses:])
+            for use in reversed(uses[:same_uses]):  # turns reaching past the shared part
+                if shift + ends[use.turn - 1] <= same:
+                    break
+                redo.add(use.turn)
+        else:
+            messages = list(full)
+            redo = {u.turn for u in uses}
+        redo = {pos for pos in redo if pos <= len(turns)}
+        if redo:
+            first = bisect_left(uses, min(redo), key=_TURN)
+            by_turn: dict[int, list[ToolUse]] = {}
+            for use in uses[first:]:
+                by_turn.setdefault(use.turn, []).append(use)
+            for pos in sorted(redo):
+                start = shift + (ends[pos - 2] if pos > 1 else head)
+                index = shift + ends[pos - 1]
+                messages[start:index] = self._edited_turn(turns, pos, full[start:index],
+                                                          start, by_turn.get(pos), ctx)
+        self._edited = (ctx.run_cache, list(uses), list(full), list(messages))
         return messages
+
+    def _edited_turn(self, turns: Sequence[Turn], pos: int, pair: list[Message],
+                     start: int, cleared: list[ToolUse] | None, ctx: RenderContext
+                     ) -> Sequence[Message]:
+        """The messages ``pair`` of turn ``pos`` (from index ``start`` of the full
+        history) with the ``cleared`` uses edited (none: as they are)."""
+        if not cleared:
+            return pair
+        turn = turns[pos - 1]
+        local = tuple((u.result - start, u.call - start, u.call_id) for u in cleared)
+        left = None if turn.messages else ctx.turns_left_after(turns, pos)
+        key = (self.name, "edited", left, self.clear_tool_inputs, local)
+        return ctx.per_turn(turn, key, lambda: tuple(self.edit(
+            pair, [ToolUse(1, r, c, i, ()) for r, c, i in local], ctx)))
 
     def cache_breakpoints(self, turns: Sequence[Turn], memory: Mapping[str, Any],
                           ctx: RenderContext) -> list[Breakpoint]:
@@ -259,6 +309,14 @@ class ClearToolUses(Strategy):
             if first > 0:
                 points.append((first - 1, None))
         return sorted(set(points), key=lambda p: p[0])
+
+
+_END, _USES, _TURN = itemgetter(0), itemgetter(1), attrgetter("turn")
+
+
+def _identical_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading items of ``a`` and ``b`` are the same objects (in C)."""
+    return next(compress(count(), map(is_not, a, b)), min(len(a), len(b)))
 
 
 def _uses(turn: Turn) -> tuple[tuple[int, int, str | None, tuple[str, ...]], ...]:

@@ -50,8 +50,7 @@ class LangChainClearToolUses(ClearToolUses):
             return []
         uses = uses if uses is not None else self.tool_uses(turns, ctx)
         candidates = uses[: max(0, len(uses) - self.keep)]
-        excluded = self.excluded
-        picked = [u for u in candidates if not excluded.intersection(u.tools)]
+        picked = self.clearable(candidates)
         if not self.clear_at_least:
             return picked
         before = self.count(ctx, full)
