@@ -13,8 +13,10 @@ from __future__ import annotations
 import operator
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from itertools import accumulate, compress, count, groupby, repeat
-from operator import attrgetter
+from itertools import accumulate, compress, count, filterfalse, groupby, repeat
+from operator import attrgetter, itemgetter
+
+import ahocorasick
 
 from turnpress.compare.retention import (
     Fact,
@@ -160,6 +162,80 @@ def _first_showing(entries: Sequence[_Entry], i: int, fact: Fact,
     return None
 
 
+_REMAKE = 128  # eager facts added since the automaton was made, from which it is made again
+_END_SLOT = itemgetter(1, 0)  # an automaton's match (end, slot) as (slot, end)
+
+
+class _ProbeAutomaton:
+    """The probes of a :class:`FactIndex`'s eager facts, found in one text by one pass of
+    an Aho-Corasick automaton (pyahocorasick), not one ``str.find`` per fact: a new text
+    of a long run is searched for every fact. Facts added since it was made
+    (:data:`_REMAKE` at most) and facts with an empty probe are searched one by one."""
+
+    __slots__ = ("automaton", "covered", "pending", "probes", "slots")
+
+    def __init__(self) -> None:
+        self.automaton = ahocorasick.Automaton()
+        self.covered: set[int] = set()  # the ids the automaton finds
+        self.pending: list[tuple[int, tuple[str, str | None]]] = []  # (id, probes) to add
+        # per probe text: its slot (the automaton's value), and per slot the text and
+        # the ids whose first and whose second probe it is
+        self.slots: dict[str, int] = {}
+        self.probes: list[tuple[str, list[int], list[int]]] = []
+
+    def add(self, i: int, probe: tuple[str, str | None]) -> None:
+        """Fact ``i``, with these probes, is eager: found once the automaton is made again."""
+        if probe[0] and probe[1] != "":
+            self.pending.append((i, probe))
+
+    def _remake(self) -> None:
+        """Add the pending facts' probes and make the automaton again."""
+        slots, probes, automaton = self.slots, self.probes, self.automaton
+        for i, pair in self.pending:
+            for which, text in enumerate(pair):
+                if text is None:
+                    continue
+                slot = slots.get(text)
+                if slot is None:
+                    slot = slots[text] = len(probes)
+                    probes.append((text, [], []))
+                    automaton.add_word(text, slot)
+                probes[slot][which + 1].append(i)
+            self.covered.add(i)
+        self.pending = []
+        automaton.make_automaton()
+
+    def hits(self, text: str, new: list[int], all_probes: list[tuple[str, str | None]]
+             ) -> dict[int, int]:
+        """``{id: where its first probe first occurs (-1: only its second one occurs)}``
+        for the ids of ``new`` whose probes ``text`` holds (``all_probes``: each id's)."""
+        if len(self.pending) >= _REMAKE or (self.pending and not self.covered):
+            self._remake()
+        out: dict[int, int] = {}
+        if self.covered:
+            wanted = set(new)
+            # each slot's first match: the earliest end is the earliest start
+            first = dict(map(_END_SLOT, reversed(list(self.automaton.iter(text)))))
+            probes, second = self.probes, []
+            for slot, end in first.items():
+                probe, firsts, seconds = probes[slot]
+                at = end - len(probe) + 1
+                out.update((i, at) for i in firsts if i in wanted)
+                second.extend(seconds)
+            for i in second:
+                if i in wanted and i not in out:
+                    out[i] = -1
+        rest = list(filterfalse(self.covered.__contains__, new))
+        for i in rest:
+            first, other = all_probes[i]
+            at = text.find(first)
+            if at >= 0:
+                out[i] = at
+            elif other is not None and other in text:
+                out[i] = -1
+        return out
+
+
 class FactIndex:
     """Which facts each distinct message text shows, for the prompts of one run.
 
@@ -175,12 +251,11 @@ class FactIndex:
         self.exclude = tuple(p for p in exclude if p)
         self.facts: list[Fact] = []
         self._probes: list[tuple[str, str | None]] = []
-        self._first_probes: list[str] = []  # each id's first probe (``_probes[i][0]``)
-        self._has_alt: list[bool] = []  # whether it has a second one
         self._eager: list[int] = []  # the ids :meth:`shown` searches for, in order
         self._eager_at: dict[int, int] = {}  # id -> its position in ``_eager``
         self._lazy: set[int] = set()
         self._ids: dict[Fact, int] = {}
+        self._automaton = _ProbeAutomaton()  # finds the eager facts' probes in a text
         self._tracked: list[int] = []  # the ids :meth:`shown_tracked` searches for, in order
         self._tracked_set: set[int] = set()
         # text -> what is known of it (_Entry)
@@ -210,17 +285,17 @@ class FactIndex:
                 self.facts.append(f)
                 probe = fact_probes(f)
                 self._probes.append(probe)
-                self._first_probes.append(probe[0])
-                self._has_alt.append(probe[1] is not None)
                 if lazy:
                     self._lazy.add(i)
                 else:
                     self._eager_at[i] = len(self._eager)
                     self._eager.append(i)
+                    self._automaton.add(i, probe)
             elif not lazy and i in self._lazy:
                 self._lazy.discard(i)
                 self._eager_at[i] = len(self._eager)
                 self._eager.append(i)
+                self._automaton.add(i, self._probes[i])
             out.append(i)
         return out
 
@@ -373,13 +448,8 @@ class FactIndex:
         """Add to ``entry``'s present ids those of ``new`` its text shows."""
         text, present = entry.text, entry.present
         find, probes, facts = text.find, self._probes, self.facts
-        if len(new) >= _MANY:  # one C-level pass over the facts' first probes
-            first, alt = self._first_probes, self._has_alt
-            ats = list(map(find, map(first.__getitem__, new)))
-            hits = dict(compress(zip(new, ats, strict=True), map((-1).__lt__, ats)))
-            for i in compress(new, map(alt.__getitem__, new)):
-                if i not in hits and probes[i][1] in text:  # type: ignore[operator]
-                    hits[i] = -1
+        if len(new) >= _MANY:  # one pass of the automaton over the text
+            hits = self._automaton.hits(text, new, probes)
             candidates = [(i, at) for i, at in hits.items() if i not in present]
         else:
             candidates = [(i, at) for i in new
