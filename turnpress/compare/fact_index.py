@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress, count, filterfalse, groupby, repeat
 from operator import attrgetter, itemgetter
@@ -164,13 +165,15 @@ def _first_showing(entries: Sequence[_Entry], i: int, fact: Fact,
 
 _REMAKE = 128  # eager facts added since the automaton was made, from which it is made again
 _END_SLOT = itemgetter(1, 0)  # an automaton's match (end, slot) as (slot, end)
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 class _ProbeAutomaton:
     """The probes of a :class:`FactIndex`'s eager facts, found in one text by one pass of
     an Aho-Corasick automaton (pyahocorasick), not one ``str.find`` per fact: a new text
     of a long run is searched for every fact. Facts added since it was made
-    (:data:`_REMAKE` at most) and facts with an empty probe are searched one by one."""
+    (fewer than :data:`_REMAKE`: a short run's, all of them) and facts with an empty
+    probe are searched by one ``str.find`` each, in one C-level pass."""
 
     __slots__ = ("automaton", "covered", "pending", "probes", "slots")
 
@@ -209,7 +212,7 @@ class _ProbeAutomaton:
              ) -> dict[int, int]:
         """``{id: where its first probe first occurs (-1: only its second one occurs)}``
         for the ids of ``new`` whose probes ``text`` holds (``all_probes``: each id's)."""
-        if len(self.pending) >= _REMAKE or (self.pending and not self.covered):
+        if len(self.pending) >= _REMAKE:
             self._remake()
         out: dict[int, int] = {}
         if self.covered:
@@ -225,14 +228,16 @@ class _ProbeAutomaton:
             for i in second:
                 if i in wanted and i not in out:
                     out[i] = -1
-        rest = list(filterfalse(self.covered.__contains__, new))
-        for i in rest:
-            first, other = all_probes[i]
-            at = text.find(first)
-            if at >= 0:
-                out[i] = at
-            elif other is not None and other in text:
-                out[i] = -1
+        rest = list(filterfalse(self.covered.__contains__, new)) if self.covered else new
+        if rest:  # one C-level pass over their first probes
+            pairs = list(map(all_probes.__getitem__, rest))
+            ats = list(map(text.find, map(_FIRST, pairs)))
+            out.update(compress(zip(rest, ats, strict=True), map((-1).__lt__, ats)))
+            seconds = list(map(_SECOND, pairs))
+            for i, other in compress(zip(rest, seconds, strict=True),
+                                     map(operator.is_not, seconds, repeat(None))):
+                if i not in out and other in text:
+                    out[i] = -1
         return out
 
 
@@ -382,8 +387,7 @@ class FactIndex:
             else:
                 for entry in members:
                     self._scan_text(entry, new)
-            for entry in members:
-                setattr(entry, slot_name, n)
+            deque(map(setattr, members, repeat(slot_name), repeat(n)), maxlen=0)  # in C
         return set().union(*map(_PRESENT, shown))
 
     def _classify(self, bodies: list[str], n: int, slot: int
