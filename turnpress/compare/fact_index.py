@@ -164,6 +164,7 @@ def _first_showing(entries: Sequence[_Entry], i: int, fact: Fact,
 
 
 _REMAKE = 128  # eager facts added since the automaton was made, from which it is made again
+_KEY_CHARS = 32  # of a probe, the automaton holds the first (its memory grows with them)
 _END_SLOT = itemgetter(1, 0)  # an automaton's match (end, slot) as (slot, end)
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
@@ -173,7 +174,9 @@ class _ProbeAutomaton:
     an Aho-Corasick automaton (pyahocorasick), not one ``str.find`` per fact: a new text
     of a long run is searched for every fact. Facts added since it was made
     (fewer than :data:`_REMAKE`: a short run's, all of them) and facts with an empty
-    probe are searched by one ``str.find`` each, in one C-level pass."""
+    probe are searched by one ``str.find`` each, in one C-level pass. It holds each
+    probe's first :data:`_KEY_CHARS` characters: a longer probe is looked for where
+    they first occur."""
 
     __slots__ = ("automaton", "covered", "pending", "probes", "slots")
 
@@ -181,8 +184,8 @@ class _ProbeAutomaton:
         self.automaton = ahocorasick.Automaton()
         self.covered: set[int] = set()  # the ids the automaton finds
         self.pending: list[tuple[int, tuple[str, str | None]]] = []  # (id, probes) to add
-        # per probe text: its slot (the automaton's value), and per slot the text and
-        # the ids whose first and whose second probe it is
+        # per probe key (its first characters): its slot (the automaton's value), and
+        # per slot the key and the ids whose first and whose second probe it starts
         self.slots: dict[str, int] = {}
         self.probes: list[tuple[str, list[int], list[int]]] = []
 
@@ -198,11 +201,12 @@ class _ProbeAutomaton:
             for which, text in enumerate(pair):
                 if text is None:
                     continue
-                slot = slots.get(text)
+                key = text[:_KEY_CHARS]
+                slot = slots.get(key)
                 if slot is None:
-                    slot = slots[text] = len(probes)
-                    probes.append((text, [], []))
-                    automaton.add_word(text, slot)
+                    slot = slots[key] = len(probes)
+                    probes.append((key, [], []))
+                    automaton.add_word(key, slot)
                 probes[slot][which + 1].append(i)
             self.covered.add(i)
         self.pending = []
@@ -221,13 +225,20 @@ class _ProbeAutomaton:
             first = dict(map(_END_SLOT, reversed(list(self.automaton.iter(text)))))
             probes, second = self.probes, []
             for slot, end in first.items():
-                probe, firsts, seconds = probes[slot]
-                at = end - len(probe) + 1
-                out.update((i, at) for i in firsts if i in wanted)
-                second.extend(seconds)
-            for i in second:
+                key, firsts, seconds = probes[slot]
+                start = end - len(key) + 1  # a probe cannot occur before its key does
+                for i in firsts:
+                    if i in wanted:
+                        probe = all_probes[i][0]
+                        at = start if len(probe) == len(key) else text.find(probe, start)
+                        if at >= 0:
+                            out[i] = at
+                second.extend(zip(seconds, repeat(start), repeat(len(key))))
+            for i, start, size in second:
                 if i in wanted and i not in out:
-                    out[i] = -1
+                    other = all_probes[i][1]
+                    if len(other) == size or text.find(other, start) >= 0:  # type: ignore[arg-type]
+                        out[i] = -1
         rest = list(filterfalse(self.covered.__contains__, new)) if self.covered else new
         if rest:  # one C-level pass over their first probes
             pairs = list(map(all_probes.__getitem__, rest))
