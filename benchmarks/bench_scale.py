@@ -40,6 +40,13 @@ the scale run is printed with MET or MISSED against its 1.2x target likewise.
 Run: ``python benchmarks/bench_scale.py [--runs 1000] [--small 100] [--jobs 2]
 [--strategy NAME ...] [--tokenizer o200k_base] [--no-dask] [--only local|dask]``, or
 ``python benchmarks/bench_scale.py --large 24 48 96 --large-turns 0``.
+
+``--long TURNS [TURNS ...]`` measures the time of one long run instead: a real-shaped
+run of TURNS turns (as ``--large-turns 0`` builds, the corpus's turns one after the
+other), compared alone in this process under ``full-history`` and under each
+``--strategy``; printed: CPU seconds and milliseconds per prompt at each length (a
+per-prompt cost that grows with the run shows as the latter growing). For example
+``python benchmarks/bench_scale.py --long 500 1000 2000 --strategy clear-tool-uses``.
 """
 
 from __future__ import annotations
@@ -221,6 +228,9 @@ def main() -> None:
                         help="measure the memory of one run of about MB megabytes instead "
                              "(several sizes: the growth between each two)")
     parser.add_argument("--large-turns", type=int, default=400)
+    parser.add_argument("--long", type=int, nargs="+", default=None, metavar="TURNS",
+                        help="measure the CPU time of comparing one real-shaped run of "
+                             "TURNS turns instead, per strategy (several lengths: how it grows)")
     parser.add_argument("--child-runs", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--child-file", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--dir", default=None, help=argparse.SUPPRESS)
@@ -236,6 +246,9 @@ def main() -> None:
         return
     if args.large is not None:
         large(args, sources)
+        return
+    if args.long is not None:
+        long_runs(args, sources)
         return
     executors = [] if args.only == "dask" else ["local"]
     if not args.no_dask and args.only != "local":
@@ -318,6 +331,32 @@ def large(args: argparse.Namespace, sources: list[Path]) -> None:
     print(f"target (issue 20 item 6): peak <= 3x the largest file + a constant; growth of "
           f"the peak / growth of the file from {which} = {growth:.2f}x: "
           f"{_verdict(growth, 3.0)}")
+
+
+def long_runs(args: argparse.Namespace, sources: list[Path]) -> None:
+    """The CPU seconds of comparing one long run (``write_large_run`` with nothing
+    grown: the corpus's own shape) at each length of ``--long``, per strategy, in this
+    process (``full-history`` alone first: every strategy's time includes it, as the
+    reference of retention). Per-prompt work that grows with the run shows as the time
+    per prompt growing with the length."""
+    from turnpress import load_trace
+    from turnpress.compare import compare_traces
+
+    names = ["full-history", *(s for s in args.strategy if s != "full-history")]
+    print(f"one real-shaped run of {', '.join(map(str, args.long))} turns; strategies "
+          f"{', '.join(names)}, tokenizer {args.tokenizer}, CPU seconds (ms per prompt)")
+    compare_traces([load_trace(sources[0])], names, tokenizer=args.tokenizer)  # warm up
+    with tempfile.TemporaryDirectory(prefix="turnpress-long-") as tmp:
+        for turns in sorted(args.long):
+            (Path(tmp) / str(turns)).mkdir()
+            trace = load_trace(write_large_run(sources, 0.001, turns, Path(tmp) / str(turns)))
+            cells = []
+            for name in names:
+                started = time.process_time()
+                compare_traces([trace], [name], tokenizer=args.tokenizer)
+                seconds = time.process_time() - started
+                cells.append(f"{name} {seconds:.1f} s ({1000 * seconds / turns:.1f})")
+            print(f"{turns:>6} turns: " + ", ".join(cells), flush=True)
 
 
 if __name__ == "__main__":
