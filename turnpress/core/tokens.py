@@ -128,12 +128,22 @@ def _digest(data: bytes) -> bytes:
 
 def common_prefix_length(a: Sequence[Any], b: Sequence[Any], start: int = 0) -> int:
     """How many leading items two sequences share (the first ``start`` known shared), found in
-    C: strings and bytes by a binary search on slice equality, other sequences in one pass that
-    stops at the first difference."""
+    C: strings and bytes by a binary search on slice equality; two lists (or two tuples) by
+    slices of doubling length compared whole (a tight C loop), the first unequal one halved down
+    to 64 items compared one by one; other sequences in one pass to the first difference."""
     hi = min(len(a), len(b))
     lo = min(max(start, 0), hi)  # a[:lo] == b[:lo]
     if type(a) is type(b) and type(a) in (list, tuple):
-        return _slices_prefix(a, b, lo, hi)  # type: ignore[arg-type]
+        size = 64
+        while lo < hi:
+            end = min(hi, lo + size)
+            if a[lo:end] != b[lo:end]:
+                while end - lo > 64:  # halved while its first half is unequal
+                    mid = (lo + end) // 2
+                    lo, end = (mid, end) if a[lo:mid] == b[lo:mid] else (lo, mid)
+                return next(compress(count(lo), map(operator.ne, a[lo:end], b[lo:end])), end)
+            lo, size = end, size * 2
+        return hi
     if not isinstance(a, (str, bytes)):
         pairs = (a, b) if not lo else (islice(a, lo, hi), islice(b, lo, hi))
         return next(compress(count(lo), map(operator.ne, *pairs)), hi)
@@ -144,26 +154,6 @@ def common_prefix_length(a: Sequence[Any], b: Sequence[Any], start: int = 0) -> 
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if a[:mid] == b[:mid] else (lo, mid - 1)
     return lo
-
-
-_FIRST_SLICE = 64  # items compared as one slice first by _slices_prefix (then twice as many)
-
-
-def _slices_prefix(a: list[Any] | tuple[Any, ...], b: list[Any] | tuple[Any, ...],
-                   lo: int, hi: int) -> int:
-    """:func:`common_prefix_length` of two lists (or two tuples) whose first ``lo`` items
-    are equal: slices of doubling length compared whole (a tight C loop), the first
-    unequal one halved down to a short slice, compared item by item."""
-    size = _FIRST_SLICE
-    while lo < hi:
-        end = min(hi, lo + size)
-        if a[lo:end] != b[lo:end]:
-            while end - lo > _FIRST_SLICE:  # halved while its first half is unequal
-                mid = (lo + end) // 2
-                lo, end = (mid, end) if a[lo:mid] == b[lo:mid] else (lo, mid)
-            return next(compress(count(lo), map(operator.ne, a[lo:end], b[lo:end])), end)
-        lo, size = end, size * 2
-    return hi
 
 
 class Segment:
