@@ -268,3 +268,65 @@ def test_report_of_a_comparison_with_a_failed_strategy(fresh_registry):
                                                          "aggressive")[-1]["content"]
     html = html_report(result)
     assert "late-failure" in html and "broken at turn 3" in html
+
+
+# -- the billed line where only some runs carry usage ----------------------------------
+
+
+def _some_billed():
+    """Two runs without usage (the second shorter) and one with usage, its first turn
+    without (per-trace: usage on some turns only)."""
+    from test_compare import transcript
+
+    plain = transcript(usage=False, name="plain")
+    system = {"role": "system", "content": "You are a coding agent."}  # a shorter prompt
+    plain = dataclasses.replace(plain, system_prompt=system["content"],
+                                preamble=(system, *plain.preamble[1:]))
+    short = dataclasses.replace(plain, name="short", turns=plain.turns[:2])
+    billed = transcript(name="billed")
+    billed = dataclasses.replace(billed, turns=(dataclasses.replace(billed.turns[0],
+                                                                    usage=None),
+                                                *billed.turns[1:]))
+    return [plain, short, billed]
+
+
+def test_billed_line_beside_full_history_on_the_same_runs():
+    """With usage on some runs only, the billed line is the mean over those runs and the
+    series has full-history's mean over the same prompts beside it, so the chart's
+    billed-to-full-history ratio is the table's as-run ratio."""
+    from turnpress.compare.html import report_data
+
+    traces = _some_billed()
+    result = compare_traces(traces, ["aggressive", "full-history"], tokenizer="chars4")
+    data = report_data(result)
+    everything = data["series"][0]
+    assert everything["running"] == [3, 3, 2, 2]
+    assert everything["billed_runs"] == 1
+    usage = [t.usage for t in traces[2].turns]
+    assert everything["billed"] == [None, *(u.prompt_tokens for u in usage[1:])]
+    rows = {(t.trace, t.turn): t.input_tokens
+            for t in result.strategy("full-history").per_turn()}
+    assert everything["billed_ref"] == [None, *(rows[("billed", n)] for n in (2, 3, 4))]
+    # the mean over every run is not what the billed line is compared with
+    assert everything["input"][1][1] != everything["billed_ref"][1]
+    billed = sum(v for v in everything["billed_cost"] if v is not None)
+    reference = sum(v for v in everything["billed_ref_cost"] if v is not None)
+    assert billed / reference == pytest.approx(result.as_run.cost_ratio, rel=1e-6)
+    # the run with usage on some turns has its own line of full-history on those turns
+    one = data["series"][3]
+    assert one["name"] == "billed" and one["billed_runs"] == 1
+    assert one["billed_ref"] == everything["billed_ref"]
+    assert all("billed_ref" not in s for s in data["series"][1:3])
+    # without full-history there is nothing on the same prompts to draw
+    alone = report_data(compare_traces(traces, ["aggressive"], tokenizer="chars4"))
+    assert alone["series"][0]["billed_runs"] == 1
+    assert alone["series"][0]["billed_ref"] is None and alone["series"][3]["billed_ref"] is None
+
+
+def test_billed_line_where_every_prompt_has_usage_is_as_before():
+    from turnpress.compare.html import report_data
+
+    long, short = _transcripts()
+    data = report_data(compare_traces([long, short], ["full-history"]))
+    assert all(not {"billed_runs", "billed_ref", "billed_ref_cost"} & set(s)
+               for s in data["series"])

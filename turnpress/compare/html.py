@@ -2,9 +2,11 @@
 
 The page holds the summary table (with the recommended strategy, the as-run
 row of billed usage and the strategies left out), a per-turn chart per strategy
-of input tokens (per prompt or cumulative) or cumulative cost, with the billed
-as-run line where traces carry usage, for the mean over the traces still running
-at each turn or for one trace, the cached / written / uncached shares, the facts
+of input tokens (per prompt or cumulative) or cumulative cost, for the mean over
+the traces still running at each turn or for one trace, with the billed as-run line
+where traces carry usage (the mean over the prompts with usage, beside
+``full-history`` on those same prompts when only some carry it), the cached /
+written / uncached shares, the facts
 each strategy dropped, and, for a chosen trace and turn, the rendered prompts of
 the strategies side by side, with the leading messages they all share folded.
 CSS, JavaScript and the SVG charts are inline (the charts are drawn by
@@ -59,7 +61,15 @@ def _series(result: ComparisonResult) -> list[dict[str, Any]]:
     """Per-turn input / cached / written tokens and cost per strategy, plus the billed
     (as-run) prompt tokens and cost where turns carry usage: first the mean over the
     traces still running at each turn (no cliff where a shorter trace ends), then
-    each trace (up to :data:`MAX_CHART_TRACES`)."""
+    each trace (up to :data:`MAX_CHART_TRACES`).
+
+    The billed values of a turn are the mean over the prompts of that turn that carry
+    usage. Where those are not all the series' prompts (some runs, or some turns, have
+    no usage), the series also has ``billed_runs`` (how many of its runs carry usage)
+    and ``billed_ref`` / ``billed_ref_cost``: ``full-history``'s mean over the same
+    prompts (None where ``full-history`` is not compared), the line the billed one is
+    compared with, as the table's as-run ratio is. Where every prompt carries usage
+    the series is as before (the billed line beside the means over every run)."""
     strategies = result.compared
     n_strategies = len(strategies)
     longest = max((t.turns for t in result.traces), default=0)
@@ -86,13 +96,16 @@ def _series(result: ComparisonResult) -> list[dict[str, Any]]:
             billed_n[turn] += 1
             row = next(billed_rows, None)
         if index < shown:
+            has = any(b is not None for b in billed)
             per_trace.append({"name": t.name, "file": t.file, "line": t.line,
                               "turns": t.turns,
                               **{k: [[0] * t.turns for _ in range(n_strategies)]
                                  for k in _KEYS},
-                              "billed": billed if any(b is not None for b in billed) else None,
-                              "billed_cost": costs if any(b is not None for b in billed)
-                              else None})
+                              "billed": billed if has else None,
+                              "billed_cost": costs if has else None})
+            if has and None in billed:  # some turns of this trace carry no usage
+                per_trace[-1].update(billed_runs=1, billed_ref=[None] * t.turns,
+                                     billed_ref_cost=[None] * t.turns)
     for si, s in enumerate(strategies):
         for trace, turn, tokens, cached, written, _retention in s.rows():
             values = {"input": tokens, "cached": cached, "written": written,
@@ -113,7 +126,45 @@ def _series(result: ComparisonResult) -> list[dict[str, Any]]:
         "billed_cost": [billed_cost[i] / billed_n[i] if billed_n[i] else None
                         for i in range(longest)] if any_billed else None,
     }
+    if any_billed and billed_n != running:  # usage on some of the prompts only
+        ref = _billed_reference(result, longest, per_trace)
+        everything["billed_runs"] = sum(1 for t in result.traces if t.as_run is not None)
+        everything["billed_ref"], everything["billed_ref_cost"] = (None, None) if ref is None \
+            else ([round(v / n, d) if n else None for v, n in zip(sums, ref[2], strict=True)]
+                  for sums, d in ((ref[0], 2), (ref[1], 9)))
     return [everything, *per_trace] if len(result.traces) > 1 else per_trace or [everything]
+
+
+def _billed_reference(result: ComparisonResult, longest: int, per_trace: list[dict[str, Any]]
+                      ) -> tuple[list[float], list[float], list[int]] | None:
+    """``full-history``'s input tokens and cost summed, turn by turn, over the prompts
+    that carry billed usage, and how many such prompts each turn has (None when
+    ``full-history`` is not compared); fills the ``billed_ref`` of the per-trace series
+    that have one. Its rows and the billed rows both come trace by trace, turn by turn."""
+    base = next((s for s in result.compared if s.label == "full-history"), None)
+    if base is None:
+        for series in per_trace:
+            if "billed_ref" in series:
+                series["billed_ref"] = series["billed_ref_cost"] = None
+        return None
+    tokens_sum, cost_sum, n = [0.0] * longest, [0.0] * longest, [0] * longest
+    billed = result.billed()
+    row = next(billed, None)
+    for trace, turn, tokens, cached, written, _retention in base.rows():
+        while row is not None and (row[0], row[1]) < (trace, turn - 1):
+            row = next(billed, None)
+        if row is None:
+            break
+        if (row[0], row[1]) != (trace, turn - 1):
+            continue
+        cost = round(cost_usd(result.price, tokens, cached, written), 9)
+        tokens_sum[turn - 1] += tokens
+        cost_sum[turn - 1] += cost
+        n[turn - 1] += 1
+        if trace < len(per_trace) and "billed_ref" in per_trace[trace]:
+            per_trace[trace]["billed_ref"][turn - 1] = tokens
+            per_trace[trace]["billed_ref_cost"][turn - 1] = cost
+    return tokens_sum, cost_sum, n
 
 
 def _strategy_data(s: StrategyResult, index: int) -> dict[str, Any]:
