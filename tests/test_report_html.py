@@ -330,3 +330,37 @@ def test_billed_line_where_every_prompt_has_usage_is_as_before():
     data = report_data(compare_traces([long, short], ["full-history"]))
     assert all(not {"billed_runs", "billed_ref", "billed_ref_cost"} & set(s)
                for s in data["series"])
+
+
+@pytest.mark.slow
+def test_billed_line_of_some_runs_in_chromium(browser, tmp_path):
+    result = compare_traces(_some_billed(), ["full-history", "aggressive"], tokenizer="chars4")
+    out = write_html_report(result, tmp_path / "some.html")
+    page, problems = open_page(browser, out)
+    chart = page.locator("#tokens-chart")
+    assert chart.locator("#as-run-line").count() == 1
+    assert chart.locator("#as-run-reference").count() == 1
+    assert "1 of 3 runs with usage" in chart.locator("#as-run-note").text_content()
+    assert "as run (billed, 1 of 3 runs)" in page.locator("#as-run-key").inner_text()
+    page.check("input[name=mode][value=cost]")
+    assert chart.locator("#as-run-reference").count() == 1
+    page.locator("#as-run-key").click()
+    assert chart.locator("#as-run-reference").count() == 0
+    assert chart.locator("#as-run-note").count() == 0
+    page.locator("#as-run-key").click()
+    page.select_option("#series-select", index=1)  # a run without usage: no billed line
+    assert chart.locator("#as-run-line").count() == 0
+    page.select_option("#series-select", index=3)  # usage on turns 2-4 only
+    assert chart.locator("#as-run-reference").count() == 1
+    assert "turns with usage" in chart.locator("#as-run-note").text_content()
+    assert problems == []
+    # where every prompt has usage, no reference line and no note
+    long, short = _transcripts()
+    out = write_html_report(compare_traces([long, short], ["full-history"]),
+                            tmp_path / "all.html")
+    page, problems = open_page(browser, out)
+    assert page.locator("#tokens-chart #as-run-line").count() == 1
+    assert page.locator("#tokens-chart #as-run-reference").count() == 0
+    assert page.locator("#tokens-chart #as-run-note").count() == 0
+    assert page.locator("#as-run-key").inner_text().strip() == "as run (billed)"
+    assert problems == []

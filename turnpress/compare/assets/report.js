@@ -56,11 +56,23 @@
     return state.mode === "cumulative" ? cumulate(row) : row.slice();
   }
 
-  // The billed (as-run) values of the series, or null when no turn carries usage.
-  function billedValues(series) {
-    var row = state.mode === "cost" ? series.billed_cost : series.billed;
+  // The billed (as-run) values of the series, or null when no turn carries usage; with
+  // `ref`, full-history's on the same prompts (only where some prompts carry no usage).
+  function billedValues(series, ref) {
+    var row = ref ? (state.mode === "cost" ? series.billed_ref_cost : series.billed_ref)
+      : (state.mode === "cost" ? series.billed_cost : series.billed);
     if (!row) return null;
     return state.mode === "prompt" ? row.slice() : cumulate(row);
+  }
+
+  // What the billed line covers, when it is not every prompt of the series.
+  function billedNote(series) {
+    var n = data.meta.traces;
+    var what = series.running ? "mean over the " + series.billed_runs + " of " + n + " run" +
+      (n === 1 ? "" : "s") + " with usage" : "the turns with usage only";
+    return "as run (billed): " + what + "; " + (series.billed_ref
+      ? "dotted: full-history on the same prompts"
+      : "full-history is not compared, so no line on the same prompts");
   }
 
   function fmtValue(v) {
@@ -85,12 +97,15 @@
     }
     var lines = strategies.map(function (s, i) { return values(series, i); });
     var billed = billedValues(series);
+    var ref = billedValues(series, true);
     var max = 0;
     lines.forEach(function (row, i) {
       if (!visible[i]) return;
       row.forEach(function (v) { if (v > max) max = v; });
     });
-    if (billed && showBilled) billed.forEach(function (v) { if (v !== null && v > max) max = v; });
+    [billed, ref].forEach(function (row) {
+      if (row && showBilled) row.forEach(function (v) { if (v !== null && v > max) max = v; });
+    });
     if (max <= 0) max = 1;
     var step = niceStep(max, 5);
     var top = Math.ceil(max / step) * step;
@@ -131,13 +146,27 @@
       });
     });
     if (billed && showBilled) {
-      var pts = [];
-      billed.forEach(function (v, k) { if (v !== null) pts.push(x(k + 1) + "," + y(v)); });
-      var line = svg("polyline", { id: "as-run-line", points: pts.join(" "), fill: "none",
-        stroke: "#111827", "stroke-width": 2, "stroke-dasharray": "6 4",
-        "data-strategy": "as run (billed)" });
-      line.appendChild(svg("title", {}, "as run: what the provider billed (its own tokenizer)"));
-      chart.appendChild(line);
+      var note = series.billed_runs ? billedNote(series) : null;
+      var base = strategies.filter(function (s) { return s.label === "full-history"; })[0];
+      var drawn = [[billed, "as-run-line", "#111827", "6 4", "as run (billed)",
+        "as run: what the provider billed (its own tokenizer)" + (note ? "; " + note : "")]];
+      if (ref) {
+        drawn.push([ref, "as-run-reference", base.color, "2 3",
+          "full-history on the billed prompts",
+          "full-history on the same prompts as the as-run line"]);
+      }
+      drawn.forEach(function (d) {
+        var pts = [];
+        d[0].forEach(function (v, k) { if (v !== null) pts.push(x(k + 1) + "," + y(v)); });
+        var line = svg("polyline", { id: d[1], points: pts.join(" "), fill: "none",
+          stroke: d[2], "stroke-width": 2, "stroke-dasharray": d[3], "data-strategy": d[4] });
+        line.appendChild(svg("title", {}, d[5]));
+        chart.appendChild(line);
+      });
+      if (note) {
+        chart.appendChild(svg("text", { id: "as-run-note", x: m.l + 8, y: m.t + 12,
+          "class": "label" }, note));
+      }
     }
   }
 
@@ -164,7 +193,9 @@
       var b = html("button", { type: "button", "aria-pressed": String(showBilled),
         id: "as-run-key", title: "show or hide what the provider billed" });
       b.appendChild(html("span", { "class": "as-run-key" }));
-      b.appendChild(document.createTextNode("as run (billed)"));
+      var some = data.series.length && data.series[0].running && data.series[0].billed_runs;
+      b.appendChild(document.createTextNode("as run (billed" + (some ? ", " + some + " of " +
+        data.meta.traces + " runs" : "") + ")"));
       b.addEventListener("click", function () {
         showBilled = !showBilled;
         b.setAttribute("aria-pressed", String(showBilled));
