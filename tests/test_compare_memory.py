@@ -186,8 +186,8 @@ def test_the_baseline_strategy_shares_the_reference_cache_model(monkeypatch, cac
     used: set[int] = set()  # the models that were sent prompts
     real = engine.new_cache_model
 
-    def new_cache_model(name):
-        model = real(name)
+    def new_cache_model(name, rules=None):
+        model = real(name, rules)
         account = model.account
         model.account = lambda prompt: used.add(id(model)) or account(prompt)
         return model

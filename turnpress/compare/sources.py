@@ -20,8 +20,8 @@ from turnpress.core.trace import (
     iter_traces,
     trace_file,
     trace_from_json_line,
-    utf16_hint,
 )
+from turnpress.core.trace_text import utf16_hint
 from turnpress.examples import example_trace_paths
 
 __all__ = ["TraceSample", "TraceSource", "as_sources", "count_traces", "load_task", "skipped_task",

@@ -18,7 +18,6 @@ import os
 import re
 import secrets
 import shutil
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -40,6 +39,7 @@ from turnpress.core.trace_json import (
 )
 from turnpress.core.trace_model import Trace
 from turnpress.core.trace_parse import too_deep, trace_from_dict
+from turnpress.core.trace_text import BOM, decode_utf8, parse_json, parse_text
 from turnpress.examples import example_trace_paths
 
 __all__ = [
@@ -174,74 +174,6 @@ def _is_jsonl(path: Path) -> bool:
     return path.suffix.lower() in (".jsonl", ".ndjson")
 
 
-class _BadConstant(ValueError):
-    pass
-
-
-def _reject_constant(name: str) -> Any:
-    raise _BadConstant(f'{name} is not JSON; write {{"$float": "nan"}}, "inf" or "-inf"')
-
-
-#: JSON nesting json.loads may recurse through (deeper input is a TraceError, never a
-#: crash, even while another thread has raised the interpreter's recursion limit).
-_JSON_RECURSION = 3000
-
-
-def _loads(text: str) -> Any:
-    limit = sys.getrecursionlimit()
-    if limit <= _JSON_RECURSION:
-        return json.loads(text, parse_constant=_reject_constant)
-    depth, frame = 0, sys._getframe()
-    while frame is not None:
-        depth, frame = depth + 1, frame.f_back
-    sys.setrecursionlimit(depth + _JSON_RECURSION)
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    finally:
-        sys.setrecursionlimit(limit)
-
-
-def _parse(text: str, where: str, line_offset: int = 0) -> Any:
-    """One JSON value, every problem a one-line :class:`TraceError`."""
-    try:
-        return _loads(text)
-    except json.JSONDecodeError as exc:
-        at = f"{where}: " if line_offset else f"{where}: line {exc.lineno}: "
-        message = exc.msg.removesuffix(" at")  # "Invalid control character at"
-        raise TraceError(f"{at}invalid JSON at column {exc.colno}: {message}") from None
-    except RecursionError:
-        raise TraceError(f"{where}: JSON nested too deeply (values deeper than "
-                         f"{codec.CHUNK_DEPTH} levels are written as a $graph)") from None
-    except ValueError as exc:
-        if isinstance(exc, _BadConstant):
-            raise TraceError(f"{where}: {exc}") from None
-        raise TraceError(f"{where}: a number too large to read (integers of more than "
-                         f'4,300 digits are written {{"$int": "0x..."}})') from None
-
-
-def utf16_hint(start: bytes) -> str:
-    """``"; ..."`` saying what to do when ``start`` (a file's first bytes) is a UTF-16
-    byte order mark (what Windows PowerShell's ``>`` writes), else ``""``."""
-    if start.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return ("; it is UTF-16 (it starts with a UTF-16 byte order mark, as Windows "
-                "PowerShell's > writes): save it as UTF-8")
-    return ""
-
-
-def _decode_utf8(data: bytes, where: str, first_line: int | None = None) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        hint = utf16_hint(data[:2]) if first_line in (None, 1) else ""
-        if first_line is None:
-            line = data[: exc.start].count(b"\n") + 1
-            column = exc.start - data.rfind(b"\n", 0, exc.start)
-            raise TraceError(f"{where}: line {line}: not UTF-8 text (byte "
-                             f"0x{data[exc.start]:02x} at column {column}){hint}") from None
-        raise TraceError(f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at "
-                         f"column {exc.start + 1}){hint}") from None
-
-
 def is_bare_name(name: str) -> bool:
     """Whether ``name`` may be a bundled trace's name rather than a path: no directory
     part and no ``.json``/``.jsonl`` ending."""
@@ -267,7 +199,7 @@ def trace_from_json_line(line: str, path: Path, lineno: int, count: int) -> Trac
     :class:`TraceError` naming the file and line."""
     where = f"{path}: line {lineno}"
     line = line.removeprefix("\ufeff")  # a UTF-8 byte order mark
-    return read_any(_parse(line, where, lineno), path, where, f"{path.stem}#{count}")
+    return read_any(parse_json(line, where, lineno), path, where, f"{path.stem}#{count}")
 
 
 def first_line(handle: BinaryIO, p: Path, *, strict: bool = False) -> Any:
@@ -277,8 +209,8 @@ def first_line(handle: BinaryIO, p: Path, *, strict: bool = False) -> Any:
     try:
         for lineno, raw in enumerate(handle, 1):
             if raw.strip():
-                text = _decode_utf8(raw.removeprefix(BOM), f"{p}: line {lineno}", lineno)
-                return _parse(text, f"{p}: line {lineno}", lineno)
+                text = decode_utf8(raw.removeprefix(BOM), f"{p}: line {lineno}", lineno)
+                return parse_json(text, f"{p}: line {lineno}", lineno)
         return None
     except TraceError:
         if strict:
@@ -305,11 +237,6 @@ def is_trace_file(path: str | os.PathLike[str]) -> bool:
         return is_native_trace(json.loads(first))
     except ValueError:
         return False
-
-
-def parse_text(data: bytes, where: str) -> Any:
-    """One JSON document (UTF-8 bytes), every problem a one-line :class:`TraceError`."""
-    return _parse(_decode_utf8(data, where), where)
 
 
 def is_event_log(path: str | os.PathLike[str]) -> bool:
@@ -345,7 +272,7 @@ def _event_log(handle: BinaryIO, p: Path) -> tuple[list[Any], str | None]:
             raise bad[2]
         where = f"{p}: line {lineno}"
         try:
-            events.append(_parse(_decode_utf8(raw, where, lineno), where, lineno))
+            events.append(parse_json(decode_utf8(raw, where, lineno), where, lineno))
         except TraceError as exc:
             bad = (lineno, raw, exc)
             events.append(None)
@@ -359,10 +286,6 @@ def _event_log(handle: BinaryIO, p: Path) -> tuple[list[Any], str | None]:
     return events, (f"line {lineno}, the last, is cut off ({reason}, and no newline "
                     f"ends it): left out, the run read up to line {lineno - 1} (was the "
                     f"file still being written?)")
-
-
-#: a UTF-8 byte order mark, accepted (and ignored) at the start of a file
-BOM = b"\xef\xbb\xbf"
 
 
 def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
@@ -390,7 +313,7 @@ def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
                 count += 1
                 if count == 1:
                     raw = raw.removeprefix(BOM)
-                yield trace_from_json_line(_decode_utf8(raw, f"{p}: line {lineno}", lineno),
+                yield trace_from_json_line(decode_utf8(raw, f"{p}: line {lineno}", lineno),
                                            p, lineno, count)
             if count == 0:
                 raise TraceError(f"{p}: no trace in this file (it is empty)")
@@ -400,9 +323,9 @@ def iter_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
             except OSError as exc:
                 raise TraceError(f"{p}: cannot read trace file: {exc.strerror or exc}") \
                     from None
-            text = _decode_utf8(data.removeprefix(BOM), str(p))
+            text = decode_utf8(data.removeprefix(BOM), str(p))
             del data  # a big file is held once at a time: bytes, text, parsed, trace
-            obj = _parse(text, str(p))
+            obj = parse_json(text, str(p))
             del text
             runs = read_runs(obj, p, str(p), _stem(p))
             del obj  # the parsed document (provider metadata...) is not kept while the
