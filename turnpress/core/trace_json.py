@@ -224,13 +224,20 @@ def run_digest(trace: Trace) -> str:
     trace version they were read from: a digest (128 bits, hex) of the trace's JSON
     without its name. ``import`` warns of a run imported again and ``compare`` counts
     a run found twice once, both by this digest ("" for a trace JSON cannot hold)."""
+    digest = hashlib.sha256()
+    encode = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
     try:
         obj = trace_to_dict(trace)
         obj.pop("name", None)
-        text = json.dumps(obj, ensure_ascii=False, sort_keys=True)
+        turns = obj.pop("turns", [])
+        # the turns one at a time: a run's whole JSON text (and the C encoder's list of
+        # its pieces) would be a few times the run's size in memory, at once
+        for part in (obj, *turns):
+            digest.update(encode(part).encode("utf-8", "surrogatepass"))
+            digest.update(b"\n")
     except (TypeError, ValueError):
         return ""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return digest.hexdigest()[:32]
 
 
 NATIVE_FORMAT = "turnpress"
