@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from retention_helpers import joined_first
@@ -77,13 +78,15 @@ def test_fact_index_answers_as_a_search_of_each_text(texts, data):
     one of the prompt's texts, ``shown_tracked`` agrees on every tracked fact, and
     ``shows`` on the facts asked."""
     # the C-level passes from the first text and the first fact on, or as configured
-    saved = fact_index._MANY, fact_index._GROUPED, fact_index._LARGE
-    fact_index._MANY, fact_index._GROUPED, fact_index._LARGE = data.draw(
-        st.sampled_from([(1, 1, 1), (1, 1, 10**6), saved]))
+    # the texts joined a few characters at a time, or all at once (JOIN_CHARS)
+    saved = fact_index._MANY, fact_index._GROUPED, fact_index._LARGE, fact_index.JOIN_CHARS
+    fact_index._MANY, fact_index._GROUPED, fact_index._LARGE, fact_index.JOIN_CHARS = \
+        data.draw(st.sampled_from([(1, 1, 1, 5), (1, 1, 1, 10**6), (1, 1, 10**6, 1), saved]))
     try:
         _check_fact_index(texts, data)
     finally:
-        fact_index._MANY, fact_index._GROUPED, fact_index._LARGE = saved
+        (fact_index._MANY, fact_index._GROUPED, fact_index._LARGE,
+         fact_index.JOIN_CHARS) = saved
 
 
 def _check_fact_index(texts: list[str], data: st.DataObject) -> None:
@@ -144,6 +147,15 @@ def test_fact_index_keeps_a_turn_longer_than_a_generation(monkeypatch):
 # the identifiers' patterns as first written (a lookbehind first: tried everywhere)
 _NAME_AS_WRITTEN = re.compile(r"(?<![\w\-])[A-Za-z_][\w]*(?:[\-.][A-Za-z_][\w]*)*[?!]?")
 _NUMBER_AS_WRITTEN = re.compile(r"(?<![\w.])\d{3,}(?![\w])")
+
+
+@pytest.mark.parametrize(("sizes", "limit", "spans"), [
+    ([], 10, []), ([3], 1, [(0, 1)]), ([3, 3, 3], 8, [(0, 2), (2, 3)]),
+    ([20, 1, 1], 5, [(0, 1), (1, 3)]), ([1, 1, 1], 100, [(0, 3)])])
+def test_texts_are_joined_a_bounded_number_of_characters_at_a_time(sizes, limit, spans):
+    """_scan_texts joins a prompt's texts JOIN_CHARS at a time (with the NUL between
+    them): a long run's prompt joined whole was a copy of all its text at once."""
+    assert fact_index._spans(["x" * n for n in sizes], limit) == spans
 
 
 @settings(max_examples=500, deadline=None)

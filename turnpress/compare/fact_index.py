@@ -30,10 +30,11 @@ from turnpress.compare.retention import (
 from turnpress.core.compression import error_message
 from turnpress.core.model import Turn
 
-__all__ = ["LAZY_RESULTS", "TEXT_CHARS", "FactIndex", "RunFacts"]
+__all__ = ["JOIN_CHARS", "LAZY_RESULTS", "TEXT_CHARS", "FactIndex", "RunFacts"]
 
 TEXT_CHARS = 2_000_000  # message texts from which a FactIndex starts a generation (see next_turn)
 LAZY_RESULTS = 100_000  # (text, lazy fact) answers a FactIndex keeps (see shows)
+JOIN_CHARS = 1_000_000  # characters of texts _scan_texts joins at once (its copy's bound)
 _NONE: frozenset[int] = frozenset()  # the ids an entry shows until it shows one
 
 
@@ -115,20 +116,36 @@ def _scan_texts(entries: Sequence[_Entry], new: Sequence[int], facts: Sequence[F
     """Add to each of ``entries``' present ids those of ``new`` its text shows: each
     fact's probes searched in the texts joined (:class:`_Joined`), ``fact_present`` run
     on the texts holding one, with where the first probe first occurs (-1: only the
-    second one occurs)."""
+    second one occurs). The texts are joined :data:`JOIN_CHARS` at a time (one long
+    run's prompt joined whole was a copy of all its text, in memory at once)."""
     texts = list(map(_TEXT, entries))
-    joined = _Joined(texts)
-    for i in new:
-        first, other = probes[i]
-        hits = joined.first_at(first)
-        if other is not None:
-            for k in joined.first_at(other):
-                hits.setdefault(k, -1)
-        for k, at in hits.items():
-            entry = entries[k]
-            if i not in entry.present and fact_present(facts[i], entry.text,
-                                                       entry.answers(), at):  # type: ignore[arg-type]
-                entry.add((i,))
+    for lo, hi in _spans(texts, JOIN_CHARS):
+        joined = _Joined(texts[lo:hi])
+        for i in new:
+            first, other = probes[i]
+            hits = joined.first_at(first)
+            if other is not None:
+                for k in joined.first_at(other):
+                    hits.setdefault(k, -1)
+            for k, at in hits.items():
+                entry = entries[lo + k]
+                if i not in entry.present and fact_present(facts[i], entry.text,
+                                                           entry.answers(), at):  # type: ignore[arg-type]
+                    entry.add((i,))
+
+
+def _spans(texts: Sequence[str], limit: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of consecutive runs of ``texts`` of at most ``limit`` characters
+    in all (a longer text is a run of its own)."""
+    spans, start, size = [], 0, 0
+    for k, text in enumerate(texts):
+        if k > start and size + len(text) > limit:
+            spans.append((start, k))
+            start, size = k, 0
+        size += len(text) + 1
+    if start < len(texts):
+        spans.append((start, len(texts)))
+    return spans
 
 
 _FIRST_CHUNK = 16  # texts _first_showing searches by one C-level pass first (then twice as many)
