@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_right
-from collections import deque
 from collections.abc import Iterable, Sequence
-from itertools import accumulate, compress, count, filterfalse, groupby, repeat
-from operator import attrgetter, itemgetter
-
-import ahocorasick
+from itertools import accumulate, compress, count, groupby, repeat
+from operator import attrgetter
 
 from turnpress.compare.retention import (
     Fact,
@@ -180,95 +177,6 @@ def _first_showing(entries: Sequence[_Entry], i: int, fact: Fact,
     return None
 
 
-_REMAKE = 128  # eager facts added since the automaton was made, from which it is made again
-_KEY_CHARS = 32  # of a probe, the automaton holds the first (its memory grows with them)
-_END_SLOT = itemgetter(1, 0)  # an automaton's match (end, slot) as (slot, end)
-_FIRST, _SECOND = itemgetter(0), itemgetter(1)
-
-
-class _ProbeAutomaton:
-    """The probes of a :class:`FactIndex`'s eager facts, found in one text by one pass of
-    an Aho-Corasick automaton (pyahocorasick), not one ``str.find`` per fact: a new text
-    of a long run is searched for every fact. Facts added since it was made
-    (fewer than :data:`_REMAKE`: a short run's, all of them) and facts with an empty
-    probe are searched by one ``str.find`` each, in one C-level pass. It holds each
-    probe's first :data:`_KEY_CHARS` characters: a longer probe is looked for where
-    they first occur."""
-
-    __slots__ = ("automaton", "covered", "pending", "probes", "slots")
-
-    def __init__(self) -> None:
-        self.automaton = ahocorasick.Automaton()
-        self.covered: set[int] = set()  # the ids the automaton finds
-        self.pending: list[tuple[int, tuple[str, str | None]]] = []  # (id, probes) to add
-        # per probe key (its first characters): its slot (the automaton's value), and
-        # per slot the key and the ids whose first and whose second probe it starts
-        self.slots: dict[str, int] = {}
-        self.probes: list[tuple[str, list[int], list[int]]] = []
-
-    def add(self, i: int, probe: tuple[str, str | None]) -> None:
-        """Fact ``i``, with these probes, is eager: found once the automaton is made again."""
-        if probe[0] and probe[1] != "":
-            self.pending.append((i, probe))
-
-    def _remake(self) -> None:
-        """Add the pending facts' probes and make the automaton again."""
-        slots, probes, automaton = self.slots, self.probes, self.automaton
-        for i, pair in self.pending:
-            for which, text in enumerate(pair):
-                if text is None:
-                    continue
-                key = text[:_KEY_CHARS]
-                slot = slots.get(key)
-                if slot is None:
-                    slot = slots[key] = len(probes)
-                    probes.append((key, [], []))
-                    automaton.add_word(key, slot)
-                probes[slot][which + 1].append(i)
-            self.covered.add(i)
-        self.pending = []
-        automaton.make_automaton()
-
-    def hits(self, text: str, new: list[int], all_probes: list[tuple[str, str | None]]
-             ) -> dict[int, int]:
-        """``{id: where its first probe first occurs (-1: only its second one occurs)}``
-        for the ids of ``new`` whose probes ``text`` holds (``all_probes``: each id's)."""
-        if len(self.pending) >= _REMAKE:
-            self._remake()
-        out: dict[int, int] = {}
-        if self.covered:
-            wanted = set(new)
-            # each slot's first match: the earliest end is the earliest start
-            first = dict(map(_END_SLOT, reversed(list(self.automaton.iter(text)))))
-            probes, second = self.probes, []
-            for slot, end in first.items():
-                key, firsts, seconds = probes[slot]
-                start = end - len(key) + 1  # a probe cannot occur before its key does
-                for i in firsts:
-                    if i in wanted:
-                        probe = all_probes[i][0]
-                        at = start if len(probe) == len(key) else text.find(probe, start)
-                        if at >= 0:
-                            out[i] = at
-                second.extend(zip(seconds, repeat(start), repeat(len(key))))
-            for i, start, size in second:
-                if i in wanted and i not in out:
-                    other = all_probes[i][1]
-                    if len(other) == size or text.find(other, start) >= 0:  # type: ignore[arg-type]
-                        out[i] = -1
-        rest = list(filterfalse(self.covered.__contains__, new)) if self.covered else new
-        if rest:  # one C-level pass over their first probes
-            pairs = list(map(all_probes.__getitem__, rest))
-            ats = list(map(text.find, map(_FIRST, pairs)))
-            out.update(compress(zip(rest, ats, strict=True), map((-1).__lt__, ats)))
-            seconds = list(map(_SECOND, pairs))
-            for i, other in compress(zip(rest, seconds, strict=True),
-                                     map(operator.is_not, seconds, repeat(None))):
-                if i not in out and other in text:
-                    out[i] = -1
-        return out
-
-
 class FactIndex:
     """Which facts each distinct message text shows, for the prompts of one run.
 
@@ -284,11 +192,12 @@ class FactIndex:
         self.exclude = tuple(p for p in exclude if p)
         self.facts: list[Fact] = []
         self._probes: list[tuple[str, str | None]] = []
+        self._first_probes: list[str] = []  # each id's first probe (``_probes[i][0]``)
+        self._has_alt: list[bool] = []  # whether it has a second one
         self._eager: list[int] = []  # the ids :meth:`shown` searches for, in order
         self._eager_at: dict[int, int] = {}  # id -> its position in ``_eager``
         self._lazy: set[int] = set()
         self._ids: dict[Fact, int] = {}
-        self._automaton = _ProbeAutomaton()  # finds the eager facts' probes in a text
         self._tracked: list[int] = []  # the ids :meth:`shown_tracked` searches for, in order
         self._tracked_set: set[int] = set()
         # text -> what is known of it (_Entry)
@@ -318,17 +227,17 @@ class FactIndex:
                 self.facts.append(f)
                 probe = fact_probes(f)
                 self._probes.append(probe)
+                self._first_probes.append(probe[0])
+                self._has_alt.append(probe[1] is not None)
                 if lazy:
                     self._lazy.add(i)
                 else:
                     self._eager_at[i] = len(self._eager)
                     self._eager.append(i)
-                    self._automaton.add(i, probe)
             elif not lazy and i in self._lazy:
                 self._lazy.discard(i)
                 self._eager_at[i] = len(self._eager)
                 self._eager.append(i)
-                self._automaton.add(i, self._probes[i])
             out.append(i)
         return out
 
@@ -415,7 +324,8 @@ class FactIndex:
             else:
                 for entry in members:
                     self._scan_text(entry, new)
-            deque(map(setattr, members, repeat(slot_name), repeat(n)), maxlen=0)  # in C
+            for entry in members:
+                setattr(entry, slot_name, n)
         return set().union(*map(_PRESENT, shown))
 
     def _classify(self, bodies: list[str], n: int, slot: int
@@ -480,8 +390,13 @@ class FactIndex:
         """Add to ``entry``'s present ids those of ``new`` its text shows."""
         text, present = entry.text, entry.present
         find, probes, facts = text.find, self._probes, self.facts
-        if len(new) >= _MANY:  # one pass of the automaton over the text
-            hits = self._automaton.hits(text, new, probes)
+        if len(new) >= _MANY:  # one C-level pass over the facts' first probes
+            first, alt = self._first_probes, self._has_alt
+            ats = list(map(find, map(first.__getitem__, new)))
+            hits = dict(compress(zip(new, ats, strict=True), map((-1).__lt__, ats)))
+            for i in compress(new, map(alt.__getitem__, new)):
+                if i not in hits and probes[i][1] in text:  # type: ignore[operator]
+                    hits[i] = -1
             candidates = [(i, at) for i, at in hits.items() if i not in present]
         else:
             candidates = [(i, at) for i in new
