@@ -31,7 +31,7 @@ __all__ = ["JOIN_CHARS", "LAZY_RESULTS", "TEXT_CHARS", "FactIndex", "RunFacts"]
 
 TEXT_CHARS = 2_000_000  # message texts from which a FactIndex starts a generation (see next_turn)
 LAZY_RESULTS = 100_000  # (text, lazy fact) answers a FactIndex keeps (see shows)
-JOIN_CHARS = 1_000_000  # characters of texts _scan_texts joins at once (its copy's bound)
+JOIN_CHARS = 65_536  # characters of texts _scan_texts joins at once (its copy's bound)
 _NONE: frozenset[int] = frozenset()  # the ids an entry shows until it shows one
 
 
