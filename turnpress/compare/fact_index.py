@@ -207,8 +207,6 @@ class FactIndex:
         # to the same answers)
         self._old_texts: dict[str, _Entry] = {}
         self._text_chars = 0
-        self._generation_chars = 0  # a larger bound than TEXT_CHARS, set by next_turn
-        self._generation_turns = 0  # the turns started in this generation
         self._serials = count()  # the serial of each new entry
         # lazy answers, kept by fact: id -> serials of the texts searched for it, and
         # of those found showing it (see shows)
@@ -259,19 +257,9 @@ class FactIndex:
         """Start a new turn's prompts: past ``TEXT_CHARS``, what is known of the texts
         starts a new generation, the last one kept. Never within a turn, so every text
         of the turn before is still known, however long its prompts (a generation
-        dropped within a turn longer than it made every text searched again); and not
-        when the generation holds one turn's texts only: then it may hold twice as many
-        (a long run's prompts, each past ``TEXT_CHARS``, would start one every turn)."""
-        self._generation_turns += 1
-        if self._text_chars <= max(TEXT_CHARS, self._generation_chars):
-            return
-        if self._generation_turns == 1:
-            # one turn's texts alone pass it: a new generation every turn would move
-            # every text from the old one (a Python step each); twice that is allowed
-            self._generation_chars = 2 * self._text_chars
-            return
-        self._old_texts, self._texts, self._text_chars = self._texts, {}, 0
-        self._generation_turns = 0
+        dropped within a turn longer than it made every text searched again)."""
+        if self._text_chars > TEXT_CHARS:
+            self._old_texts, self._texts, self._text_chars = self._texts, {}, 0
 
     def shown(self, bodies: Iterable[str]) -> set[int]:
         """The ids of the facts (all but the lazy ones) that any of the message texts
