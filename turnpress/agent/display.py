@@ -19,6 +19,7 @@ from rich.text import Text
 from turnpress.agent.program import find_program
 from turnpress.agent.step import Step
 from turnpress.core.clojure import to_clojure
+from turnpress.core.compression import BASELINE_STRATEGY
 from turnpress.core.model import Message, Turn
 
 __all__ = ["RetryNotes", "RunView", "format_usage"]
@@ -71,7 +72,7 @@ class RunView:
         one-turn run never compresses (SS-001), which the line says."""
         self._label(title, "bold")
         shown = strategy or "none (full history)"
-        if strategy and strategy != "full-history" and self.max_turns == 1:
+        if strategy and strategy != BASELINE_STRATEGY and self.max_turns == 1:
             shown += (" (not used: a one-turn run is never compressed, its one prompt is "
                       "the full history)")
         self.console.print(Text.assemble(

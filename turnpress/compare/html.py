@@ -34,6 +34,7 @@ from turnpress.compare.intervals import CONFIDENCE, Interval
 from turnpress.compare.pricing import cost_usd
 from turnpress.compare.results import ComparisonResult, StrategyResult
 from turnpress.compare.table import format_cost, recall_text, sample_note, undecided_notes
+from turnpress.core.compression import BASELINE_STRATEGY
 from turnpress.core.errors import printable
 from turnpress.core.tokens import message_body
 
@@ -141,7 +142,7 @@ def _billed_reference(result: ComparisonResult, longest: int, per_trace: list[di
     that carry billed usage, and how many such prompts each turn has (None when
     ``full-history`` is not compared); fills the ``billed_ref`` of the per-trace series
     that have one. Its rows and the billed rows both come trace by trace, turn by turn."""
-    base = next((s for s in result.compared if s.label == "full-history"), None)
+    base = next((s for s in result.compared if s.label == BASELINE_STRATEGY), None)
     if base is None:
         for series in per_trace:
             if "billed_ref" in series:
@@ -282,7 +283,7 @@ def html_report(result: ComparisonResult, *, title: str = "turnpress compare") -
     ci = result.intervals()
     rows = [
         {"label": s.label, "color": PALETTE[i % len(PALETTE)], "tokens": f"{s.input_tokens:,}",
-         "saved": "baseline" if s.label == "full-history"
+         "saved": "baseline" if s.label == BASELINE_STRATEGY
          else f"{s.savings_vs_full_history * 100:.1f}%",
          "cached": f"{s.cached_share * 100:.1f}%", "written": f"{s.written_tokens:,}",
          "cost": format_cost(s.cost_usd), "ratio": f"{s.cost_ratio:.2f}x",
