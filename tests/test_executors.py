@@ -216,18 +216,24 @@ def test_the_tasks_own_exceptions_pass_through_a_plugins_executor(fresh_registry
         def register_tokenizers(self, register):
             register("broken-tok", lambda text: (_ for _ in ()).throw(OSError("no vocab")))
 
+    class Eager:  # runs each task in submit(): the task's exceptions come from there
+        @hookimpl
+        def register_executors(self, register):
+            register("qa-eager", lambda address, jobs: FailsIn(None, eager=True))
+
     get_registry().register(Tokenizers(), "tok-plugin")
+    get_registry().register(Eager(), "qa_eager")
     garbled = tmp_path / "garbled.json"
     garbled.write_text("{oops")
-    for executor in ("local", "qa-fine"):
+    for executor in ("local", "qa-fine", "qa-eager"):
         strict = run(TRACES[0], str(garbled), "-s", "full-history", "-t", "chars4",
                      "--strict", "--executor", executor)
         assert strict.exit_code == 2 and strict.output.startswith(f"Error: {garbled}:")
-        assert "qa-fine" not in strict.output and strict.output.count("\n") == 1
+        assert "qa-" not in strict.output and strict.output.count("\n") == 1
         broken = run(TRACES[0], "-s", "full-history", "-t", "broken-tok", "--executor",
                      executor)
         assert broken.exit_code == 1 and "OSError: no vocab" in broken.output
-        assert "qa-fine" not in broken.output and broken.output.count("\n") == 1
+        assert "qa-" not in broken.output and broken.output.count("\n") == 1
 
     class Interrupted(Strategy):
         name = "interrupted"
@@ -235,9 +241,10 @@ def test_the_tasks_own_exceptions_pass_through_a_plugins_executor(fresh_registry
         def to_messages(self, turns, memory, ctx):
             raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        compare_traces(TRACES, ["full-history", Interrupted], tokenizer="chars4",
-                       executor="qa-fine")
+    for executor in ("qa-fine", "qa-eager"):
+        with pytest.raises(KeyboardInterrupt):
+            compare_traces(TRACES, ["full-history", Interrupted], tokenizer="chars4",
+                           executor=executor)
 
 
 def test_what_finished_before_an_executor_broke_is_written(fresh_registry, tmp_path):
@@ -254,6 +261,166 @@ def test_what_finished_before_an_executor_broke_is_written(fresh_registry, tmp_p
                        executor=Breaks("bogus-key", after=1), per_trace=tmp_path / "b.jsonl")
     lines = (tmp_path / "b.jsonl").read_text().splitlines()
     assert [json.loads(line)["file"] for line in lines] == [TRACES[0], TRACES[2]]
+
+
+class FailsIn(Reversed):
+    """A third-party executor whose ``method`` (``slots``, ``start``, ``submit``,
+    ``done`` or ``close``) raises ``error(message)`` on its call after the first
+    ``after`` (its other calls work; tasks finish first in, first out). With ``eager``
+    it runs each task in ``submit()``, whose exceptions then come from there."""
+
+    def __init__(self, method: str | None, after: int = 0, error=RuntimeError,
+                 message: str = "boom", *, slots=1, eager: bool = False) -> None:
+        super().__init__()
+        self.method, self.after, self.error, self.message = method, after, error, message
+        self.eager, self._slots = eager, slots
+        self.calls: dict[str, int] = {}
+        self.closed = False
+
+    def _call(self, method: str) -> None:
+        self.calls[method] = self.calls.get(method, 0) + 1
+        if method == self.method and self.calls[method] == self.after + 1:
+            raise self.error(self.message)
+
+    @property
+    def slots(self):
+        self._call("slots")
+        return self._slots
+
+    def start(self, job: WorkerJob) -> None:
+        self._call("start")
+        super().start(job)
+
+    def submit(self, key: int, task) -> None:
+        self._call("submit")
+        self.queue.append((key, self.run(task) if self.eager else task))
+
+    def done(self):
+        self._call("done")
+        key, task = self.queue.popleft()
+        return key, task if self.eager else self.run(task)
+
+    def close(self) -> None:
+        self._call("close")
+        self.closed = True
+
+
+FAULTS = {  # name: (FailsIn's arguments, the error's end)
+    "qa-start": (("start",), "start() raised RuntimeError: boom"),
+    "qa-submit": (("submit", 1, KeyError, "no room"), "submit() raised KeyError: 'no room'"),
+    "qa-done-exits": (("done", 0, SystemExit, "3"), "done() raised SystemExit: 3"),
+    "qa-close": (("close", 0, OSError, "cluster gone"), "close() raised OSError: cluster gone"),
+    "qa-slots": (("slots", 0, RuntimeError, ""), "slots raised RuntimeError"),
+}
+
+
+def register_faults(made: dict | None = None) -> None:
+    """The executors of FAULTS, plus ``qa-slots-str`` (slots ``'4'``) and
+    ``qa-submit-late`` (its fifth submit() raises), under plugin ``qa_exe``; ``made``
+    gets each executor made, by name."""
+    made = {} if made is None else made
+
+    def factory(name, args, kwargs):
+        def make(address, jobs):
+            made[name] = FailsIn(*args, **kwargs)
+            return made[name]
+        return make
+
+    class Plugin:
+        @hookimpl
+        def register_executors(self, register):
+            for name, (args, _) in FAULTS.items():
+                register(name, factory(name, args, {}))
+            register("qa-slots-str", factory("qa-slots-str", (None,), {"slots": "4"}))
+            register("qa-submit-late", factory(
+                "qa-submit-late", ("submit", 4, RuntimeError, "queue full"), {}))
+
+    get_registry().register(Plugin(), "qa_exe")
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    *((name, problem) for name, (_, problem) in FAULTS.items()),
+    ("qa-slots-str", "slots is '4' (str); it must be how many tasks the executor runs at "
+                     "once, a whole number from 1"),
+])
+def test_an_executor_method_that_raises_is_one_line_naming_it(fresh_registry, name,
+                                                              problem):
+    """A plugin's executor whose start(), submit(), done() (sys.exit() too) or close()
+    raises, or whose slots raises or is no whole number: one ``Error:`` line naming the
+    executor, its plugin, the method and the exception, exit code 2, and the same
+    PluginError from compare_traces (before: a bare traceback from the engine)."""
+    register_faults()
+    result = run(*TRACES, "-s", "full-history", "-t", "chars4", "--executor", name)
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert result.output == (f"Error: executor {name!r} of plugin 'qa_exe' (distribution "
+                             f"(registered in code)) failed: {problem}\n")
+    with pytest.raises(PluginError) as caught:
+        compare_traces(TRACES, ["full-history"], tokenizer="chars4", executor=name)
+    assert str(caught.value).endswith(f"failed: {problem}")
+    assert caught.value.plugin == "qa_exe"
+
+
+def test_an_executor_object_whose_start_raises_is_named_by_its_class():
+    with pytest.raises(PluginError, match=r"^executor 'reversed' \(test_executors\.FailsIn\) "
+                                          r"failed: start\(\) raised ValueError: bad$"):
+        compare_traces(TRACES, ["full-history"], tokenizer="chars4",
+                       executor=FailsIn("start", 0, ValueError, "bad"))
+
+
+def copies(tmp_path, n: int) -> list[str]:
+    """``n`` runs in files of their own (the short examples, as many times as needed)."""
+    out = []
+    for i in range(n):
+        path = tmp_path / f"run{i}.json"
+        path.write_bytes(open(TRACES[i % len(TRACES)], "rb").read())
+        out.append(str(path))
+    return out
+
+
+def test_what_finished_before_submit_failed_is_written(fresh_registry, tmp_path):
+    """A submit() that raises midway (one slot: four traces in flight, the fifth
+    submit() fails once the first has finished): the trace finished before it and the
+    three in flight, let finish, are in the --per-trace file (before: a traceback, and
+    only the first trace)."""
+    register_faults()
+    runs = copies(tmp_path, 6)
+    out = tmp_path / "per-trace.jsonl"
+    result = run(*runs, "-s", "full-history", "-t", "chars4", "--executor",
+                 "qa-submit-late", "--per-trace", str(out))
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert result.output.endswith("failed: submit() raised RuntimeError: queue full\n")
+    assert result.output.count("\n") == 1
+    assert [json.loads(line)["file"] for line in out.read_text().splitlines()] == runs[:4]
+    eager = FailsIn("submit", 4, RuntimeError, "queue full", eager=True)
+    with pytest.raises(PluginError, match="submit"):
+        compare_traces(runs, ["full-history"], tokenizer="chars4", executor=eager,
+                       per_trace=tmp_path / "eager.jsonl")
+    lines = (tmp_path / "eager.jsonl").read_text().splitlines()
+    assert [json.loads(line)["file"] for line in lines] == runs[:4]
+
+
+def test_a_failing_close_keeps_what_finished_and_never_hides_the_first_error(
+        fresh_registry, tmp_path):
+    """close() raising after every trace finished: one Error: line, every trace in the
+    --per-trace file, the executor closed once. When something failed before it (a run
+    that cannot be read under --strict), that first failure is the error told, not
+    close()'s (before: a traceback of close()'s exception in both cases)."""
+    made: dict = {}
+    register_faults(made)
+    out = tmp_path / "per-trace.jsonl"
+    result = run(*TRACES, "-s", "full-history", "-t", "chars4", "--executor", "qa-close",
+                 "--per-trace", str(out))
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert result.output.endswith("failed: close() raised OSError: cluster gone\n")
+    assert [json.loads(line)["file"] for line in out.read_text().splitlines()] == TRACES
+    assert made["qa-close"].calls["close"] == 1
+    garbled = tmp_path / "garbled.json"
+    garbled.write_text("{oops")
+    strict = run(TRACES[0], str(garbled), "-s", "full-history", "-t", "chars4", "--strict",
+                 "--executor", "qa-close")
+    assert strict.exit_code == 2 and strict.output.startswith(f"Error: {garbled}:")
+    assert "close()" not in strict.output and strict.output.count("\n") == 1
+    assert made["qa-close"].calls["close"] == 1  # it was asked to close, all the same
 
 
 class Stalls(Reversed):

@@ -479,23 +479,25 @@ def _model_calls(strategy: Any, turns: Any, memory: Any, ctx: RenderContext,
             for c in strategy_model_calls(strategy, turns, memory, ctx)]
 
 
-def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, executor: Executor,
+def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, results: TaskResults,
          resume: ResumeIndex | None, finished: Callable[[TraceKey | None, TraceOutcome],
                                                         None] | None,
          copy_resumed: bool = False) -> Iterator[TraceOutcome | Skipped]:
-    """Every trace's outcome, in trace order; ``finished(key, outcome)`` is called on each
-    computed one as soon as it is back (in the order they finish). Traces that
-    ``resume`` has are read back from it, not computed; ``("skipped", ...)`` tasks
-    become a :class:`Skipped` (``copy_resumed``: ``finished`` is called on the traces
-    read back too)."""
-    window = max(2, executor.slots * IN_FLIGHT_PER_SLOT)
+    """Every trace's outcome, in trace order, from the executor behind ``results``;
+    ``finished(key, outcome)`` is called on each computed one as soon as it is back (in
+    the order they finish). Traces that ``resume`` has are read back from it, not
+    computed; ``("skipped", ...)`` tasks become a :class:`Skipped` (``copy_resumed``:
+    ``finished`` is called on the traces read back too). When the executor fails (a
+    ``submit()`` or ``done()`` that raises), the traces in flight that still finish are
+    handed to ``finished`` before the error goes on."""
+    slots = results.slots
+    window = max(2, slots * IN_FLIGHT_PER_SLOT)
     ready: dict[int, list[TraceOutcome | Skipped]] = {}
     keys: dict[int, TraceKey | None] = {}
     pending, next_out = 0, 0
     numbered = enumerate(tasks)
     exhausted = False
-    results = TaskResults(executor, "trace")
-    executor.start(WorkerJob(_Worker, settings))
+    results.start(WorkerJob(_Worker, settings))
     while True:
         while not exhausted and pending + len(ready) < window:
             try:
@@ -513,8 +515,12 @@ def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, executor: Execut
                     finished(key, outcome)
                 ready[position] = [outcome]
             else:
+                try:
+                    results.submit(position, (position, task))
+                except BaseException as exc:
+                    _salvage(exc, slots, results, pending, keys, finished)
+                    raise
                 keys[position] = key
-                executor.submit(position, (position, task))
                 pending += 1
         while next_out in ready:
             yield from ready.pop(next_out)
@@ -526,11 +532,7 @@ def _run(tasks: Iterator[tuple[Any, ...]], settings: _Settings, executor: Execut
         try:
             position, outcomes = results.take(keys)
         except BaseException as exc:
-            # nothing good is thrown away: let the rest finish; but Ctrl-C with one slot
-            # (the tasks run here, one after the other) stops now, not after the queue
-            stop_now = isinstance(exc, KeyboardInterrupt) and executor.slots == 1
-            if finished is not None and not stop_now:
-                _drain(results, pending - 1, keys, finished)
+            _salvage(exc, slots, results, pending - 1, keys, finished)
             raise
         pending -= 1
         _finished(finished, keys.pop(position), outcomes)
@@ -543,6 +545,17 @@ def _finished(finished: Callable[[TraceKey | None, TraceOutcome], None] | None,
         for outcome in outcomes:
             if isinstance(outcome, TraceOutcome):
                 finished(key, outcome)
+
+
+def _salvage(exc: BaseException, slots: int, results: TaskResults, pending: int,
+             keys: dict[int, TraceKey | None],
+             finished: Callable[[TraceKey | None, TraceOutcome], None] | None) -> None:
+    """After ``exc`` stopped the comparison: nothing good is thrown away, the ``pending``
+    tasks in flight are let finish for ``finished``; but Ctrl-C with one slot (the tasks
+    run here, one after the other) stops now, not after the queue."""
+    stop_now = isinstance(exc, KeyboardInterrupt) and slots == 1
+    if finished is not None and not stop_now:
+        _drain(results, pending, keys, finished)
 
 
 def _drain(results: TaskResults, pending: int, keys: dict[int, TraceKey | None],
@@ -685,8 +698,10 @@ def compare_traces(
     :class:`CompareError`; an executor that cannot run (a scheduler out of reach, a
     worker without a plugin the driver has) raises
     :class:`~turnpress.core.executor.ExecutorError`, and a plugin's executor that breaks
-    its contract (:class:`~turnpress.core.executor.TaskResults`) a ``PluginError``
-    naming it.
+    its contract (:class:`~turnpress.core.executor.TaskResults`: its ``start()``,
+    ``submit()``, ``done()`` or ``close()`` raises, ``done()`` answers what it was not
+    asked, ``slots`` is no whole number from 1) a ``PluginError`` naming it, its plugin
+    and the method; the traces finished before it failed are in ``per_trace``.
     """
     instances, unresolved, tok, the_price = check_settings(strategies, tokenizer, cache,
                                                            price)
@@ -722,8 +737,9 @@ def compare_traces(
     sources = (trace_tasks(as_sources(traces), strict=bool(strict)) if drawing is None
                else drawing.tasks(as_sources(traces), strict=bool(strict)))
     seen: dict[str, TraceInfo] = {}  # the digest of each run counted -> its info
-    with get_executor(executor, jobs) as runner, fewer_collections():
-        # the executor before the file: an error leaves it be
+    # the executor before the file: an error leaves it be; a failing close() is told
+    # when nothing else failed before it
+    with TaskResults(get_executor(executor, jobs), "trace") as runner, fewer_collections():
         writer = None
         if per_trace is not None:
             if same_file and index is not None:

@@ -12,12 +12,14 @@ A worker checks, before it loads the job, that it has every plugin the driver ha
 (:meth:`WorkerJob.start`): a missing one is an :class:`ExecutorError` naming the
 worker and the plugin, not an unknown strategy deep inside a task.
 
-The caller takes results through :class:`TaskResults`, which holds a plugin's executor
-to its contract: the task function (``job.start(where)``) hands back each result as a
-:class:`TaskResult` and marks each exception it raises as the task's, so an answer of
-``done()`` that is not one of those (``done()`` itself raised, a key it was never
-given, a result that is not the task's) is the executor's own fault, a
-:class:`PluginError` naming it and its plugin; the task's exceptions pass as they are.
+The caller uses an executor through :class:`TaskResults`, which holds a plugin's
+executor to its contract: the task function (``job.start(where)``) hands back each
+result as a :class:`TaskResult` and marks each exception it raises as the task's, so an
+answer of ``done()`` that is not one of those (``done()`` itself raised, a key it was
+never given, a result that is not the task's), an exception of ``start()``,
+``submit()`` or ``close()`` that is not the task's, and a ``slots`` that is not a whole
+number from 1 are the executor's own fault, a :class:`PluginError` naming it, its
+plugin and the method; the task's exceptions pass as they are.
 A worker process holds its plugin warnings back and the task function sends them
 with each result (or exception), for the driver to show each once.
 A plugin executor's ``done()`` that returns nothing for :data:`WAIT_NOTICE_SECONDS`
@@ -35,9 +37,9 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
-from turnpress.core.errors import ExecutorError, PluginError, quote
+from turnpress.core.errors import PLUGIN_FAULTS, ExecutorError, PluginError, quote
 from turnpress.core.plugin_loading import (
     Registration,
     held_warnings,
@@ -152,7 +154,7 @@ class _Task:
     def __call__(self, task: Any) -> TaskResult:
         try:
             value = self.run(task)
-        except Exception as exc:
+        except PLUGIN_FAULTS as exc:  # sys.exit() too: the task's, not the executor's
             try:
                 setattr(exc, TASK_MARK, held_warnings())
             except Exception:  # pragma: no cover - an exception that takes no attribute
@@ -247,14 +249,18 @@ def describe_executor(executor: Executor) -> str:
 
 
 class TaskResults:
-    """The caller's side of an executor: :meth:`take` is ``executor.done()`` with its
-    answer checked against the contract.
+    """The caller's side of an executor: every call the caller makes of it, guarded.
+    :attr:`slots`, :meth:`start`, :meth:`submit`, :meth:`take` (``done()``, its answer
+    checked against the contract) and :meth:`close`; as a context manager it closes the
+    executor on the way out.
 
     The task's own exceptions (marked by the task function), an
     :class:`ExecutorError` and ``KeyboardInterrupt`` pass as they are. A plugin's
-    executor whose ``done()`` raises anything else, returns a key it was not given or a
-    result that is not the task's raises a :class:`PluginError` naming the executor and
-    its plugin (a built-in executor's exceptions pass as they are, like those of its
+    executor whose ``slots`` is not a whole number from 1, whose ``start()``,
+    ``submit()``, ``done()`` or ``close()`` raises anything else (``sys.exit()``
+    included), or whose ``done()`` returns a key it was not given or a result that is
+    not the task's raises a :class:`PluginError` naming the executor, its plugin and the
+    method (a built-in executor's exceptions pass as they are, like those of its
     factory).
     """
 
@@ -262,6 +268,66 @@ class TaskResults:
         self.executor = executor
         self.what = what  # what a task is, for the notice ("trace")
         self.noticed = False
+        self._slots: int | None = None
+
+    @property
+    def slots(self) -> int:
+        """The executor's ``slots``, read once: how many tasks it runs at once."""
+        if self._slots is None:
+            try:
+                slots = self.executor.slots
+            except ExecutorError:
+                raise
+            except PLUGIN_FAULTS as exc:
+                self._plugin_fault("slots", exc)
+            if not self._builtin() and (isinstance(slots, bool) or not isinstance(slots, int)
+                                        or slots < 1):
+                raise self._fault(f"slots is {short_repr(slots)}; it must be how many tasks "
+                                  f"the executor runs at once, a whole number from 1")
+            self._slots = slots
+        return self._slots
+
+    def start(self, job: WorkerJob) -> None:
+        """``executor.start(job)``, guarded."""
+        try:
+            self.executor.start(job)
+        except ExecutorError:
+            raise
+        except PLUGIN_FAULTS as exc:
+            self._plugin_fault("start()", exc)
+
+    def submit(self, key: int, task: Any) -> None:
+        """``executor.submit(key, task)``, guarded (an executor that runs the task right
+        there raises the task's own exceptions as they are)."""
+        try:
+            self.executor.submit(key, task)
+        except ExecutorError:
+            raise
+        except PLUGIN_FAULTS as exc:
+            self._plugin_fault("submit()", exc)
+
+    def close(self) -> None:
+        """``executor.close()``, guarded."""
+        try:
+            self.executor.close()
+        except ExecutorError:
+            raise
+        except PLUGIN_FAULTS as exc:
+            self._plugin_fault("close()", exc)
+
+    def __enter__(self) -> TaskResults:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        """Close the executor; when something else already stops the caller, a failing
+        ``close()`` is left unsaid (that first failure is the one to tell)."""
+        if kind is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except PLUGIN_FAULTS:
+            pass
 
     def take(self, given: Container[int]) -> tuple[int, Any]:
         """The next finished task's ``(key, result)``; ``given`` holds the keys of the
@@ -278,17 +344,8 @@ class TaskResults:
                 answer = self.executor.done()
         except ExecutorError:
             raise
-        except Exception as exc:
-            held = getattr(exc, TASK_MARK, None)
-            if held is not None:  # the task's own exception
-                if held:
-                    get_registry().relay(held)
-                raise
-            found = self.executor.registered_by
-            if found is not None and found.plugin.builtin:
-                raise
-            raise self._fault(f"done() raised {type(exc).__name__}: "
-                              f"{' '.join(str(exc).split())}") from None
+        except PLUGIN_FAULTS as exc:
+            self._plugin_fault("done()", exc)
         if type(answer) is not tuple or len(answer) != 2:
             raise self._fault(f"done() returned {short_repr(answer)}; it must return a "
                               f"(key, result) pair")
@@ -335,6 +392,29 @@ class TaskResults:
             sys.stderr.flush()
         except Exception:  # pragma: no cover - stderr closed, or busy in this thread
             pass
+
+    def _builtin(self) -> bool:
+        found = self.executor.registered_by
+        return found is not None and found.plugin.builtin
+
+    def _plugin_fault(self, method: str, exc: BaseException) -> NoReturn:
+        """Raise ``exc``, raised by the executor's ``method``, as it is when it is the
+        task's own (its held warnings relayed first) or the executor is built in; else a
+        :class:`PluginError` naming the executor, its plugin and ``method``. Called in
+        the ``except`` clause that caught ``exc``."""
+        held = getattr(exc, TASK_MARK, None)
+        if held is not None:  # the task's own exception
+            if held:
+                get_registry().relay(held)
+            raise exc
+        if self._builtin():
+            raise exc
+        try:
+            message = " ".join(str(exc).split())
+        except Exception:  # a plugin's exception with a broken __str__
+            message = ""
+        raise self._fault(f"{method} raised {type(exc).__name__}"
+                          + (f": {message}" if message else "")) from None
 
     def _fault(self, what: str) -> PluginError:
         found = self.executor.registered_by
