@@ -104,7 +104,9 @@ def test_session_follows_the_chain_and_splits_at_compaction():
     assert first.turns[0].usage == Usage(1503, 0, 1500) and first.turns[1].usage is None
     notes = " | ".join(s["note"] for s in first.skipped)
     assert "1 message line(s) on other branches" in notes
-    assert "segment 1 of 2" in notes and "side chain (sub-agent) 'ag1', line 13" in notes
+    assert "segment 1 of 2" in notes and "side chain" not in notes
+    # the sub-agent ran after the compaction (line 13): noted on that segment's run only
+    assert "side chain (sub-agent) 'ag1', line 13" in second.skipped[0]["note"]
 
 
 def test_trace_show_says_how_sidechains_and_compaction_were_handled():
@@ -285,3 +287,75 @@ def test_random_logs_survive_import_save_load_full_history(events):
                     == _plain(sent[:start]))
     finally:
         shutil.rmtree(directory)
+
+
+def _session_line(uuid, parent, kind, content, *, side=None, message_id=None, **extra):
+    """One line of a Claude Code session file (a sub-agent's when ``side`` names it)."""
+    message = {"role": kind, "content": content}
+    if kind == "assistant":
+        message["id"] = message_id or f"msg_{uuid}"
+    line = {"parentUuid": parent, "isSidechain": side is not None, "sessionId": "sess-9",
+            "type": kind, "message": message, "uuid": uuid, **extra}
+    if side is not None:
+        line["agentId"] = side
+    return line
+
+
+def _task(uuid, parent, call):
+    return _session_line(uuid, parent, "assistant", [
+        {"type": "tool_use", "id": call, "name": "Task", "input": {"prompt": "look"}}])
+
+
+def _result(uuid, parent, call, text):
+    return _session_line(uuid, parent, "user", [
+        {"type": "tool_result", "tool_use_id": call, "content": text}])
+
+
+def _side_chain(agent, n, parent=None):
+    """Sub-agent ``agent``: its prompt, then ``n`` calls (as Claude Code writes them,
+    its first line has no parent)."""
+    lines = [_session_line(f"{agent}-u", parent, "user", "look around", side=agent)]
+    for k in range(n):
+        lines.append(_session_line(f"{agent}-a{k}", lines[-1]["uuid"], "assistant",
+                                   [{"type": "text", "text": f"seen {k}"}], side=agent))
+    return lines
+
+
+def test_each_side_chain_is_noted_once_on_the_segment_that_started_it(tmp_path):
+    """Review: "side-chain notes are repeated per compaction segment". A sub-agent that
+    ran before the compaction was noted on every run of the session, NAME/2 included
+    ("left out of this run", which never had it), and one that ran after it on the run
+    before the compaction too. Each is noted once, on the run whose Task call started
+    it; the prompts are not changed (the notes are not sent)."""
+    events = [
+        _session_line("u1", None, "user", "Audit the repo."),
+        _task("a1", "u1", "t1"),
+        *_side_chain("ag-early", 2),
+        _result("u2", "a1", "t1", "early report"),
+        _session_line("a2", "u2", "assistant", "Done with part one."),
+        {"parentUuid": None, "logicalParentUuid": "a2", "isSidechain": False,
+         "type": "system", "subtype": "compact_boundary", "uuid": "cb",
+         "sessionId": "sess-9"},
+        _session_line("u3", "cb", "user", "This session is being continued ...",
+                      isCompactSummary=True),
+        _task("a3", "u3", "t2"),
+        *_side_chain("ag-late", 1),
+        _result("u4", "a3", "t2", "late report"),
+        _session_line("a4", "u4", "assistant", "All done."),
+    ]
+    path = _write(tmp_path, events)
+    first, second = iter_traces(path)
+    assert (first.name, second.name) == ("log", "log/2")
+    sides = [[s["note"] for s in t.skipped if s["note"].startswith("side chain")]
+             for t in (first, second)]
+    assert sides == [["side chain (sub-agent) 'ag-early', lines 3-5: left out of this run, "
+                      "its own prompts (2 call(s)) billed apart"],
+                     ["side chain (sub-agent) 'ag-late', lines 11-12: left out of this "
+                      "run, its own prompts (1 call(s)) billed apart"]]
+    for trace in (first, second):  # the notes are never sent
+        for n in range(1, len(trace.turns) + 2):
+            assert "side chain" not in json.dumps(trace.prompt(n, "full-history"))
+    shown = CliRunner().invoke(main, ["trace", "show", str(path)])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.count("side chain (sub-agent) 'ag-early'") == 1
+    assert shown.output.count("side chain (sub-agent) 'ag-late'") == 1

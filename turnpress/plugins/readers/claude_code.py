@@ -23,9 +23,11 @@ How a run is rebuilt:
   message, as the API received them. The messages are then read as an Anthropic
   Messages run (``turnpress.plugins.readers.anthropic_messages``).
 - **side chains** (sub-agents: ``isSidechain`` in a session, ``parent_tool_use_id``
-  in stream-json) are left out of the run, with one note per sub-agent naming the
-  tool call that started it and its number of calls: their prompts are their own,
-  not the main agent's. A file holding only side-chain lines (a sub-agent's own
+  in stream-json) are left out of the run, with one note per sub-agent naming it
+  (its agent id, or the tool call that started it), its lines and its number of
+  calls: their prompts are their own, not the main agent's. In a compacted session
+  the note is on the run of the segment the sub-agent ran in (whose tool call started
+  it), not on every segment's. A file holding only side-chain lines (a sub-agent's own
   log) is read as that sub-agent's run.
 - **compaction**: a ``compact_boundary`` line ends a segment; the compacted
   conversation that follows (its first message is the compact summary) is a run of
@@ -232,21 +234,23 @@ def read(data: Any, where: str) -> list[Trace]:
         side = _side(e)
         if side is not None and i not in on_main:
             sides.setdefault(side, []).append(i)
+    chain = _chain(lines, main, where, notes)
+    segments = _segments(chain)
+    side_notes: list[list[str]] = [[] for _ in segments]
     for side, at in sides.items():
         lines_at = set(at)
         calls = len({e["message"].get("id") for i, e in messages if i in lines_at
                      and e["type"] == "assistant"})
         where_at = f"line {at[0]}" if len(at) == 1 else f"lines {at[0]}-{at[-1]}"
-        notes.append(f"side chain (sub-agent) {quote(side)}, {where_at}: left out "
-                     f"of this run, its own prompts ({calls} call(s)) billed apart")
-    chain = _chain(lines, main, where, notes)
-    segments = _segments(chain)
+        side_notes[_segment_of(at[0], segments)].append(
+            f"side chain (sub-agent) {quote(side)}, {where_at}: left out of this run, its "
+            f"own prompts ({calls} call(s)) billed apart")
     tools = _tools(lines)
     counted: set[str] = set()
     runs = []
     for k, segment in enumerate(segments, 1):
         anthropic, sources = _messages(segment, counted)
-        run_notes = list(notes)
+        run_notes = [*side_notes[k - 1], *notes]
         if anthropic[0]["role"] != "user":
             anthropic.insert(0, {"role": "user", "content": MISSING_PROMPT})
             sources.insert(0, [(segment[0][0], 0)])
@@ -270,6 +274,19 @@ def read(data: Any, where: str) -> list[Trace]:
             raise _relined(exc, {blocks[0][0]: blocks for blocks in sources}) from None
         runs.append(trace)
     return runs
+
+
+def _segment_of(first: int, segments: list[list[tuple[int, dict[str, Any]]]]) -> int:
+    """The index of the segment a side chain whose first line is ``first`` belongs to:
+    the one it was written in, the last to start before it. A sub-agent runs within
+    the main thread's tool call that started it, and Claude Code writes its lines as
+    they come, so they are among that segment's lines (compaction comes between calls
+    of the main thread, never within one)."""
+    found = 0
+    for k, segment in enumerate(segments):
+        if segment[0][0] < first:
+            found = k
+    return found
 
 
 def _tools(lines: list[tuple[int, dict[str, Any]]]) -> dict[str, Tool]:
