@@ -34,12 +34,19 @@ import signal
 import sys
 import threading
 import uuid
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple, NoReturn
 
-from turnpress.core.errors import PLUGIN_FAULTS, ExecutorError, PluginError, quote
+from turnpress.core.errors import (
+    PLUGIN_FAULTS,
+    ExecutorError,
+    PluginError,
+    PluginWarning,
+    quote,
+)
 from turnpress.core.plugin_loading import (
     Registration,
     held_warnings,
@@ -319,10 +326,15 @@ class TaskResults:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
-        """Close the executor; when something else already stops the caller, a failing
-        ``close()`` is left unsaid (that first failure is the one to tell)."""
-        if kind is None:
-            self.close()
+        """Close the executor. A ``close()`` that fails once the work has finished is a
+        :class:`PluginWarning` (the results are kept); when something else already stops
+        the caller, it is left unsaid (that first failure is the one to tell)."""
+        if kind is None:  # the comparison finished: its results are not thrown away
+            try:
+                self.close()
+            except PluginError as fault:
+                warnings.warn(f"{fault}; the comparison had finished, its results are "
+                              f"kept", PluginWarning, stacklevel=2)
             return
         try:
             self.close()
