@@ -34,6 +34,7 @@ from turnpress.core.model import (
 from turnpress.core.registry import PluginError, PluginWarning
 from turnpress.core.templates import TemplateProblem
 from turnpress.core.trace import Trace, load_trace, save_trace
+from turnpress.core.trace_inputs import load_traces
 from turnpress.core.version import __version__
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "get_strategy",
     "hookimpl",
     "load_trace",
+    "load_traces",
     "normalize",
     "render",
     "save_trace",

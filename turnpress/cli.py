@@ -42,7 +42,7 @@ from turnpress.core.responses import to_responses, with_compactions
 from turnpress.core.strategy import DEFAULT_STRATEGY
 from turnpress.core.strategy_lookup import describe_options, spec_value
 from turnpress.core.templates import export_templates, list_templates
-from turnpress.core.trace import TraceError, is_bare_name, iter_traces, trace_file
+from turnpress.core.trace import TraceError, is_bare_name, trace_file
 from turnpress.core.trace_inputs import Inputs, discover, skipped_lines
 from turnpress.examples import EXAMPLES_DIR, example_trace_paths
 
@@ -271,15 +271,16 @@ def scan_inputs(args: tuple[str, ...], *, count: bool = True) -> Inputs:
 
 def load_traces_or_examples(paths: tuple[str, ...]) -> list[Any]:
     """Load the traces named on the command line (a path, a bundled trace's name, a
-    directory or a glob pattern: :func:`input_files`), or the bundled examples."""
-    files = input_files(paths) or [str(p) for p in example_trace_paths()]
-    traces = []
-    for path in files:
-        try:
-            traces.extend(iter_traces(path))
-        except TraceError as exc:
-            raise fail_cleanly(exc) from None
-    return traces
+    directory or a glob pattern: :func:`input_files`), or the bundled examples: what
+    :func:`~turnpress.core.trace_inputs.load_traces` reads, the files that are not
+    runs named on stderr before the others are read."""
+    found = scan_inputs(paths)
+    if not found.files:
+        found = Inputs(list(example_trace_paths()))
+    try:
+        return list(found.iter_traces())
+    except TraceError as exc:
+        raise fail_cleanly(exc) from None
 
 
 DEFAULT_TRACE = "product-research"
@@ -307,11 +308,12 @@ templates_option = click.option(
 def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
            template_dirs: tuple[str, ...]) -> None:
     """Render the prompt of one turn of TRACE: a trace file, or a bundled trace's name
-    (default: product-research, the bundled example `turnpress run` runs).
+    (default: product-research, the bundled example `turnpress run` runs), a directory
+    read recursively or a glob pattern.
 
-    A JSONL file of several runs renders that turn of each run (text: one after
-    the other; json/openai/anthropic: one JSON document a line); --turn must be
-    valid for each run, which is checked before anything is printed.
+    A JSONL file of several runs (or several files) renders that turn of each run
+    (text: one after the other; json/openai/anthropic: one JSON document a line);
+    --turn must be valid for each run, which is checked before anything is printed.
     """
 
     chosen = choose_strategy(strategy)

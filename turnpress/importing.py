@@ -67,10 +67,15 @@ class ImportResult:
         return sum(self.runs.values())
 
 
-def import_transcripts(paths: Iterable[str | os.PathLike[str]],
+def import_transcripts(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
                        output: str | os.PathLike[str], *,
                        replace: bool = False) -> ImportResult:
     """Read every run of ``paths`` and write them, in order, to the JSONL file ``output``.
+
+    ``paths`` (a path, or a list of them) are what ``turnpress import`` takes, found
+    the same way (:func:`~turnpress.core.trace_inputs.discover`): files, directories
+    read recursively, glob patterns; each file found that is not a run is not read and
+    is listed in ``ImportResult.skipped`` with its reason.
 
     When ``output`` exists, the runs are appended after its own (it must be a
     turnpress trace file); ``replace=True`` replaces it instead. Runs are streamed
