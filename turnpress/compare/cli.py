@@ -32,13 +32,12 @@ from turnpress.core.registry import PluginError
 from turnpress.core.strategy_lookup import baseline_spec
 from turnpress.core.summaries import SummaryBudgetExceeded
 from turnpress.core.trace import TraceError
-from turnpress.core.trace_inputs import Inputs
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
-    from turnpress.compare.results import TraceInfo
+    from turnpress.compare.results import Skipped, TraceInfo
 
 __all__ = ["HTML_PROMPT_TRACES", "PROGRESS_MIN_TRACES", "compare"]
 
@@ -141,8 +140,11 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         check_settings(specs, tokenizer, cache, price)
     except (ValueError, PluginError) as exc:
         raise CLIError(str(exc)) from None
+    # found here, not by compare_traces: a bad path is told before a long comparison,
+    # and each file that is not a run is named at once; compare_traces takes what was
+    # found as it is (no second scan) and gives the files that are not runs back
     found = scan_inputs(traces, count=False)  # counted once compared
-    sources = [str(p) for p in found.files] or None
+    sources = found if found.files else None
     if html_path is not None:
         parent = Path(html_path).resolve().parent
         if not parent.is_dir():
@@ -175,7 +177,7 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
         if len(exc.skipped) > 1:
             for skipped in exc.skipped:
                 click.echo(f"Skipped {skipped}", err=True)
-        _echo_count(found, 0, len(exc.skipped))
+        _echo_count(len(found.files), exc.not_runs, 0, len(exc.skipped))
         if len(exc.skipped) > 1:
             raise CLIError(f"none of the {len(exc.skipped)} runs could be compared (each "
                            f"is listed above)") from None
@@ -195,7 +197,7 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
     for repeated in result.repeated:
         click.echo(f"warning: {repeated}", err=True)
     sample_info = result.sample
-    _echo_count(found, len(result.traces), len(result.skipped),
+    _echo_count(len(found.files), result.not_runs, len(result.traces), len(result.skipped),
                 0 if sample_info is None else sample_info.population - sample_info.runs,
                 len(result.repeated))
     if as_json:  # piece by piece: the per-prompt lists are never held whole
@@ -216,19 +218,20 @@ def compare(traces: tuple[str, ...], strategies: tuple[str, ...], tokenizer: str
                                    f"({left}); the reasons are listed above")
 
 
-def _echo_count(found: Inputs, compared: int, skipped: int, not_drawn: int = 0,
-                repeated: int = 0) -> None:
-    """When the scan of a directory or pattern skipped files that are not runs: the count
-    of the files found, and of the runs of the others compared, skipped (they cannot be
-    read or have no turn), found again (counted once) and not drawn by ``--sample``, on
+def _echo_count(files: int, not_runs: list[Skipped], compared: int, skipped: int,
+                not_drawn: int = 0, repeated: int = 0) -> None:
+    """When the scan of a directory or pattern skipped files that are not runs
+    (``not_runs``, named on stderr as they were found): the count of the files found,
+    and of the runs of the ``files`` others compared, skipped (they cannot be read or
+    have no turn), found again (counted once) and not drawn by ``--sample``, on
     stderr."""
-    if not found.skipped:
+    if not not_runs:
         return
     again = f", {repeated} found again (counted once)" if repeated else ""
     drawn = f", {not_drawn} not drawn (--sample)" if not_drawn else ""
-    click.echo(f"{len(found.files) + len(found.skipped)} file(s) found, {len(found.skipped)} "
-               f"skipped (not a run); the runs of the other {len(found.files)}: {compared} "
-               f"compared, {skipped} skipped{again}{drawn}", err=True)
+    click.echo(f"{files + len(not_runs)} file(s) found, {len(not_runs)} skipped (not a "
+               f"run); the runs of the other {files}: {compared} compared, {skipped} "
+               f"skipped{again}{drawn}", err=True)
 
 
 def _progress(console: Console, total: int) -> Progress:

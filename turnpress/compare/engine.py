@@ -90,6 +90,7 @@ from turnpress.core.summaries import SummaryBudgetExceeded
 from turnpress.core.templates import resolve_template_dirs
 from turnpress.core.tokens import DEFAULT_TOKENIZER, Tokenizer, get_tokenizer
 from turnpress.core.trace import Trace, TraceError, run_digest
+from turnpress.core.trace_inputs import Scan
 from turnpress.plugins.summarizers import SummaryRuntime, default_cache_dir
 
 __all__ = ["IN_FLIGHT_PER_SLOT", "NothingCompared", "check_settings", "compare_traces",
@@ -103,11 +104,14 @@ driver's memory stays flat."""
 
 class NothingCompared(TraceError):
     """Every run was skipped (it cannot be read, or has no turn): nothing to compare.
-    ``skipped`` lists them."""
+    ``skipped`` lists them, ``not_runs`` the files found that are not runs
+    (:attr:`ComparisonResult.not_runs`)."""
 
-    def __init__(self, message: str, skipped: list[Skipped]) -> None:
+    def __init__(self, message: str, skipped: list[Skipped],
+                 not_runs: list[Skipped] | None = None) -> None:
         super().__init__(message)
         self.skipped = skipped
+        self.not_runs = not_runs or []
 
 
 # -- strategies ------------------------------------------------------------------------------
@@ -648,8 +652,17 @@ def compare_traces(
 ) -> ComparisonResult:
     """Compare strategies on traces.
 
-    ``traces``: trace files (JSON or JSONL, streamed; any format ``load_trace``
-    reads), :class:`Trace` objects, or None for the bundled examples.
+    ``traces``: a path or a list of them, as ``turnpress compare`` takes them
+    (:func:`~turnpress.core.trace_inputs.discover`): trace files (JSON or JSONL,
+    streamed; any format ``load_trace`` reads), bundled traces' names, directories
+    (read recursively) and glob patterns (``"logs/**/*.jsonl"``, ``**`` crossing
+    directories), each file once; what ``discover`` found already (an
+    :class:`~turnpress.core.trace_inputs.Inputs`); :class:`Trace` objects; or None
+    for the bundled examples. A file found in a directory or by a pattern that is
+    not a run (another ending, JSON no reader recognises) is not read: it is in
+    ``ComparisonResult.not_runs`` with its reason; one that cannot be read (invalid
+    JSON, empty) is a broken run, as if named. A pattern that matches nothing, or a
+    directory or pattern where no file is a run, raises ``TraceError``.
     ``strategies``: anything :func:`turnpress.get_strategy` accepts, or None for
     every registered strategy (one that cannot be created is listed in
     ``not_compared`` instead of stopping the comparison).
@@ -734,8 +747,10 @@ def compare_traces(
                  and Path(per_trace).resolve() == Path(resume).resolve())  # type: ignore[arg-type]
     if index is not None and per_trace is None:
         per_trace, same_file = resume, True
-    sources = (trace_tasks(as_sources(traces), strict=bool(strict)) if drawing is None
-               else drawing.tasks(as_sources(traces), strict=bool(strict)))
+    scan = Scan()  # the files of directories and patterns that are not runs
+    found = as_sources(traces, scan)
+    sources = (trace_tasks(found, strict=bool(strict)) if drawing is None
+               else drawing.tasks(found, strict=bool(strict)))
     seen: dict[str, TraceInfo] = {}  # the digest of each run counted -> its info
     # the executor before the file: an error leaves it be; a failing close() is told
     # when nothing else failed before it
@@ -768,12 +783,13 @@ def compare_traces(
         finally:
             if writer is not None:
                 writer.close()
+    result.not_runs = [Skipped(str(path), why) for path, why in scan.inputs.skipped]
     if result.skipped and not result.traces:
         n = len(result.skipped)
         raise NothingCompared(str(result.skipped[0]) if n == 1 else
                               f"none of the {n} runs could be compared (each cannot be read "
                               f"or has no turn): {'; '.join(map(str, result.skipped[:3]))}"
-                              + ("; ..." if n > 3 else ""), result.skipped)
+                              + ("; ..." if n > 3 else ""), result.skipped, result.not_runs)
     if drawing is not None:
         result.sample = SampleInfo(drawing.drawn, drawing.population, seed)
     return result

@@ -192,7 +192,8 @@ class DroppedFact:
 @dataclass(frozen=True)
 class Skipped:
     """A run that was not compared: its ``file`` (and line, in ``reason``) and why (it
-    cannot be read, or has no turn)."""
+    cannot be read, or has no turn); or, in :attr:`ComparisonResult.not_runs`, a file
+    found in a directory or by a pattern that is no run, and why."""
 
     file: str
     reason: str
@@ -490,6 +491,10 @@ class ComparisonResult:
     notes: list[tuple[str, str]] = field(default_factory=list)
     #: the runs left out because they cannot be read or have no turn (not ``strict``)
     skipped: list[Skipped] = field(default_factory=list)
+    #: the files a directory or a glob pattern held that are not runs (another ending,
+    #: JSON no reader recognises), not read, each with its reason (``compare`` names
+    #: them on stderr; the ``--json`` document has no entry for them)
+    not_runs: list[Skipped] = field(default_factory=list)
     #: the runs left out because the same run came earlier (counted once, the first)
     repeated: list[Repeated] = field(default_factory=list)
     #: the billed usage of each turn that has it (:data:`_BILLED`; see :meth:`billed`)

@@ -21,6 +21,7 @@ from turnpress.core.trace import (
     trace_file,
     trace_from_json_line,
 )
+from turnpress.core.trace_inputs import Inputs, Scan
 from turnpress.core.trace_text import utf16_hint
 from turnpress.examples import example_trace_paths
 
@@ -113,17 +114,40 @@ def load_task(task: tuple[Any, ...]) -> Iterator[Trace]:
         yield trace_from_json_line(line, Path(path), lineno, count)
 
 
-def as_sources(traces: Any) -> list[TraceSource] | Iterable[TraceSource]:
-    """``traces`` as a list of sources (None: the bundled example traces)."""
+def as_sources(traces: Any, scan: Scan | None = None) -> Iterable[TraceSource]:
+    """``traces`` as sources (None: the bundled example traces): each path (``str`` or
+    ``os.PathLike``) as :func:`~turnpress.core.trace_inputs.discover` finds it, as the
+    command line does (a trace file or a bundled trace's name as it is, a directory
+    read recursively, a glob pattern expanded; each file once), each
+    :class:`~turnpress.core.trace_inputs.Inputs` (what ``discover`` found) as its
+    files, each :class:`Trace` as it is. ``scan`` (a
+    :class:`~turnpress.core.trace_inputs.Scan`) gathers the files found that are not
+    runs, with their reason, in ``scan.inputs.skipped``. A list or tuple (or a single
+    source) is scanned at once, so a pattern that matches nothing is a
+    :class:`TraceError` before anything is read; any other iterable as it is read."""
     if traces is None:
         return example_trace_paths()
-    if isinstance(traces, (str, os.PathLike, Trace)):
-        return [traces]
-    return traces
+    scan = scan if scan is not None else Scan()
+    if isinstance(traces, (str, os.PathLike, Trace, Inputs)):
+        traces = [traces]
+    expanded = _expanded(traces, scan)
+    return list(expanded) if isinstance(traces, (list, tuple)) else expanded
+
+
+def _expanded(traces: Iterable[Any], scan: Scan) -> Iterator[TraceSource]:
+    for source in traces:
+        if isinstance(source, Trace):
+            yield source
+        elif isinstance(source, Inputs):
+            yield from scan.take(source)
+        else:
+            yield from scan.files(source)
 
 
 def count_traces(traces: Any = None) -> int:
-    """How many traces ``traces`` holds (JSONL lines are counted, not parsed)."""
+    """How many traces ``traces`` (what :func:`as_sources` takes: files, directories,
+    glob patterns, ``Inputs``, :class:`Trace` objects) holds (JSONL lines are counted,
+    not parsed)."""
     n = 0
     for source in as_sources(traces):
         if isinstance(source, Trace) or not _is_jsonl(Path(source)) or is_event_log(source):
