@@ -59,7 +59,8 @@ def format_text(messages: Sequence[Message]) -> str:
 
     A transcript's tool message names its call (``===== [3] tool (call_1) =====``)
     and an assistant message lists its tool calls after its text, one
-    ``-> tool call ID: NAME ARGUMENTS`` line each.
+    ``-> tool call ID: NAME ARGUMENTS`` line each. Other keys are not shown
+    (``turnpress.core.message_keys.left_out_keys(messages, "text")`` lists them).
     """
     blocks = []
     for i, message in enumerate(messages, 1):
@@ -109,8 +110,10 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     ``thinking_blocks``... stay exactly as they were sent). Keys that are no field
     of the API's message are left out: what logging libraries add (``extra``,
     ``provider_specific_fields``...) and the ``_anthropic`` / ``_responses`` keys
-    readers keep for :func:`to_anthropic` and ``to_responses``; the trace keeps them.
-    A tool call's ``arguments`` given as an object is sent as its JSON string."""
+    readers keep for :func:`to_anthropic` and ``to_responses``; the trace keeps them
+    (``turnpress.core.message_keys.left_out_keys(messages, "openai")`` lists those
+    left out). A tool call's ``arguments`` given as an object is sent as its JSON
+    string."""
     out = []
     for m in messages:
         fields = OPENAI_FIELDS.get(m.get("role"))  # type: ignore[arg-type]
@@ -284,7 +287,9 @@ def to_anthropic(messages: Sequence[Message], breakpoints: Iterable[Breakpoint] 
     messages of one role (tool results and the user text after them, or two
     assistant messages a strategy wrote in a row) are merged into one message,
     their blocks in order; in a user message the ``tool_result`` blocks go first,
-    as the API requires, then the other blocks in order.
+    as the API requires, then the other blocks in order. A key the Anthropic shape has
+    no place for (``name``, ``reasoning_content``...) is left out
+    (``turnpress.core.message_keys.left_out_keys(messages, "anthropic")`` lists them).
     """
     cuts: dict[int, list[int | None]] = {}
     for index, offset in anthropic_breakpoints(messages, breakpoints):

@@ -248,7 +248,9 @@ def _converted(message: Mapping[str, Any]) -> list[dict[str, Any]]:
 def to_responses(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
     """``(instructions, input items)`` of a Responses API request for chat ``messages``
     (see the module docstring): ``instructions`` is ``None`` unless a message is a
-    body's instructions."""
+    body's instructions. A converted message keeps its role, content, tool calls and
+    call id; another key (``name``, ``reasoning_content``...) is left out
+    (``turnpress.core.message_keys.left_out_keys(messages, "responses")`` lists them)."""
     instructions: str | None = None
     items: list[dict[str, Any]] = []
     for message in messages:
