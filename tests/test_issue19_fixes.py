@@ -125,9 +125,14 @@ def test_openai_shape_sends_only_message_fields_and_string_arguments(tmp_path):
                    {"role": "tool", "tool_call_id": "a", "content": "f.txt"}]
     path = tmp_path / "run.json"
     path.write_text(json.dumps(messages))
-    doc = json.loads(run("render", str(path), "-s", "full-history", "-f", "openai",
-                         "-t", "2").output)
-    assert doc["messages"] == out
+    rendered = run("render", str(path), "-s", "full-history", "-f", "openai", "-t", "2")
+    assert json.loads(rendered.stdout)["messages"] == out
+    # left out, but not silently: one line a key, naming the format that keeps it
+    why = "it is no field of an OpenAI chat message; -f json keeps it"
+    assert rendered.stderr.splitlines() == [
+        f"warning: -f openai leaves out the message key 'extra' (2 messages): {why}",
+        f"warning: -f openai leaves out the message key 'provider_specific_fields' "
+        f"(1 message): {why}"]
     assert load_trace(path).turns[0].messages[0]["provider_specific_fields"] == {"x": 1}
 
 

@@ -30,6 +30,7 @@ from turnpress.core.breakpoints import strategy_failure, strategy_origin
 from turnpress.core.compression import get_strategy
 from turnpress.core.errors import a_or_an, printable
 from turnpress.core.inspect import describe_trace
+from turnpress.core.message_keys import LeftOut
 from turnpress.core.providers import (
     format_text,
     prompt_with_breakpoints,
@@ -314,6 +315,10 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
     A JSONL file of several runs (or several files) renders that turn of each run
     (text: one after the other; json/openai/anthropic: one JSON document a line);
     --turn must be valid for each run, which is checked before anything is printed.
+
+    A message key the format has no place for (a logger's own key in -f openai; name
+    or reasoning_content in -f anthropic) is left out with one warning line a key on
+    stderr, naming the formats that keep it (-f json keeps every key).
     """
 
     chosen = choose_strategy(strategy)
@@ -330,9 +335,11 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
             raise fail_cleanly(ValueError(f"--turn {n}: {exc}{hint}")) from None
         chosen_turns.append(n)
     documents: list[tuple[dict[str, Any], Any, str]] = []  # (document, messages, where)
+    left_out = LeftOut(fmt)  # the message keys the format has no place for
     for tr, n in zip(traces, chosen_turns, strict=True):
         messages = run_strategy(chosen, lambda tr=tr, n=n: tr.prompt(
             n, chosen, template_dirs))
+        left_out.add(messages)
         if fmt == "text":
             which = (f"turn {n} of {len(tr.turns)}" if n <= len(tr.turns) else
                      f"turn {n} (the next prompt, after {len(tr.turns)} "
@@ -369,6 +376,8 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
              for doc, messages, where in documents]
     for text in texts:
         echo(text)
+    for line in left_out.warnings():  # nothing the trace holds is dropped silently
+        echo(line, err=True)
 
 
 #: what a message's values must be to be written as JSON
