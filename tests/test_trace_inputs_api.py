@@ -74,7 +74,7 @@ def test_compare_traces_reads_a_directory_recursively(logs):
     assert [t.name for t in alone.traces] == ["b#1", "b#2", "c"]
     assert _relative(logs, alone.not_runs) == {"team/config.json": NOT_RUNS[
         "team/config.json"]}
-    assert count_traces([logs]) == 4
+    assert count_traces([logs]) == count_traces(discover(logs)) == 4
 
 
 def test_compare_traces_expands_a_glob_pattern_with_double_star(logs):
