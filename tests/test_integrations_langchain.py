@@ -235,12 +235,15 @@ def test_cache_and_price_are_forwarded(monkeypatch):
 
     seen = []
 
-    def recorded(messages, **keywords):
-        seen.append({k: keywords[k] for k in ("strategy", "cache", "price")})
-        return common_compress(messages, **keywords)
+    def recorded(real):
+        def call(messages, *failed, **keywords):
+            seen.append({k: keywords[k] for k in ("strategy", "cache", "price")})
+            return real(messages, *failed, **keywords)
+        return call
 
-    common_compress = common.compress
-    monkeypatch.setattr(common, "compress", recorded)
+    # a failed tool result goes through compress_with_errors, the others through compress
+    monkeypatch.setattr(common, "compress", recorded(common.compress))
+    monkeypatch.setattr(common, "compress_with_errors", recorded(common.compress_with_errors))
     from langchain.agents.middleware import ModelRequest
 
     messages = [HumanMessage("Count the files."),

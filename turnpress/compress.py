@@ -43,7 +43,7 @@ the content block index and its ``tool_use`` / ``tool_result`` / ``tool_use_id``
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from itertools import chain
@@ -62,7 +62,7 @@ from turnpress.core.compression import (
     render_with_breakpoints,
 )
 from turnpress.core.errors import quote
-from turnpress.core.model import INSTRUCTION_ROLES, Message, Tool, Turn
+from turnpress.core.model import INSTRUCTION_ROLES, Failure, Message, Tool, Turn
 from turnpress.core.pricing import CacheRules, Price, resolve_pricing
 from turnpress.core.providers import (
     alternating,
@@ -137,21 +137,63 @@ def compress(messages: Any, *, strategy: Compression = True, tools: Any = None,
     cache_rules, prices = _pricing(format, cache, price)
     if format == "responses":
         return _compress_responses(messages, chosen, tools, turns_left, (cache_rules, prices))
+    if format == "openai":
+        return _compress_openai(messages, chosen, tools, turns_left, (cache_rules, prices))
     # 1. messages -> entries: the format's reader, as `turnpress import` reads them
-    if format == "anthropic":
-        system, body, tools = _anthropic_input(messages, tools)
-        entries = anthropic_messages.message_entries(system, body, WHERE)
-        source, error_ids = anthropic_messages.FORMAT, _error_ids(body)
-    else:
-        body = _plain_list(messages)
-        entries = openai_chat.message_entries(body, WHERE)
-        source, error_ids = openai_chat.FORMAT, set()
+    system, body, tools = _anthropic_input(messages, tools)
+    entries = anthropic_messages.message_entries(system, body, WHERE)
+    error_ids = _error_ids(body)
     if not _has_assistant(body):  # no turn yet: the messages go as they are
         return _preamble_only(entries, format, error_ids)
     # 2. entries -> trace: each assistant message starts a turn
-    trace = build_trace(entries, where=WHERE, source=source, tools=_tool_map(tools))
+    trace = build_trace(entries, where=WHERE, source=anthropic_messages.FORMAT,
+                        tools=_tool_map(tools))
     # 3. and 4. trace -> the next turn's prompt -> the provider's shape
     return _next_prompt(trace, chosen, turns_left, (cache_rules, prices), format, error_ids)
+
+
+def compress_with_errors(messages: Any, failed: Collection[str], *,
+                         strategy: Compression = True, tools: Any = None,
+                         turns_left: int | None = None, cache: str | CacheRules | None = None,
+                         price: str | Price | None = None) -> list[dict[str, Any]]:
+    """:func:`compress` of OpenAI chat ``messages`` (``format="openai"``) whose tool
+    messages answering the tool calls in ``failed`` (their ids) report errors: each
+    makes its turn a failed one (reason ``tool_error``, its text the message), as
+    Anthropic's ``is_error`` does. The OpenAI shape has no such flag, while agent
+    frameworks keep one beside a tool result (LangChain's ``ToolMessage.status``,
+    pydantic-ai's ``RetryPromptPart``); their integrations pass it here. The messages
+    are read, rendered and given back in the OpenAI shape, as by :func:`compress`."""
+    _check_turns_left(turns_left)
+    chosen = get_strategy(strategy)
+    return _compress_openai(messages, chosen, tools, turns_left,
+                            _pricing("openai", cache, price), set(failed))
+
+
+def _compress_openai(messages: Any, chosen: Any, tools: Any, turns_left: int | None,
+                     pricing: tuple[CacheRules, Price], failed: Collection[str] = ()) -> Any:
+    """``compress(format="openai")`` (``failed``: see :func:`compress_with_errors`)."""
+    # 1. messages -> entries: the reader, as `turnpress import` reads them
+    body = _plain_list(messages)
+    entries = openai_chat.message_entries(body, WHERE)
+    if failed:
+        for entry in entries:
+            _flag_error(entry, failed)
+    if not _has_assistant(body):  # no turn yet: the messages go as they are
+        return _preamble_only(entries, "openai")
+    # 2. entries -> trace: each assistant message starts a turn
+    trace = build_trace(entries, where=WHERE, source=openai_chat.FORMAT, tools=_tool_map(tools))
+    # 3. and 4. trace -> the next turn's prompt -> the provider's shape
+    return _next_prompt(trace, chosen, turns_left, pricing, "openai")
+
+
+def _flag_error(entry: Entry, failed: Collection[str]) -> None:
+    """Mark ``entry`` as an error when it is a tool message answering a call in
+    ``failed`` (the text the anthropic-messages reader gives an ``is_error`` result)."""
+    message = entry.message
+    if (isinstance(message, Mapping) and message.get("role") == "tool"
+            and message.get("tool_call_id") in failed and entry.error is None):
+        text = text_of(message.get("content")).strip()
+        entry.error = Failure("tool_error", text[:500] or "the tool reported an error")
 
 
 def _next_prompt(trace: Trace, chosen: Any, turns_left: int | None,

@@ -18,11 +18,9 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from turnpress.compress import compress
+from turnpress.compress import compress, compress_with_errors
 from turnpress.core.compression import Compression, get_strategy
 from turnpress.core.pricing import DEFAULT_CACHE, CacheRules, Price, resolve_pricing
-from turnpress.core.providers import to_anthropic
-from turnpress.plugins.readers import anthropic_messages
 
 __all__ = ["CompressOptions", "compress_chat", "message_key", "provider_of"]
 
@@ -53,41 +51,26 @@ def compress_chat(messages: Sequence[Mapping[str, Any]], *, failed: Collection[s
     """``compress(messages, **keywords)`` of OpenAI chat messages whose tool results
     answering the calls in ``failed`` (tool-call ids) are errors.
 
-    The OpenAI chat shape has no error flag on a tool result, and ``compress()``
-    reads none, while frameworks keep one beside it (LangChain's
-    ``ToolMessage.status``, pydantic-ai's ``RetryPromptPart``). So that a strategy
-    sees those turns as failed (and shows the last failed attempt), the messages go
-    through ``compress()``'s Anthropic shape, where ``is_error`` is read, and come
-    back as chat messages (text blocks joined, cache markers dropped); a message the
-    strategy sent as it was comes back as the caller's own. Without ``failed`` this is
-    ``compress()`` itself.
+    The OpenAI chat shape has no error flag on a tool result, while frameworks keep
+    one beside it (LangChain's ``ToolMessage.status``, pydantic-ai's
+    ``RetryPromptPart``). So that a strategy sees those turns as failed (and shows the
+    last failed attempt), they are flagged as Anthropic's ``is_error`` flags them
+    (:func:`turnpress.compress.compress_with_errors`); the messages are read and given
+    back in the OpenAI chat shape, as ``compress()`` reads and gives them: never merged,
+    re-roled or refused for the sake of another provider's shape. Without ``failed``
+    this is ``compress()`` itself.
     """
     if not failed:
         return compress(list(messages), **keywords)
-    originals = [dict(m) for m in messages]
-    system, body = to_anthropic(originals, [])
-    for message in body:
-        for block in message["content"] if isinstance(message["content"], list) else ():
-            if block.get("type") == "tool_result" and block.get("tool_use_id") in failed:
-                block["is_error"] = True
-    system, out = compress({"system": system or None, "messages": body},
-                           format="anthropic", **keywords)
-    entries = anthropic_messages.message_entries(system or None, out, "messages")
-    same: dict[str, list[dict[str, Any]]] = {}
-    for original in originals:
-        same.setdefault(message_key(original), []).append(original)
-    sent = []
-    for entry in entries:
-        message = _plain_chat(entry.message)
-        found = same.get(message_key(message))
-        sent.append(found.pop(0) if found else message)
-    return sent
+    return compress_with_errors(list(messages), failed, **keywords)
 
 
 def message_key(message: Mapping[str, Any]) -> str:
-    """What a chat message says, with the round trip's differences evened out (empty
-    content is ``None``, ``name`` is not carried by the Anthropic shape, neither the
-    order of keys nor the spacing of JSON arguments counts)."""
+    """What a chat message says, the differences between a framework's chat form of a
+    message and ``compress()``'s copy of it evened out (empty content is ``None``, a
+    content of text parts only is their text, ``name`` and ``cache_control`` markers do
+    not count, neither do the order of keys nor the spacing of JSON arguments), so a
+    message the strategy sent as it was is found among the caller's."""
     plain = {k: v for k, v in _plain_chat(message).items()
              if v not in ("", None) and k != "name"}
     if plain.get("tool_calls"):
@@ -108,8 +91,8 @@ def _canonical_call(call: Any) -> Any:
 
 
 def _plain_chat(message: Mapping[str, Any]) -> dict[str, Any]:
-    """A chat message from the Anthropic round trip: a content list of text blocks
-    only becomes one string, ``cache_control`` markers and the reader's private
+    """A chat message as :func:`message_key` compares it: a content list of text blocks
+    only becomes one string, ``cache_control`` markers and the readers' private
     ``_``-keys are dropped."""
     out = {k: v for k, v in message.items() if not k.startswith("_")}
     content = out.get("content")
