@@ -7,6 +7,8 @@ processor and check what the model received.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 pytest.importorskip("pydantic_ai")
@@ -25,6 +27,7 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
+    TextPart,
     ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
@@ -294,3 +297,94 @@ def test_a_compressed_view_it_cannot_map_back_is_a_warning():
     _, other = audit_agent(ProcessHistory(TurnpressHistory()))
     with pytest.warns(UserWarning, match="full_history"):
         other.run_sync("again", message_history=view)
+
+
+def test_a_response_without_text_or_tool_call_does_not_stop_the_run():
+    """A response of thinking only (or nothing) is one pydantic-ai answers with retry
+    feedback and recovers from; the processor read it as an assistant message with no
+    content, which compress() refuses, and the run failed."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import FunctionModel
+
+    calls = []
+
+    def script(messages, info):
+        calls.append(messages)
+        if len(calls) == 1:
+            return ModelResponse(parts=[ToolCallPart("ls", {}, tool_call_id="c1")])
+        if len(calls) == 2:
+            return ModelResponse(parts=[ThinkingPart("Nothing to say yet.")])
+        return ModelResponse(parts=[TextPart("two files")])
+
+    for strategy in ("full-history", "single-user-coalesced", "price-scheduled"):
+        calls.clear()
+        agent = Agent(FunctionModel(script), capabilities=[TurnpressHistory(strategy).capability()])
+        agent.tool_plain(lambda: "a.txt\nb.txt", name="ls")
+        assert agent.run_sync("Count the files.").output == "two files", strategy
+
+
+def test_retry_feedback_on_an_answer_reaches_the_model():
+    """An output validator's ModelRetry is pydantic-ai 2's RetryFeedbackPart, answering no
+    tool call: it is sent (as pydantic-ai sends it, a user message), not left out, which
+    left the request empty and pydantic-ai refused the processed history."""
+    from pydantic_ai import Agent, ModelRetry
+    from pydantic_ai.models.function import FunctionModel
+
+    seen = []
+
+    def script(messages, info):
+        seen.append(messages)
+        if len(seen) == 1:
+            return ModelResponse(parts=[ToolCallPart("ls", {}, tool_call_id="c1")])
+        return ModelResponse(parts=[TextPart("2 files" if len(seen) > 2 else "some files")])
+
+    for strategy in ("full-history", "observation-masking", "single-user-coalesced"):
+        seen.clear()
+        agent = Agent(FunctionModel(script), capabilities=[TurnpressHistory(strategy).capability()])
+        agent.tool_plain(lambda: "a.txt\nb.txt", name="ls")
+
+        @agent.output_validator
+        def counted(output: str) -> str:
+            if not output[0].isdigit():
+                raise ModelRetry("Answer with the number of files.")
+            return output
+
+        assert agent.run_sync("Count the files.").output == "2 files", strategy
+        assert "Answer with the number of files." in str(seen[-1][-1]), strategy
+
+
+@dataclasses.dataclass
+class OtherPart:
+    """Stands for a request part turnpress has no chat form for (pydantic-ai 2's
+    instruction and tool-availability deltas, a capability part...)."""
+
+    content: str = "delta"
+    part_kind: str = "other"
+
+
+def test_a_request_part_without_a_chat_form_is_kept():
+    """Such a part is not read, and was dropped from every request, even the ones the
+    strategy sent as they were; the request now comes back whole, and one rebuilt from its
+    parts (a masked tool return) keeps it."""
+    other = OtherPart()
+    first = ModelRequest(parts=[UserPromptPart("Count the files."), other])
+    history = [first]
+    for i in range(3):
+        history += [ModelResponse(parts=[ToolCallPart("ls", {}, tool_call_id=f"c{i}")]),
+                    ModelRequest(parts=[ToolReturnPart("ls", "a.txt\n" * 20,
+                                                       tool_call_id=f"c{i}"),
+                                        *([OtherPart("old")] if i == 0 else [])])]
+
+    class Context:
+        run_id = "r1"
+        model = None
+
+    assert TurnpressHistory("full-history")(Context(), list(history)) == history
+    sent = TurnpressHistory("observation-masking:window=1,step=1")(Context(), list(history))
+    assert "omitted" in str(sent[2].parts[0].content)  # rebuilt: the first return masked
+    assert [p.content for m in sent if isinstance(m, ModelRequest) for p in m.parts
+            if isinstance(p, OtherPart)] == ["delta", "old"]
+    last = ModelRequest(parts=[OtherPart("only")])
+    sent = TurnpressHistory("full-history")(Context(), [*history, ModelResponse(
+        parts=[TextPart("2")]), last])
+    assert sent[-1] is last  # pydantic-ai needs the history to end with a request

@@ -8,13 +8,16 @@ pydantic-ai runs every history processor before each model request::
 :class:`TurnpressHistory` reads the run's ``ModelRequest`` / ``ModelResponse``
 messages as OpenAI chat messages (``SystemPromptPart`` and ``UserPromptPart`` as
 system and user messages, a ``ModelResponse``'s ``TextPart``\\ s and
-``ToolCallPart``\\ s as one assistant message, ``ToolReturnPart`` as a tool result, a
-``RetryPromptPart`` answering a tool call as a failed tool result, one answering
-nothing as a user message), compresses them with the strategy, and gives back
+``ToolCallPart``\\ s as one assistant message, empty when it has neither,
+``ToolReturnPart`` as a tool result, a ``RetryPromptPart`` answering a tool call as a
+failed tool result, one answering nothing or a ``RetryFeedbackPart`` as a user
+message, as pydantic-ai sends them), compresses them with the strategy, and gives back
 pydantic-ai messages: a message the strategy sent as it was is the run's own object
 (``ThinkingPart``\\ s, ids, usage and timestamps kept), a rewritten one is new
-parts. Tool calls and returns stay paired by ``tool_call_id``, and the result ends
-with a ``ModelRequest`` as pydantic-ai requires.
+parts. A request part with no chat form (pydantic-ai 2's instruction or tool
+availability deltas...) is not compressed: it stays in its request, and in a request
+rebuilt from that request's parts. Tool calls and returns stay paired by
+``tool_call_id``, and the result ends with a ``ModelRequest`` as pydantic-ai requires.
 
 What the run keeps. pydantic-ai's own ``ProcessHistory`` capability (and pydantic-ai
 1's ``history_processors``) stores what a processor returns as the run's history
@@ -71,6 +74,11 @@ try:  # pydantic-ai >= 2 takes history processors as a capability
 except ImportError:  # pragma: no cover - pydantic-ai 1
     AbstractCapability = None
 
+try:  # pydantic-ai >= 2: feedback on a response it could not use (no tool call answered)
+    from pydantic_ai.messages import RetryFeedbackPart
+except ImportError:  # pragma: no cover - pydantic-ai 1 (a RetryPromptPart without tool_name)
+    RetryFeedbackPart = RetryPromptPart
+
 from turnpress.core.compression import Compression
 from turnpress.core.pricing import CacheRules, Price
 from turnpress.integrations._common import CompressOptions, compress_chat, message_key
@@ -104,7 +112,10 @@ def to_chat(messages: Sequence[ModelMessage]) -> tuple[list[dict[str, Any]], lis
             calls = [{"id": p.tool_call_id, "type": "function",
                       "function": {"name": p.tool_name, "arguments": p.args_as_json_str()}}
                      for p in message.parts if isinstance(p, ToolCallPart)]
-            form: dict[str, Any] = {"role": "assistant", "content": text or None}
+            # a response with neither (only thinking, or nothing: pydantic-ai answers it
+            # with retry feedback) is an assistant message with empty content
+            form: dict[str, Any] = {"role": "assistant", "content": text or (None if calls
+                                                                              else "")}
             if calls:
                 form["tool_calls"] = calls
             forms.append(form)
@@ -124,9 +135,10 @@ def to_chat(messages: Sequence[ModelMessage]) -> tuple[list[dict[str, Any]], lis
                 form = {"role": "tool", "tool_call_id": part.tool_call_id,
                         "content": part.model_response()}
                 failed.add(part.tool_call_id)
-            elif isinstance(part, RetryPromptPart):
+            elif isinstance(part, RetryPromptPart | RetryFeedbackPart):
+                # feedback on a response pydantic-ai could not use: sent as a user message
                 form = {"role": "user", "content": part.model_response()}
-            else:  # a part turnpress has no chat form for is left out
+            else:  # a part turnpress has no chat form for is not read (see from_chat)
                 continue
             forms.append(form)
             sources.append(part)
@@ -138,10 +150,13 @@ def from_chat(sent: Sequence[dict[str, Any]], originals: Sequence[ModelMessage],
     """The chat messages ``sent`` as pydantic-ai messages: one equal to the chat form
     of a part or response of ``originals`` is that part or response; consecutive
     non-assistant messages make one ``ModelRequest`` (the original one when all its
-    parts come back in order, else a new one with ``instructions``). A rewritten tool
-    result is its original part with the new content (its kind, outcome and retry
-    information kept)."""
+    parts that have a chat form come back in order, else a new one with
+    ``instructions``, holding the parts without a chat form of the requests its parts
+    came from). A rewritten tool result is its original part with the new content (its
+    kind, outcome and retry information kept). The result ends with a ``ModelRequest``
+    whenever ``originals`` do."""
     forms, sources, failed = to_chat(originals)
+    read = {id(source) for source in sources}
     same: dict[str, list[Any]] = {}
     for form, source in zip(forms, sources, strict=True):
         same.setdefault(message_key(form), []).append(source)
@@ -149,6 +164,7 @@ def from_chat(sent: Sequence[dict[str, Any]], originals: Sequence[ModelMessage],
     answers = {p.tool_call_id: p for p in sources
                if isinstance(p, ToolReturnPart | RetryPromptPart) and p.tool_name}
     parents = {id(p): m for m in originals if isinstance(m, ModelRequest) for p in m.parts}
+    stands_for: dict[int, Any] = {}  # id of a rewritten tool result -> its original part
     out: list[ModelMessage] = []
     parts: list[Any] = []
 
@@ -156,11 +172,14 @@ def from_chat(sent: Sequence[dict[str, Any]], originals: Sequence[ModelMessage],
         if not parts:
             return
         owner = parents.get(id(parts[0]))
-        if owner is not None and len(owner.parts) == len(parts) and all(
-                a is b for a, b in zip(owner.parts, parts, strict=True)):
+        owned = [p for p in owner.parts if id(p) in read] if owner is not None else []
+        if owner is not None and len(owned) == len(parts) and all(
+                a is b for a, b in zip(owned, parts, strict=True)):
             out.append(owner)
         else:
-            out.append(_rewritten(ModelRequest(parts=list(parts), instructions=instructions)))
+            whole = _with_unread(parts, [stands_for.get(id(p), p) for p in parts], parents,
+                                 read)
+            out.append(_rewritten(ModelRequest(parts=whole, instructions=instructions)))
         parts.clear()
 
     for message in sent:
@@ -175,8 +194,9 @@ def from_chat(sent: Sequence[dict[str, Any]], originals: Sequence[ModelMessage],
         elif role in ("system", "developer"):
             parts.append(SystemPromptPart(_text_of(content)))
         elif role == "tool" and message["tool_call_id"] in answers:
-            parts.append(dataclasses.replace(answers[message["tool_call_id"]],
-                                             content=_text_of(content)))
+            answer = answers[message["tool_call_id"]]
+            parts.append(dataclasses.replace(answer, content=_text_of(content)))
+            stands_for[id(parts[-1])] = answer
         elif role == "tool":
             call_id = message["tool_call_id"]
             kind = RetryPromptPart if call_id in failed else ToolReturnPart
@@ -185,7 +205,35 @@ def from_chat(sent: Sequence[dict[str, Any]], originals: Sequence[ModelMessage],
         else:
             parts.append(UserPromptPart(_text_of(content)))
     close()
+    last = originals[-1] if originals else None
+    if isinstance(last, ModelRequest) and not (out and isinstance(out[-1], ModelRequest)):
+        out.append(last)  # its parts have no chat form: sent as it is, as the run's last
     return out
+
+
+def _with_unread(parts: Sequence[Any], standing: Sequence[Any], parents: dict[int, Any],
+                 read: set[int]) -> list[Any]:
+    """``parts`` (of a request being rebuilt; ``standing``: the original part each
+    stands for) with the unread parts (no chat form) of the requests they came from put
+    back: each right after the part of its request that preceded it, else before the
+    first part from its request."""
+    whole, origin = list(parts), list(standing)
+    owners: list[Any] = []
+    for part in standing:
+        owner = parents.get(id(part))
+        if owner is not None and all(owner is not o for o in owners):
+            owners.append(owner)
+    for owner in owners:
+        for k, part in enumerate(owner.parts):
+            if id(part) in read:
+                continue
+            before = {id(p) for p in owner.parts[:k]}
+            after = [i + 1 for i, p in enumerate(origin) if id(p) in before]
+            at = max(after) if after else next(
+                i for i, p in enumerate(origin) if parents.get(id(p)) is owner)
+            whole.insert(at, part)
+            origin.insert(at, part)
+    return whole
 
 
 def _text_of(content: Any) -> str:
