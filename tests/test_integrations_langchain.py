@@ -33,6 +33,7 @@ from turnpress.integrations._common import CompressOptions, provider_of
 from turnpress.integrations.langchain import (
     LangChainCompressor,
     TurnpressMiddleware,
+    _openai_tools,
     compress_messages,
     from_openai,
     pre_model_hook,
@@ -406,3 +407,25 @@ def test_what_is_no_message_list_is_a_type_error_saying_what_to_pass(messages, p
     with pytest.raises(TypeError, match=r"compress_messages: .*" + problem) as caught:
         compress_messages(messages)
     assert "BaseMessages" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_providers_built_in_tool_does_not_stop_the_agent():
+    """create_agent takes a provider's built-in tool as a dict (``{"type":
+    "web_search_preview"}``); it has no function schema, and the middleware handed it to
+    compress() as one, which refused it, so every model call failed."""
+    from langchain.agents import create_agent
+
+    model = example.ScriptedModel(paths=["src/part_00.py"])
+    repo = example.repository(1)
+
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return repo[path]
+
+    agent = create_agent(model, [read_file, {"type": "web_search_preview"}],
+                         middleware=[TurnpressMiddleware()])
+    state = agent.invoke({"messages": [{"role": "user", "content": example.MISSION}]})
+    assert state["messages"][-1].content.startswith("The largest is")
+    # a plugin strategy's ctx.tools holds the function tools
+    assert [t["function"]["name"] for t in _openai_tools(
+        [read_file, {"type": "web_search_preview"}])] == ["read_file"]

@@ -201,15 +201,26 @@ def _compressed(messages: Sequence[BaseMessage], options: CompressOptions, *,
 
 
 def _openai_tools(tools: Sequence[Any]) -> list[dict[str, Any]] | None:
-    """A request's tools (``BaseTool``s or dicts) as OpenAI tool schemas, for the
-    strategy's ``ctx.tools``; ``None`` when there are none."""
-    if not tools:
-        return None
+    """A request's function tools (``BaseTool``s or dicts) as OpenAI tool schemas, for
+    the strategy's ``ctx.tools``; ``None`` when there are none. A provider's built-in
+    tool (``{"type": "web_search_preview"}``...), which has no function schema, is left
+    out, as is a tool LangChain cannot convert: the model still gets every tool."""
     from langchain_core.utils.function_calling import (  # optional dependency: [langchain]
         convert_to_openai_tool,
     )
 
-    return [convert_to_openai_tool(t) for t in tools]
+    schemas = []
+    for tool in tools or ():
+        try:
+            schema = convert_to_openai_tool(tool)
+        except (ValueError, TypeError, NotImplementedError):
+            continue
+        if not isinstance(schema, Mapping) or schema.get("type") != "function":
+            continue
+        function = schema.get("function")
+        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+            schemas.append(schema)
+    return schemas or None
 
 
 def pre_model_hook(strategy: Any = True, *, cache: str | CacheRules | None = None,
