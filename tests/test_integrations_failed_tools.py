@@ -144,3 +144,37 @@ def test_pydantic_ai_recaps_after_a_retry_are_one_response_each():
     recaps = [t for t in texts if t.startswith("recap -")]
     assert len(recaps) == 4 and all(t.count("recap -") == 1 for t in recaps)
     assert recaps[2].startswith("recap - turn 3 failed")
+
+
+def test_the_compressor_takes_the_flag_as_compress_with_errors_does():
+    from turnpress.compress import Compressor, compress_with_errors
+
+    messages = _run()
+    for strategy in ("progressive-batch", "single-user-coalesced", "price-scheduled"):
+        compressor = Compressor(strategy)
+        for message in messages:
+            compressor.add(message, failed=message.get("tool_call_id") == "c3")
+        assert compressor.messages() == compress_with_errors(messages, {"c3"},
+                                                             strategy=strategy), strategy
+    with pytest.raises(ValueError, match="is_error"):
+        Compressor(format="anthropic").add({"role": "user", "content": "Hi."}, failed=True)
+
+
+def test_langchains_compressor_reads_a_failed_tool_message_as_compress_messages_does():
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    from turnpress.integrations.langchain import LangChainCompressor, compress_messages
+
+    messages = [SystemMessage("Audit."), HumanMessage("Find it.")]
+    for i in range(10):
+        messages += [AIMessage(f"Reading {i}.", tool_calls=[
+                         {"name": "read", "args": {"path": f"f{i}"}, "id": f"c{i}"}]),
+                     ToolMessage("no such file" if i == 2 else "x\n" * 40,
+                                 tool_call_id=f"c{i}", status="error" if i == 2 else "success")]
+    compressor = LangChainCompressor("progressive-batch")
+    compressor.extend(messages)
+    sent = compressor.messages()
+    assert [m.content for m in sent] == [
+        m.content for m in compress_messages(messages, strategy="progressive-batch")]
+    assert any(str(m.content).startswith("recap - turn 3 failed") for m in sent)

@@ -333,9 +333,17 @@ class Compressor:
         else:  # the first message, as if added first
             self.add({"role": "system", "content": system})
 
-    def add(self, message: Any) -> None:
+    def add(self, message: Any, *, failed: bool = False) -> None:
         """Append one message (a dict, or an SDK message object). A message that
-        cannot be read raises ``ValueError`` naming its index."""
+        cannot be read raises ``ValueError`` naming its index. ``failed``: the message
+        is a tool result that reports an error, which makes its turn a failed one (as
+        :func:`compress_with_errors` reads it; ``format="openai"`` only, the Anthropic
+        shape says it with ``is_error``)."""
+        if failed and self.format != "openai":
+            raise ValueError(f"Compressor.add(failed=True) is for format='openai' tool "
+                             f"messages; this compressor reads format={self.format!r}"
+                             + (" (flag the tool_result with \"is_error\": true)"
+                                if self.format == "anthropic" else ""))
         index = self._count
         message = _plain(message)
         if self.format == "responses":
@@ -355,6 +363,8 @@ class Compressor:
             self._error_ids |= _error_ids([message])
         else:
             entries = _openai_entries([message], index)
+            for entry in entries if failed else ():
+                _flag_error(entry, {entry.message.get("tool_call_id")})
         saved = self._saved()
         try:
             for entry in entries:

@@ -243,7 +243,8 @@ def pre_model_hook(strategy: Any = True, *, cache: str | CacheRules | None = Non
 class LangChainCompressor:
     """:class:`turnpress.Compressor` taking and giving ``BaseMessage``s (``cache``:
     ``"openai"`` when not given, as in the other integrations; ``price``: the cache's
-    default when not given)."""
+    default when not given). A ``ToolMessage`` with ``status="error"`` makes its turn a
+    failed one, as in :func:`compress_messages`, whose result ``messages()`` equals."""
 
     def __init__(self, strategy: Any = True, *, tools: Any = None,
                  cache: str | CacheRules | None = None,
@@ -261,7 +262,10 @@ class LangChainCompressor:
         tuple, a string); anything else is a ``TypeError``."""
         message = as_message(message, "LangChainCompressor.add")
         forms = to_openai([message])
-        self.compressor.extend(forms)
+        failed = getattr(message, "type", None) == "tool" and getattr(
+            message, "status", None) == "error"  # a failed turn, as in compress_messages
+        for form in forms:
+            self.compressor.add(form, failed=failed and form.get("role") == "tool")
         if len(forms) == 1:
             self._originals.append(message)
             self._forms.extend(forms)
