@@ -9,18 +9,68 @@ the comparison with a :class:`~turnpress.compare.failures.CompareError` naming i
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from turnpress.compare.failures import CompareError, describe_failure, tokenizer_origin
 from turnpress.compare.reuse import PromptTrack, roles
 from turnpress.core.compression import RenderContext
-from turnpress.core.model import Message
-from turnpress.core.providers import anthropic_breakpoints
+from turnpress.core.model import INSTRUCTION_ROLES, Message
+from turnpress.core.providers import anthropic_breakpoints, kept_content, to_anthropic
 from turnpress.core.strategy import breakpoints_for
 from turnpress.core.tokens import TokenCounter, TokenizedPrompt, Tokenizer
 
-__all__ = ["PromptCounter", "leading_system", "split_turns"]
+__all__ = ["PromptCounter", "block_count", "block_counts", "leading_system", "split_turns"]
+
+
+def block_count(message: Message) -> int:
+    """How many content blocks ``message`` is in the Anthropic rendering
+    (:func:`~turnpress.core.providers.to_anthropic`) when no breakpoint cuts its text:
+    a string content is one block (none when empty), content parts one each, a tool
+    message one ``tool_result`` (whatever its content), an assistant message its
+    thinking blocks, its text and one ``tool_use`` per call; a leading system message
+    is one block of ``system`` (the blocks an imported Anthropic run gave are counted
+    as sent). Several leading system messages with no breakpoint among them are sent as
+    one ``system`` string, and counted here as one block each."""
+    role, content = message["role"], message.get("content")  # type: ignore[attr-defined]
+    if role == "tool":
+        return 1
+    if kept_content(message) is not None:  # rare: blocks sent as given while unchanged
+        return _rendered_count(message)
+    calls = message.get("tool_calls") or ()  # type: ignore[attr-defined]
+    thinking = message.get("thinking_blocks") or ()  # type: ignore[attr-defined]
+    if role in INSTRUCTION_ROLES or (isinstance(content, str) and not calls and not thinking):
+        return 1 if content else 0
+    parts = len(content) if isinstance(content, list) else 1 if content else 0
+    return len(thinking) + parts + len(calls)
+
+
+def _rendered_count(message: Message) -> int:
+    """:func:`block_count` of a message rendered by ``to_anthropic`` itself (one that
+    it refuses counts one block: the comparison does not render it)."""
+    try:
+        system, out = to_anthropic([message])
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return 1
+    content = out[0]["content"] if out else system
+    return len(content) if isinstance(content, list) else 1 if content else 0
+
+
+def block_counts(messages: Sequence[Message], start: int = 0,
+                 earlier: array[int] | None = None) -> array[int]:
+    """The content blocks of the first ``i`` messages, for each ``i`` (:func:`block_count`,
+    4 bytes a message); the first ``start`` messages are those ``earlier`` counted."""
+    if earlier is not None and 0 < start < len(earlier):
+        blocks = earlier[:start + 1]  # a slice: a new array
+    else:
+        blocks, start = array("I", (0,)), 0
+    total = blocks[-1]
+    append = blocks.append
+    for m in messages[start:]:
+        total += block_count(m)
+        append(total)
+    return blocks
 
 
 class PromptCounter:
