@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from turnpress import load_trace
-from turnpress.compare.counting import block_counts
+from turnpress.compare.cache import LOOKBACK
+from turnpress.compare.counting import PromptCounter, block_counts
 from turnpress.core.compression import strategy_names
 from turnpress.core.providers import (
     anthropic_breakpoints,
     prompt_with_breakpoints,
     to_anthropic,
 )
+from turnpress.core.tokens import get_tokenizer
 from turnpress.core.trace import iter_traces
 from turnpress.examples import example_trace_paths
 from turnpress.plugins.readers import anthropic_messages
@@ -81,7 +83,11 @@ def traces() -> list[Any]:
 def test_block_counts_and_breakpoint_positions_are_the_anthropic_renderings():
     """On the bundled runs and the test transcripts, under every strategy: the blocks
     counted (:func:`block_count`) are the blocks ``to_anthropic`` sends, and the block
-    each breakpoint lands on is the one it marks, cuts inside a message included."""
+    each breakpoint lands on is the one it marks, cuts inside a message included; the
+    earliest message boundary the 20-block lookback reaches from each breakpoint
+    (``BlockPoint.reach``, what ``compare`` counts under the anthropic cache) is the one
+    found by counting those blocks back."""
+    counting = PromptCounter(get_tokenizer("o200k_base"), "anthropic")
     checked = 0
     for trace in traces():
         step = max(1, len(trace.turns) // 6)
@@ -99,6 +105,10 @@ def test_block_counts_and_breakpoint_positions_are_the_anthropic_renderings():
                 assert blocks[-1] + len(cuts) == total, (trace.name, name, n)
                 positions = [position(blocks, cuts, p, points) for p in points]
                 assert sorted(set(positions)) == marked, (trace.name, name, n, points)
+                prompt, _ = counting.tokenize(messages, points)
+                assert [p.reach for p in prompt.breakpoints] == [  # type: ignore[attr-defined]
+                    reach(blocks, cuts, at, p[0]) for p, at in zip(points, positions,
+                                                                  strict=True)]
                 checked += 1
     assert checked > 500
 
@@ -111,3 +121,11 @@ def position(blocks: Any, cuts: list[int], point: tuple[int, int | None],
         return blocks[index + 1] + sum(c <= index for c in cuts)
     rank = sum(1 for i, o in points if i == index and o is not None and o <= offset)
     return blocks[index] + sum(c < index for c in cuts) + rank
+
+
+def reach(blocks: Any, cuts: list[int], at: int, index: int) -> int:
+    """The fewest leading messages of a prefix ending at most LOOKBACK blocks before
+    ``at`` (brute force)."""
+    ok = [m for m in range(1, index + 1)
+          if at - (blocks[m] + sum(c < m for c in cuts)) <= LOOKBACK]
+    return min(ok) if ok else index + 1

@@ -12,8 +12,10 @@ Anthropic only). The rest is ordinary input.
 - ``anthropic`` — explicit: the strategy's Anthropic rendering places up to four
   ``cache_control`` breakpoints; a prefix up to a breakpoint of at least 1024
   tokens is written the first time (1.25x input) and read when a later prompt
-  repeats it, either at one of its own breakpoints or at a message boundary
-  before its last breakpoint (the API looks back over earlier block boundaries).
+  repeats it, either at one of its own breakpoints or at a message boundary at
+  most :data:`LOOKBACK` (20) content blocks before one of them (the API checks the
+  earlier block boundaries that far back, no further: a prefix written further back
+  than that from every breakpoint of the prompt is a miss, written again).
 - ``none`` — nothing is cached.
 """
 
@@ -22,24 +24,28 @@ from __future__ import annotations
 import bisect
 import heapq
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, ClassVar
 
 from turnpress.core.pricing import CacheRules, get_cache_rules
-from turnpress.core.tokens import Segment, TokenizedPrompt
+from turnpress.core.tokens import CachePoint, Segment, TokenizedPrompt
 
 __all__ = [
     "CACHE_MODELS",
+    "LOOKBACK",
     "NOTHING_CACHED",
     "STATES",
     "AnthropicCache",
+    "BlockPoint",
     "CacheModel",
     "CacheUsage",
     "DigestSet",
     "NoCache",
     "OpenAICache",
     "cache_model_names",
+    "lookback_reach",
     "new_cache_model",
 ]
 
@@ -335,39 +341,103 @@ def _longer(a: Segment, b: Segment, tokens: int) -> bool:
     return True
 
 
+LOOKBACK = 20
+"""How many content blocks before one of a prompt's ``cache_control`` breakpoints the
+Anthropic API looks for a prefix it wrote. Anthropic's prompt caching documentation
+(https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching, "How automatic
+prefix checking works"): "When you add a ``cache_control`` breakpoint, the system
+automatically checks for cache hits at all previous content block boundaries (up to
+approximately 20 blocks before your explicit breakpoint)", and one reason to add
+breakpoints is to "ensure caching for content more than 20 blocks before your final
+breakpoint" (the newer pages call it "the 20-block lookback window"). So a prefix is
+read when it ends at most this many blocks before (or at) one of the prompt's
+breakpoints: 20 blocks back is read, 21 is not."""
+
+
+@dataclass(frozen=True)
+class BlockPoint(CachePoint):
+    """A cache breakpoint with how far back the Anthropic API looks from it: ``reach``,
+    the fewest leading messages of a prefix whose end is at most :data:`LOOKBACK`
+    content blocks before the breakpoint (:func:`lookback_reach`). ``compare`` counts
+    the blocks of the Anthropic rendering
+    (:func:`~turnpress.compare.counting.block_count`); a plain :class:`CachePoint` is
+    taken on a prompt of one block per message."""
+
+    reach: int = 1
+
+
+def lookback_reach(blocks: Sequence[int], cuts: Sequence[int], point: CachePoint,
+                   breakpoints: Sequence[CachePoint] = ()) -> int:
+    """The fewest leading messages a prefix may hold and still end at most
+    :data:`LOOKBACK` content blocks before ``point``: the API checks the block
+    boundaries that far back from a breakpoint, no further.
+
+    ``blocks[m]``: the content blocks of the first ``m`` messages when no breakpoint
+    cuts a message's text; ``cuts``: the index of the message of each breakpoint that
+    cuts it into two blocks (sorted; the block before the cut carries the mark);
+    ``breakpoints``: all the prompt's, to rank the cuts inside one message."""
+    index = point.index
+    if point.offset is None or index not in cuts:  # the mark is on the message's last block
+        at = blocks[index + 1] + bisect.bisect_right(cuts, index)
+    else:  # on the block before its cut: the message's first, one more per earlier cut
+        rank = sum(1 for q in breakpoints if q.index == index and q.offset is not None
+                   and q.offset <= point.offset)
+        at = blocks[index] + bisect.bisect_left(cuts, index) + max(rank, 1)
+    if not cuts:
+        return max(1, bisect.bisect_left(blocks, at - LOOKBACK, 0, index + 1))
+    m = index + 1  # the first m messages end at blocks[m] plus the cuts in them
+    while m > 1 and at - blocks[m - 1] - bisect.bisect_left(cuts, m - 1) <= LOOKBACK:
+        m -= 1
+    return m
+
+
 class AnthropicCache(CacheModel):
     """Anthropic's explicit cache, driven by the prompt's ``cache_control`` breakpoints.
 
     ``min_tokens``: a prefix shorter than this is neither written nor read (the
     API's minimum cacheable length). ``prompt.breakpoints`` must already be the
     ones the Anthropic rendering keeps (at most four, see
-    :func:`turnpress.core.providers.anthropic_breakpoints`).
+    :func:`turnpress.core.providers.anthropic_breakpoints`). A prompt reads the longest
+    written prefix it repeats that ends at one of its breakpoints, or at a message
+    boundary at most :data:`LOOKBACK` content blocks before one of them (a
+    :class:`BlockPoint`'s ``reach``; a plain :class:`CachePoint` counts one block a
+    message and one more for a cut at an offset). Only the keys of the written
+    prefixes are kept; a prompt checks at most its breakpoints and the message
+    boundaries within the lookback, not every prefix written.
     """
 
     name = "anthropic"
 
     def __init__(self, *, min_tokens: int = 1024) -> None:
         self.min_tokens = min_tokens
-        # prefix key -> (message index, offset, tokens) of every prefix written so far
-        self.written: dict[bytes, tuple[int, int | None, int]] = {}
+        self.written: set[bytes] = set()  # the key of every prefix written so far
 
     def account(self, prompt: TokenizedPrompt) -> CacheUsage:
-        """Read the longest written prefix this prompt repeats, write the rest up to its
-        last breakpoint."""
+        """Read the longest written prefix this prompt repeats within the lookback of
+        one of its breakpoints, write the rest up to its last breakpoint."""
         points = [p for p in prompt.breakpoints if p.tokens >= self.min_tokens]
         if not points:
             return NOTHING_CACHED
+        written, chain, cumulative = self.written, prompt.chain, prompt.cumulative
         last = max(p.tokens for p in points)
-        cached = 0
+        cached = max((p.tokens for p in points if p.key in written), default=0)
+        plain: tuple[range, tuple[int, ...]] | None = None
         for p in points:
-            if p.key in self.written:
-                cached = max(cached, p.tokens)
-        for key, (index, offset, tokens) in self.written.items():
-            if (offset is None and tokens <= last and tokens > cached
-                    and prompt.prefix_key(index, None) == key):
-                cached = tokens
-        for p in points:
-            self.written.setdefault(p.key, (p.index, p.offset, p.tokens))
+            if isinstance(p, BlockPoint):
+                reach = p.reach
+            else:  # one block a message, and a cut at each offset
+                if plain is None:
+                    plain = (range(len(prompt.segments) + 1), tuple(
+                        q.index for q in prompt.breakpoints if q.offset is not None))
+                reach = lookback_reach(*plain, p, prompt.breakpoints)
+            # the whole-message prefixes before the breakpoint, longest first
+            m = p.index
+            while m >= reach and cumulative[m] > cached:
+                if chain[m - 1] in written:
+                    cached = cumulative[m]
+                    break
+                m -= 1
+        written.update(p.key for p in points)
         return CacheUsage(cached, max(0, last - cached))
 
 

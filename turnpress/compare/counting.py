@@ -5,6 +5,13 @@ exactly (through a :class:`~turnpress.core.tokens.TokenCounter`), reusing what t
 prompt shares with the previous prompt of the same strategy on the same run
 (a :class:`~turnpress.compare.reuse.PromptTrack`). A tokenizer that fails stops
 the comparison with a :class:`~turnpress.compare.failures.CompareError` naming it.
+
+Under the ``anthropic`` cache model it also counts the content blocks of the prompt's
+Anthropic rendering (:func:`block_count`, one small count a message, the leading
+messages equal to the previous prompt's taken from it), since the API looks back only
+:data:`~turnpress.compare.cache.LOOKBACK` blocks from a breakpoint for a prefix it
+wrote: each breakpoint becomes a :class:`~turnpress.compare.cache.BlockPoint` with the
+earliest message boundary that lookback reaches. No text is kept for it.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from array import array
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from turnpress.compare.cache import BlockPoint, lookback_reach
 from turnpress.compare.failures import CompareError, describe_failure, tokenizer_origin
 from turnpress.compare.reuse import PromptTrack, roles
 from turnpress.core.compression import RenderContext
@@ -73,6 +81,20 @@ def block_counts(messages: Sequence[Message], start: int = 0,
     return blocks
 
 
+def with_reach(prompt: TokenizedPrompt, messages: Sequence[Message],
+               blocks: array[int]) -> None:
+    """Make each of ``prompt``'s breakpoints a :class:`BlockPoint` knowing how far back
+    the API looks from it (``blocks``: :func:`block_counts` of ``messages``; a
+    breakpoint at an offset cuts its message's text in two blocks, but in a tool
+    message, whose whole ``tool_result`` is marked)."""
+    points = prompt.breakpoints
+    cuts = tuple(p.index for p in points
+                 if p.offset is not None and messages[p.index]["role"] != "tool")
+    prompt.breakpoints = tuple(
+        BlockPoint(p.index, p.offset, p.tokens, p.key, lookback_reach(blocks, cuts, p, points))
+        for p in points)
+
+
 class PromptCounter:
     """Counts the prompts of one worker with ``tokenizer`` under the ``cache`` model."""
 
@@ -95,10 +117,14 @@ class PromptCounter:
         is that one, as it is (many strategies leave most prompts as the baseline has
         them)."""
         counter = self.counter
+        blocks = self.cache == "anthropic"
         try:
             if track is None:
                 bodies = counter.bodies(messages)
-                return counter.tokenize(messages, points, bodies), bodies
+                prompt = counter.tokenize(messages, points, bodies)
+                if blocks:
+                    with_reach(prompt, messages, block_counts(messages))
+                return prompt, bodies
             if same:
                 bodies = track.bodies[:same]
                 bodies.extend(counter.bodies(messages[same:]))
@@ -107,14 +133,19 @@ class PromptCounter:
             else:
                 bodies = counter.bodies(messages)
                 kinds = roles(messages)
-            light, reused = None, 0
+            light, reused, counts = None, 0, None
             if reference is not None and reference[0].matches(kinds, bodies, points):
                 prompt, light = reference[1], reference[0].prompt
+                counts = reference[0].blocks
             else:
                 earlier = track.prefix(kinds, bodies, same)
                 prompt = counter.tokenize(messages, points, bodies, earlier)
                 reused = earlier[1] if earlier is not None else 0
+                if blocks:  # the first ``same`` messages are the previous prompt's
+                    counts = block_counts(messages, same, track.blocks)
+                    with_reach(prompt, messages, counts)
             track.update(kinds, bodies, prompt, messages, same, light, reused)
+            track.blocks = counts
             return prompt, bodies
         except Exception as exc:
             name = self.tokenizer.name

@@ -22,6 +22,7 @@ segments of the new messages come from the counter, with their ids).
 from __future__ import annotations
 
 import operator
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -59,13 +60,16 @@ def roles(messages: Sequence[Mapping[str, Any]]) -> list[str]:
 class PromptTrack:
     """One strategy's previous prompt in a run, as counted."""
 
-    __slots__ = ("bodies", "messages", "prompt", "roles")
+    __slots__ = ("blocks", "bodies", "messages", "prompt", "roles")
 
     def __init__(self) -> None:
         self.roles: list[str] = []
         self.bodies: list[str] = []
         self.messages: Sequence[Mapping[str, Any]] = []
         self.prompt: TokenizedPrompt | None = None
+        # the content blocks of its first i messages in the Anthropic rendering, when
+        # counted (the anthropic cache model: :func:`~turnpress.compare.counting.block_counts`)
+        self.blocks: array[int] | None = None
 
     def same(self, messages: Sequence[Mapping[str, Any]]) -> int:
         """How many leading ``messages`` equal the previous prompt's messages as they
