@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from scenarios import SCENARIOS
 from turn_strategies import History, breakpoints_hold, histories
 
-from turnpress import Failure, Turn, normalize, render
+from turnpress import Failure, Trace, Turn, normalize, render
+from turnpress.compare import compare_traces
+from turnpress.core.compression import RenderContext
 from turnpress.plugins.observation_masking import ObservationMasking
 
 NAME = "observation-masking"
@@ -173,3 +175,56 @@ def test_placeholder_longer_than_feedback_keeps_it() -> None:
     messages = render(turns, mission="m", turns_left=5, compression=f"{NAME}:window=0,step=1")
     full = render(turns, mission="m", turns_left=5, compression="full-history")
     assert messages == full
+
+
+# -- the prompt after a boundary move under Anthropic's lookback ----------------------------
+
+
+def _long_run(turns: int) -> Trace:
+    """A run whose prompts are well past Anthropic's smallest cached prefix: a long system
+    prompt, and each turn prints a few distinct lines."""
+    system = " ".join(f"rule{i}" for i in range(1500))
+    return Trace(mission="m", system_prompt=system, max_turns=turns + 5, name="long",
+                 turns=tuple(_ok(n, [f"turn {n} line {k} " + "x" * 60 for k in range(5)])
+                             for n in range(1, turns + 1)))
+
+
+def _context(args: dict) -> RenderContext:
+    return RenderContext(mission=args["mission"], system_prompt=args["system_prompt"],
+                         tools=args["tools"], data=args["data"],
+                         turns_left=args["turns_left"], preamble=args["preamble"])
+
+
+def test_the_prompt_after_a_move_marks_again_the_prefix_the_one_before_marked() -> None:
+    """The prefix the last prompt before a move marks (for the next one) lies
+    ``window + step`` turns, far more than 20 content blocks, before the next prompt's
+    end: that prompt marks it again, at the same message, so the API reads it (DESIGN
+    §11)."""
+    strategy = ObservationMasking(window=3, step=10)
+    trace = _long_run(30)
+    for n in range(1, 31):
+        if strategy.boundary(n) == strategy.boundary(n - 1) or n < 2:
+            continue
+        before, after = trace.prompt_arguments(n), trace.prompt_arguments(n + 1)
+        marked = {i for i, _ in strategy.cache_breakpoints(
+            before["turns"], {}, _context(before))}
+        again = {i for i, _ in strategy.cache_breakpoints(after["turns"], {}, _context(after))}
+        moving = max(marked - {0, len(strategy.to_messages(before["turns"], {},
+                                                           _context(before))) - 1})
+        assert moving in again, (n, marked, again)
+
+
+def test_under_anthropic_the_prompt_after_a_move_reads_the_masked_prefix() -> None:
+    """compare's Anthropic cache model (with the API's 20-block lookback): the prompt
+    right after the second boundary move reads the system prompt and the ten masked
+    turns before it (before the mark was repeated: the system prompt only, and the
+    strategy cost more than full-history on the corpus runs under Anthropic)."""
+    strategy = ObservationMasking(window=3, step=10)
+    result = compare_traces([_long_run(30)], [NAME], cache="anthropic", tokenizer="chars4",
+                            price="in=1,cached=0.1,write=1.25,min=256")
+    stats = {s.turn: s for s in next(r for r in result.compared if r.label == NAME).per_turn()}
+    system = stats[1].input_tokens - 20  # the first prompt: the head, little more
+    moved = [n for n in range(2, 31) if strategy.boundary(n - 1) != strategy.boundary(n - 2)]
+    assert len(moved) == 2, moved
+    second = stats[moved[1]]
+    assert second.cached_tokens > system + 200, (second, system)

@@ -80,6 +80,10 @@ class Strategy:
         read-only marker (a client's last ``cache_control`` reads what the previous
         prompt wrote), so a strategy whose boundary moves next turn may still mark
         its end; every other breakpoint must be repeated by the following prompts.
+        Anthropic reads a prefix an earlier prompt wrote only when it ends at most about
+        20 content blocks before one of this prompt's markers, so a prefix marked for
+        the next prompt further back than that from its end is read only if the next
+        prompt marks it again (as ``observation-masking`` does after a boundary move).
         """
         return default_breakpoints(self.to_messages(turns, memory, ctx))
 

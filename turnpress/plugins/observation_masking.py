@@ -160,20 +160,37 @@ class ObservationMasking(Strategy):
         this prompt while the boundary holds; when it moves, the messages before the
         first feedback that may change: the oldest newly masked turn, or the error
         kept in full until then), and the end of the prompt, where a client puts its
-        last ``cache_control`` to read what the previous prompt cached."""
+        last ``cache_control`` to read what the previous prompt cached. On the prompt
+        right after a move, the prefix the previous prompt marked for it is marked
+        again: it lies ``window + step`` turns before the end, further back than
+        Anthropic's lookback from the end mark (about 20 content blocks), so only a
+        mark of its own reads it."""
         messages, starts = self._render(turns, ctx)
+        points: list[Breakpoint] = [(0, None)]
+        for before in (turns[:-1], turns):  # the previous prompt's mark, then this one's
+            index = self._moving_prefix(before, starts)
+            if index is not None and (index, None) not in points:
+                points.append((index, None))
+        if (len(messages) - 1, None) not in points:
+            points.append((len(messages) - 1, None))
+        return points
+
+    def _moving_prefix(self, turns: Sequence[Turn], starts: Sequence[int]) -> int | None:
+        """The last message of the prefix that the prompt of ``turns`` marks because the
+        next prompt moves the boundary (None when it does not, or masks only the turn
+        about to run); ``starts``: the first message of each turn in a prompt that
+        holds that prefix (``turns``' own, or a later one repeating it)."""
         n = len(turns)
         m = self.boundary(n)
-        if self.boundary(n + 1) == m:
-            return [(0, None), (len(messages) - 1, None)]
+        if not n or self.boundary(n + 1) == m:
+            return None
         masked = self.masked(turns)
         kept = [pos for pos in range(1, m + 1) if pos not in masked]
         first = min([m + 1, *kept])
         if first > n:  # only the turn about to run gets masked
-            return [(0, None), (len(messages) - 1, None)]
+            return None
         turn = turns[first - 1]
-        index = starts[first - 1] + (len(assistant_messages(turn)) if turn.messages else 1)
-        return [(0, None), (index - 1, None), (len(messages) - 1, None)]
+        return starts[first - 1] + (len(assistant_messages(turn)) if turn.messages else 1) - 1
 
 
 def _latest_failed_of(turns: Sequence[Turn]) -> Callable[[int, list[int | None]], int | None]:
