@@ -359,3 +359,41 @@ def test_each_side_chain_is_noted_once_on_the_segment_that_started_it(tmp_path):
     assert shown.exit_code == 0, shown.output
     assert shown.output.count("side chain (sub-agent) 'ag-early'") == 1
     assert shown.output.count("side chain (sub-agent) 'ag-late'") == 1
+
+
+def test_chain_notes_are_on_the_run_of_the_segment_they_are_about(tmp_path):
+    """Review: the chain's notes were copied onto every segment's run: NAME/2 said the
+    chain stopped at line 1 (before the first run, not its own) and counted the lines
+    rewound before the compaction as its own, and the first run counted those rewound
+    after it. The lines left out are counted on the run of the segment they were
+    written in, and the chain's stop on the first run (its start); none is lost."""
+    events = [
+        _session_line("u1", "gone", "user", "Audit the repo."),  # its parent: not here
+        _session_line("a1", "u1", "assistant", "Which part?"),
+        _session_line("x1", "a1", "user", "Everything."),  # rewound
+        _session_line("u2", "a1", "user", "The tests."),
+        _session_line("a2", "u2", "assistant", "Done with part one."),
+        {"parentUuid": None, "logicalParentUuid": "a2", "isSidechain": False,
+         "type": "system", "subtype": "compact_boundary", "uuid": "cb",
+         "sessionId": "sess-9"},
+        _session_line("u3", "cb", "user", "This session is being continued ...",
+                      isCompactSummary=True),
+        _session_line("a3", "u3", "assistant", "Next?"),
+        _session_line("x2", "a3", "user", "Stop."),  # an edited prompt, then its answer
+        _session_line("x3", "x2", "assistant", "Stopping."),
+        _session_line("u4", "a3", "user", "Go on."),
+        _session_line("a4", "u4", "assistant", "All done."),
+    ]
+    path = _write(tmp_path, events)
+    first, second = iter_traces(path)
+    chain = [[s["note"] for s in t.skipped if "chain" in s["note"]] for t in (first, second)]
+    assert chain == [
+        ["the chain stops at line 1: its parent 'gone' is not in the file",
+         "1 message line(s) on other branches of the parentUuid chain (rewound or edited) "
+         "left out"],
+        ["2 message line(s) on other branches of the parentUuid chain (rewound or edited) "
+         "left out"]]
+    shown = CliRunner().invoke(main, ["trace", "show", str(path)])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.count("the chain stops at line 1") == 1
+    assert shown.output.count("message line(s) on other branches") == 2

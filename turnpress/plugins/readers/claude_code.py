@@ -14,7 +14,12 @@ How a run is rebuilt:
 - **the chain**: in a session file, the conversation is the ``parentUuid`` chain
   that ends at the last main-thread message; lines on other branches (a rewind,
   an edited prompt) are left out and counted in a note. Stream-json has no
-  ``parentUuid``: its lines are in the order sent.
+  ``parentUuid``: its lines are in the order sent. In a compacted session each of
+  these notes is on one run, not on every segment's: the lines left out are counted
+  on the run of the segment they were written in (the last to start before them; a
+  segment with none has no such note), and "the chain stops at line N" (its parent
+  is not in the file) is on the first run, the one whose earlier conversation is
+  missing (the chain is followed back from the end, so it can stop only at its start).
 - **messages**: Claude Code writes one line per content block of an assistant
   message, each repeating the message's ``usage``: consecutive lines with the same
   ``message.id`` are one assistant message, and its usage is counted once per
@@ -118,15 +123,18 @@ def _lines(data: list[Any], where: str) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _chain(lines: list[tuple[int, dict[str, Any]]], main: list[tuple[int, dict[str, Any]]],
-           where: str, notes: list[str]) -> list[tuple[int, dict[str, Any]]]:
+           where: str) -> tuple[list[tuple[int, dict[str, Any]]], str | None, list[int]]:
     """The main thread in the order sent: the ``parentUuid`` chain of a session file
-    (through compaction boundaries), or the file order of stream-json."""
+    (through compaction boundaries), or the file order of stream-json; with the note
+    that the chain stops at a parent not in the file (``None`` if it does not), and the
+    main-thread message lines left out, on other branches (a rewind, an edited prompt)."""
     on_main = {i for i, _ in main}
     if not any("parentUuid" in e for _, e in lines):
-        return [(i, e) for i, e in lines if i in on_main or _is_boundary(e)]
+        return [(i, e) for i, e in lines if i in on_main or _is_boundary(e)], None, []
     by_uuid = {e["uuid"]: (i, e) for i, e in lines if isinstance(e.get("uuid"), str)}
     chain: list[tuple[int, dict[str, Any]]] = []
     seen: set[str] = set()
+    stop: str | None = None
     current: tuple[int, dict[str, Any]] | None = main[-1]
     while current is not None:
         i, event = current
@@ -138,15 +146,10 @@ def _chain(lines: list[tuple[int, dict[str, Any]]], main: list[tuple[int, dict[s
         if parent is None and _is_boundary(event):
             parent = event.get("logicalParentUuid")
         if parent is not None and parent not in by_uuid:
-            notes.append(f"the chain stops at line {i}: its parent {quote(parent)} is not in "
-                         f"the file")
+            stop = f"the chain stops at line {i}: its parent {quote(parent)} is not in the file"
         current = by_uuid.get(parent) if isinstance(parent, str) else None
     chain.reverse()
-    left = len(on_main - {i for i, _ in chain})
-    if left:
-        notes.append(f"{left} message line(s) on other branches of the parentUuid chain "
-                     f"(rewound or edited) left out")
-    return chain
+    return chain, stop, sorted(on_main - {i for i, _ in chain})
 
 
 def _segments(chain: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict[str, Any]]]]:
@@ -227,30 +230,42 @@ def read(data: Any, where: str) -> list[Trace]:
     if not main:
         raise TraceError(f"{where}: empty run: no user or assistant line in this Claude "
                          f"Code log")
-    notes: list[str] = []
     sides: dict[str, list[int]] = {}
     on_main = {i for i, _ in main}
     for i, e in messages:
         side = _side(e)
         if side is not None and i not in on_main:
             sides.setdefault(side, []).append(i)
-    chain = _chain(lines, main, where, notes)
+    chain, stop, branched = _chain(lines, main, where)
     segments = _segments(chain)
-    side_notes: list[list[str]] = [[] for _ in segments]
+    # each note on the run of the segment it is about (not on every segment's run)
+    segment_notes: list[list[str]] = [[] for _ in segments]
     for side, at in sides.items():
         lines_at = set(at)
         calls = len({e["message"].get("id") for i, e in messages if i in lines_at
                      and e["type"] == "assistant"})
         where_at = f"line {at[0]}" if len(at) == 1 else f"lines {at[0]}-{at[-1]}"
-        side_notes[_segment_of(at[0], segments)].append(
+        segment_notes[_segment_of(at[0], segments)].append(
             f"side chain (sub-agent) {quote(side)}, {where_at}: left out of this run, its "
             f"own prompts ({calls} call(s)) billed apart")
+    # the chain stops where it starts, at or before the first segment's first line: what
+    # is missing is the conversation before the first run, so the note is on that run
+    if stop is not None:
+        segment_notes[0].append(stop)
+    # a line on another branch is counted on the run of the segment it was written in
+    left_out = [0 for _ in segments]
+    for i in branched:
+        left_out[_segment_of(i, segments)] += 1
+    for k, left in enumerate(left_out):
+        if left:
+            segment_notes[k].append(f"{left} message line(s) on other branches of the "
+                                    f"parentUuid chain (rewound or edited) left out")
     tools = _tools(lines)
     counted: set[str] = set()
     runs = []
     for k, segment in enumerate(segments, 1):
         anthropic, sources = _messages(segment, counted)
-        run_notes = [*side_notes[k - 1], *notes]
+        run_notes = list(segment_notes[k - 1])
         if anthropic[0]["role"] != "user":
             anthropic.insert(0, {"role": "user", "content": MISSING_PROMPT})
             sources.insert(0, [(segment[0][0], 0)])
@@ -277,8 +292,9 @@ def read(data: Any, where: str) -> list[Trace]:
 
 
 def _segment_of(first: int, segments: list[list[tuple[int, dict[str, Any]]]]) -> int:
-    """The index of the segment a side chain whose first line is ``first`` belongs to:
-    the one it was written in, the last to start before it. A sub-agent runs within
+    """The index of the segment a side chain whose first line is ``first``, or a line on
+    another branch of the chain at line ``first``, belongs to: the one it was written
+    in, the last to start before it (the first segment if none does). A sub-agent runs within
     the main thread's tool call that started it, and Claude Code writes its lines as
     they come, so they are among that segment's lines (compaction comes between calls
     of the main thread, never within one)."""
