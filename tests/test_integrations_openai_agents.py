@@ -27,7 +27,11 @@ from integration_checks import (
     saved_percent,
 )
 from openai.types.responses import (
+    EasyInputMessageParam,
     ResponseFunctionWebSearch,
+    ResponseInputFileParam,
+    ResponseInputImageParam,
+    ResponseInputTextParam,
     ResponseOutputMessage,
     ResponseOutputText,
 )
@@ -320,3 +324,37 @@ def test_a_conversation_with_hosted_searches_through_the_runner(strategy):
         first_user = next(k for k, i in enumerate(request) if i.get("role") == "user")
         assert all(k > first_user for k, i in enumerate(request)
                    if i.get("type") == "web_search_call")
+
+
+@pytest.mark.parametrize("strategy", ["single-user-coalesced", None])
+def test_an_image_or_file_the_user_gave_is_marked_and_sent_in_a_rewritten_view(strategy):
+    """QA: the filter read a message as its text only, so a view the strategy wrote
+    (the coalesced one, the default's mission) lost the user's ``input_image`` and
+    ``input_file`` parts with no marker, while ``compress()`` marks them ``[image]`` /
+    ``[input_file]`` and carries the parts. A ``Runner`` conversation through the
+    SDK's own types: every request still holds the parts as the user gave them
+    (``detail`` and all) and, where the message was rewritten, the markers."""
+    image = ResponseInputImageParam(type="input_image", image_url="https://x.test/cat.png",
+                                    detail="low")
+    document = ResponseInputFileParam(type="input_file", file_id="file_1")
+    first = EasyInputMessageParam(role="user", content=[
+        ResponseInputTextParam(type="input_text", text="What is in these?"), image, document])
+    model = SearchingModel()
+    agent = Agent(name="searcher", instructions="Be brief.", model=model)
+    made = TurnpressFilter(strategy) if strategy else TurnpressFilter()
+    config = RunConfig(call_model_input_filter=made, tracing_disabled=True)
+    history: list = [first]
+    for k in range(3):
+        history = Runner.run_sync(agent, history, run_config=config).to_input_list()
+        history.append({"role": "user", "content": f"Q{k}"})
+    assert history[0] == first  # the run's own items are not changed
+    rewritten = 0
+    for request in model.requests[1:]:
+        parts = [p for i in request if i.get("role") == "user"
+                 and isinstance(i["content"], list) for p in i["content"]]
+        assert image in parts and document in parts
+        texts = [p["text"] for p in parts if p["type"] == "input_text"]
+        if texts != ["What is in these?"]:  # a view the strategy wrote: marked
+            rewritten += 1
+            assert any("What is in these?\n[image]\n[input_file]" in t for t in texts)
+    assert rewritten == len(model.requests) - 1

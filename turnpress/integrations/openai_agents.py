@@ -27,7 +27,11 @@ strategy, and writes the result back as Responses items:
   ``compaction`` item stays first);
 - rewritten messages are new items (``{"role", "content"}``, ``function_call``,
   ``function_call_output``), with each call's ``call_id``, so every output follows
-  its call and no output is left without one.
+  its call and no output is left without one;
+- a user / system / developer message is read with its content parts, as
+  ``compress()`` reads Responses input (an ``input_image`` as an ``image_url`` part,
+  ``detail`` kept, an ``input_file`` as given): a view the strategy writes says
+  ``[image]`` / ``[input_file]`` where such a part was, and carries the part.
 
 With server-managed conversation state (``previous_response_id``,
 ``conversation_id``) the input holds only the items added since the last response:
@@ -96,6 +100,52 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+def _chat_content(content: Any) -> Any:
+    """A user / system / developer message's Responses content in the chat shape, as
+    ``compress()`` reads it (``turnpress.core.responses``): text parts as ``text``
+    parts (one alone as its text), an ``input_image`` with a URL as an ``image_url``
+    part (its ``detail`` kept), any other part (``input_file``...) as given. So the
+    strategy marks an image ``[image]`` and another part ``[its type]`` in a view it
+    writes, and carries the parts, as ``compress()`` does."""
+    if not isinstance(content, list):
+        return _text(content)
+    parts: list[Any] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
+            parts.append({"type": "text", "text": part["text"]})
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            url = {"url": part["image_url"]}
+            if part.get("detail") is not None:
+                url["detail"] = part["detail"]
+            parts.append({"type": "image_url", "image_url": url})
+        else:
+            parts.append(part)
+    if len(parts) == 1 and isinstance(parts[0], Mapping) and parts[0].get("type") == "text":
+        return parts[0]["text"]
+    return parts
+
+
+def _responses_content(content: Any) -> Any:
+    """A rewritten user / system / developer message's chat content back as Responses
+    content (the inverse of :func:`_chat_content`)."""
+    if not isinstance(content, list):
+        return _text(content)
+    parts: list[Any] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text":
+            parts.append({"type": "input_text", "text": part.get("text", "")})
+        elif kind == "image_url" and isinstance(part.get("image_url"), Mapping):
+            image = {"type": "input_image", "image_url": part["image_url"].get("url")}
+            if part["image_url"].get("detail") is not None:
+                image["detail"] = part["image_url"]["detail"]
+            parts.append(image)
+        else:
+            parts.append(part)
+    return parts
+
+
 def _is_user(item: Any) -> bool:
     """Whether an input item is a user message."""
     item = _plain(item)
@@ -158,7 +208,8 @@ def to_chat(items: Sequence[Any], instructions: str | None = None,
             if is_error(output):
                 failed.add(item["call_id"])
         else:
-            forms.append({"role": item.get("role", "user"), "content": _text(item.get("content"))})
+            forms.append({"role": item.get("role", "user"),
+                          "content": _chat_content(item.get("content"))})
             sources.append([raw])
     aside.extend(pending)
     return forms, sources, aside, failed
@@ -193,7 +244,8 @@ def from_chat(sent: Sequence[dict[str, Any]], forms: Sequence[dict[str, Any]],
             items.append({"type": "function_call_output", "call_id": message["tool_call_id"],
                           "output": _text(message["content"])})
         else:
-            items.append({"role": message["role"], "content": _text(message["content"])})
+            items.append({"role": message["role"],
+                          "content": _responses_content(message["content"])})
     return text, items
 
 
