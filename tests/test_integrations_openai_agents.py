@@ -358,3 +358,28 @@ def test_an_image_or_file_the_user_gave_is_marked_and_sent_in_a_rewritten_view(s
             rewritten += 1
             assert any("What is in these?\n[image]\n[input_file]" in t for t in texts)
     assert rewritten == len(model.requests) - 1
+
+
+@pytest.mark.parametrize("strategy", [True, "single-user-coalesced", "observation-masking",
+                                      "rolling-window", "per-turn-summary", "full-history"])
+def test_a_tool_outputs_image_is_marked_as_compress_marks_it(strategy):
+    """A ``function_call_output`` whose output holds an ``input_image`` (a screenshot
+    tool) was read as its text only: a view the strategy wrote showed the output with
+    no trace of the image. The filter sends what ``compress(..., format="responses")``
+    sends for the same input, ``[image]`` where the image was."""
+    from turnpress import compress
+
+    items: list = [{"role": "user", "content": "Look at the screen."}]
+    for k in range(6):
+        items += [{"type": "function_call", "call_id": f"c{k}", "name": "shot", "arguments": "{}"},
+                  {"type": "function_call_output", "call_id": f"c{k}", "output": [
+                      {"type": "input_text", "text": f"shot {k}"},
+                      {"type": "input_image", "image_url": f"https://x.test/{k}.png",
+                       "detail": "auto"}]},
+                  {"type": "message", "role": "assistant",
+                   "content": [{"type": "output_text", "text": f"seen {k}", "annotations": []}]},
+                  {"role": "user", "content": "next"}]
+    out = call(items, instructions=None, strategy=strategy)
+    assert out.input == compress(items, strategy=strategy, format="responses")
+    if strategy == "single-user-coalesced":
+        assert json.dumps(out.input).count("shot 0\\n[image]") == 1

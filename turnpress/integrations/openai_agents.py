@@ -28,10 +28,11 @@ strategy, and writes the result back as Responses items:
 - rewritten messages are new items (``{"role", "content"}``, ``function_call``,
   ``function_call_output``), with each call's ``call_id``, so every output follows
   its call and no output is left without one;
-- a user / system / developer message is read with its content parts, as
-  ``compress()`` reads Responses input (an ``input_image`` as an ``image_url`` part,
-  ``detail`` kept, an ``input_file`` as given): a view the strategy writes says
-  ``[image]`` / ``[input_file]`` where such a part was, and carries the part.
+- a user / system / developer message and a ``function_call_output`` are read with
+  their content parts, as ``compress()`` reads Responses input (an ``input_image`` as
+  an ``image_url`` part, ``detail`` kept, an ``input_file`` as given): a view the
+  strategy writes says ``[image]`` / ``[input_file]`` where such a part was, and
+  carries a user's parts, as ``compress(..., format="responses")`` does.
 
 With server-managed conversation state (``previous_response_id``,
 ``conversation_id``) the input holds only the items added since the last response:
@@ -101,7 +102,8 @@ def _text(content: Any) -> str:
 
 
 def _chat_content(content: Any) -> Any:
-    """A user / system / developer message's Responses content in the chat shape, as
+    """A user / system / developer message's Responses content, or a
+    ``function_call_output``'s output, in the chat shape, as
     ``compress()`` reads it (``turnpress.core.responses``): text parts as ``text``
     parts (one alone as its text), an ``input_image`` with a URL as an ``image_url``
     part (its ``detail`` kept), any other part (``input_file``...) as given. So the
@@ -127,8 +129,8 @@ def _chat_content(content: Any) -> Any:
 
 
 def _responses_content(content: Any) -> Any:
-    """A rewritten user / system / developer message's chat content back as Responses
-    content (the inverse of :func:`_chat_content`)."""
+    """A rewritten message's or tool output's chat content back as Responses content
+    (the inverse of :func:`_chat_content`)."""
     if not isinstance(content, list):
         return _text(content)
     parts: list[Any] = []
@@ -203,7 +205,8 @@ def to_chat(items: Sequence[Any], instructions: str | None = None,
         pending = []
         if kind == "function_call_output":
             output = _text(item.get("output"))
-            forms.append({"role": "tool", "tool_call_id": item["call_id"], "content": output})
+            forms.append({"role": "tool", "tool_call_id": item["call_id"],
+                          "content": _chat_content(item.get("output"))})
             sources.append([raw])
             if is_error(output):
                 failed.add(item["call_id"])
@@ -242,7 +245,7 @@ def from_chat(sent: Sequence[dict[str, Any]], forms: Sequence[dict[str, Any]],
                          for c in message.get("tool_calls") or ())
         elif message["role"] == "tool":
             items.append({"type": "function_call_output", "call_id": message["tool_call_id"],
-                          "output": _text(message["content"])})
+                          "output": _responses_content(message["content"])})
         else:
             items.append({"role": message["role"],
                           "content": _responses_content(message["content"])})
