@@ -32,6 +32,7 @@ from turnpress.core.model import (
     Usage,
 )
 from turnpress.core.registry import PluginError, PluginWarning
+from turnpress.core.request import RequestError, request_for
 from turnpress.core.templates import TemplateProblem
 from turnpress.core.trace import Trace, load_trace, save_trace
 from turnpress.core.trace_inputs import load_traces
@@ -49,6 +50,7 @@ __all__ = [
     "PluginError",
     "PluginWarning",
     "RenderContext",
+    "RequestError",
     "Strategy",
     "StrategyNotApplicable",
     "TemplateProblem",
@@ -65,6 +67,7 @@ __all__ = [
     "load_traces",
     "normalize",
     "render",
+    "request_for",
     "save_trace",
     "to_clojure",
     "type_label",

@@ -31,15 +31,9 @@ from turnpress.core.compression import get_strategy
 from turnpress.core.errors import a_or_an, printable
 from turnpress.core.inspect import describe_trace
 from turnpress.core.message_keys import LeftOut
-from turnpress.core.providers import (
-    format_text,
-    prompt_with_breakpoints,
-    request_tools,
-    to_anthropic,
-    to_openai,
-)
+from turnpress.core.providers import format_text
 from turnpress.core.registry import PluginError, PluginWarning, get_registry
-from turnpress.core.responses import to_responses, with_compactions
+from turnpress.core.request import RequestError, request_document
 from turnpress.core.strategy import DEFAULT_STRATEGY
 from turnpress.core.strategy_lookup import describe_options, spec_value
 from turnpress.core.templates import export_templates, list_templates
@@ -347,29 +341,8 @@ def render(trace: str | None, strategy: str, turn: int | None, fmt: str,
             echo(f"# trace {tr.name}, {which}, strategy {chosen.name}\n")
             echo(format_text(messages))
         where = f"trace {tr.name}, turn {n}, -f {fmt}"
-        if fmt == "json":
-            documents.append(({"trace": tr.name, "turn": n, "strategy": chosen.name,
-                               "options": getattr(chosen, "options", {}),
-                               "messages": messages}, messages, where))
-        elif fmt == "anthropic":
-            _, breakpoints = run_strategy(chosen, lambda tr=tr, n=n: prompt_with_breakpoints(
-                tr, n, chosen, template_dirs))
-            try:  # a part with no Anthropic block (input_audio...) is the trace's
-                system, anthropic_messages = to_anthropic(messages, breakpoints)
-            except ValueError as exc:
-                raise fail_cleanly(ValueError(f"trace {tr.name}, turn {n}, -f anthropic: "
-                                              f"{exc}")) from None
-            documents.append(({"system": system, "messages": anthropic_messages,
-                               **_tools_of(tr, "anthropic")}, messages, where))
-        elif fmt == "responses":
-            instructions, items = to_responses(messages)
-            items = with_compactions([*tr.preamble, *(m for past in tr.turns[: n - 1]
-                                                      for m in past.messages)], items)
-            documents.append(({**({} if instructions is None else
-                                  {"instructions": instructions}), "input": items,
-                               **_tools_of(tr, "responses")}, messages, where))
-        elif fmt != "text":
-            documents.append(({"messages": to_openai(messages), **_tools_of(tr, "openai")},
+        if fmt != "text":
+            documents.append((_request_document(tr, n, chosen, messages, fmt, template_dirs),
                               messages, where))
     # every document is written before anything is printed, as every --turn is checked
     texts = [_json_text(doc, messages, chosen, where, 2 if len(documents) == 1 else None)
@@ -412,11 +385,23 @@ def _not_json(messages: Any, strategy: Any, exc: Exception) -> str:
     return f"the prompt cannot be written as JSON: {type(exc).__name__}: {exc}"
 
 
-def _tools_of(trace: Any, shape: str) -> dict[str, Any]:
-    """``{"tools": [...]}``: the tools a transcript's request defined, in ``shape``
-    (nothing when it defined none)."""
-    tools = request_tools(trace.tools, shape)
-    return {"tools": tools} if tools else {}
+def _request_document(trace: Any, n: int, strategy: Any, messages: Any, fmt: str,
+                      template_dirs: tuple[str, ...]) -> dict[str, Any]:
+    """:func:`~turnpress.core.request.request_document`, its errors as one line: the
+    format's, naming the trace, turn and ``-f``; the strategy's, as :func:`run_strategy`
+    words them (``-f anthropic`` asks it for its cache breakpoints)."""
+    try:
+        return request_document(trace, n, strategy, messages, fmt, template_dirs)
+    except RequestError as exc:
+        raise CLIError(f"trace {exc.trace}, turn {exc.turn}, -f {exc.format}: "
+                       f"{exc.problem}") from None
+    except Exception as exc:
+        if fmt != "anthropic":  # only the converters ran: their errors are as they were
+            raise
+        problem = strategy_failure(strategy, exc)
+        if problem is None:
+            raise
+        raise CLIError(problem) from None
 
 
 @main.command()
