@@ -30,6 +30,18 @@ def test_render_example() -> None:
     assert "Error: undefined symbol 'hitz'" in printed and "Turns left: 3" in printed
 
 
+def test_request_for_example_prints_what_render_prints() -> None:
+    from click.testing import CliRunner
+
+    from turnpress.cli import main
+
+    namespace, printed = run_block(next(b for b in BLOCKS if "request_for(" in b))
+    assert printed == "['messages', 'system']\n"
+    cli = CliRunner().invoke(main, ["render", "product-research", "-t", "3", "-s",
+                                    "rolling-window:window=2", "-f", "anthropic"])
+    assert cli.exit_code == 0 and cli.stdout == namespace["text"] + "\n"
+
+
 def test_agent_example() -> None:
     namespace, printed = run_block(next(b for b in BLOCKS if "ScriptedLLM" in b))
     assert printed.startswith("True Mouse\n")
