@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -83,3 +84,16 @@ def site(tmp_path, monkeypatch):
     yield tmp_path
     reset_registry(previous)
     forget_prefix("tpf_")
+
+
+@pytest.fixture
+def audio_chat(tmp_path):
+    """A chat transcript (``chat.json``) whose user message holds an OpenAI-only
+    ``input_audio`` part, which has no Anthropic block."""
+    chat = [{"role": "user", "content": [
+                {"type": "text", "text": "hi"},
+                {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]},
+            {"role": "assistant", "content": "ok"}]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(chat))
+    return path

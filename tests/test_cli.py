@@ -193,17 +193,10 @@ def test_strategies_shows_each_default_as_s_takes_it() -> None:
             assert get_strategy(f"{name}:{option}") == get_strategy(name), (name, option)
 
 
-def test_render_anthropic_of_a_part_it_has_no_block_for_is_one_line(tmp_path) -> None:
+def test_render_anthropic_of_a_part_it_has_no_block_for_is_one_line(audio_chat) -> None:
     """An OpenAI-only part (input_audio) in a transcript: -f anthropic says which trace,
     turn and part have no Anthropic block (it was a traceback); -f openai carries it."""
-    import json
-
-    chat = [{"role": "user", "content": [
-                {"type": "text", "text": "hi"},
-                {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]},
-            {"role": "assistant", "content": "ok"}]
-    path = tmp_path / "chat.json"
-    path.write_text(json.dumps(chat))
+    path = audio_chat
     out = run("render", str(path), "-s", "full-history", "-f", "anthropic")
     assert out.exit_code == 2 and out.output.count("\n") == 1, out.output
     assert "-f anthropic: message 0: content part type 'input_audio' has no Anthropic" \

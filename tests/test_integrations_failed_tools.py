@@ -61,18 +61,27 @@ def test_the_users_newest_words_stay_their_own_message():
         assert "No, go on." not in json.dumps(sent[:-1])
 
 
+def _langchain_run(turns: int, error: str) -> list:
+    """A LangChain run: a system prompt, the task, then ``turns`` tool-calling turns, the
+    third one's ToolMessage failed (``status="error"``, content ``error``)."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    messages = [SystemMessage("Audit."), HumanMessage("Find it.")]
+    for i in range(turns):
+        messages += [AIMessage(f"Reading {i}.", tool_calls=[
+                         {"name": "read", "args": {"path": f"f{i}"}, "id": f"c{i}"}]),
+                     ToolMessage(error if i == 2 else "x\n" * 40, tool_call_id=f"c{i}",
+                                 status="error" if i == 2 else "success")]
+    return messages
+
+
 def test_langchain_keeps_the_callers_newest_message():
     pytest.importorskip("langchain_core")
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.messages import HumanMessage
 
     from turnpress.integrations.langchain import compress_messages
 
-    messages = [SystemMessage("Audit."), HumanMessage("Find it.")]
-    for i in range(6):
-        messages += [AIMessage(f"Reading {i}.", tool_calls=[
-                         {"name": "read", "args": {"path": f"f{i}"}, "id": f"c{i}"}]),
-                     ToolMessage("Error: no such file" if i == 2 else "x\n" * 40,
-                                 tool_call_id=f"c{i}", status="error" if i == 2 else "success")]
+    messages = _langchain_run(6, "Error: no such file")
     messages.append(HumanMessage("Check /var too.", id="newest"))
     sent = compress_messages(messages, strategy="single-user-coalesced")
     assert [m.type for m in sent] == ["system", "human", "human"]
@@ -162,16 +171,10 @@ def test_the_compressor_takes_the_flag_as_compress_with_errors_does():
 
 def test_langchains_compressor_reads_a_failed_tool_message_as_compress_messages_does():
     pytest.importorskip("langchain_core")
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
     from turnpress.integrations.langchain import LangChainCompressor, compress_messages
 
-    messages = [SystemMessage("Audit."), HumanMessage("Find it.")]
-    for i in range(10):
-        messages += [AIMessage(f"Reading {i}.", tool_calls=[
-                         {"name": "read", "args": {"path": f"f{i}"}, "id": f"c{i}"}]),
-                     ToolMessage("no such file" if i == 2 else "x\n" * 40,
-                                 tool_call_id=f"c{i}", status="error" if i == 2 else "success")]
+    messages = _langchain_run(10, "no such file")
     compressor = LangChainCompressor("progressive-batch")
     compressor.extend(messages)
     sent = compressor.messages()

@@ -289,6 +289,16 @@ def test_random_logs_survive_import_save_load_full_history(events):
         shutil.rmtree(directory)
 
 
+def _compaction_after(parent, summary_uuid):
+    """A compaction of session ``sess-9`` after line ``parent``: its boundary (``cb``),
+    then the summary the next segment starts with (``summary_uuid``)."""
+    return [{"parentUuid": None, "logicalParentUuid": parent, "isSidechain": False,
+             "type": "system", "subtype": "compact_boundary", "uuid": "cb",
+             "sessionId": "sess-9"},
+            _session_line(summary_uuid, "cb", "user", "This session is being continued ...",
+                          isCompactSummary=True)]
+
+
 def _session_line(uuid, parent, kind, content, *, side=None, message_id=None, **extra):
     """One line of a Claude Code session file (a sub-agent's when ``side`` names it)."""
     message = {"role": kind, "content": content}
@@ -333,11 +343,7 @@ def test_each_side_chain_is_noted_once_on_the_segment_that_started_it(tmp_path):
         *_side_chain("ag-early", 2),
         _result("u2", "a1", "t1", "early report"),
         _session_line("a2", "u2", "assistant", "Done with part one."),
-        {"parentUuid": None, "logicalParentUuid": "a2", "isSidechain": False,
-         "type": "system", "subtype": "compact_boundary", "uuid": "cb",
-         "sessionId": "sess-9"},
-        _session_line("u3", "cb", "user", "This session is being continued ...",
-                      isCompactSummary=True),
+        *_compaction_after("a2", "u3"),
         _task("a3", "u3", "t2"),
         *_side_chain("ag-late", 1),
         _result("u4", "a3", "t2", "late report"),
@@ -373,11 +379,7 @@ def test_chain_notes_are_on_the_run_of_the_segment_they_are_about(tmp_path):
         _session_line("x1", "a1", "user", "Everything."),  # rewound
         _session_line("u2", "a1", "user", "The tests."),
         _session_line("a2", "u2", "assistant", "Done with part one."),
-        {"parentUuid": None, "logicalParentUuid": "a2", "isSidechain": False,
-         "type": "system", "subtype": "compact_boundary", "uuid": "cb",
-         "sessionId": "sess-9"},
-        _session_line("u3", "cb", "user", "This session is being continued ...",
-                      isCompactSummary=True),
+        *_compaction_after("a2", "u3"),
         _session_line("a3", "u3", "assistant", "Next?"),
         _session_line("x2", "a3", "user", "Stop."),  # an edited prompt, then its answer
         _session_line("x3", "x2", "assistant", "Stopping."),

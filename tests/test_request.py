@@ -128,13 +128,8 @@ def test_a_bad_format_names_the_trace_turn_format_and_the_formats(fmt):
                                f"format; one of anthropic, responses, openai, json")
 
 
-def test_a_part_with_no_anthropic_block_names_the_trace_turn_and_format(tmp_path):
-    chat = [{"role": "user", "content": [
-                {"type": "text", "text": "hi"},
-                {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]},
-            {"role": "assistant", "content": "ok"}]
-    path = tmp_path / "chat.json"
-    path.write_text(json.dumps(chat))
+def test_a_part_with_no_anthropic_block_names_the_trace_turn_and_format(audio_chat):
+    path = audio_chat
     trace = load_trace(path)
     with pytest.raises(RequestError, match=r"^trace chat, turn 1, format anthropic: message "
                        r"0: content part type 'input_audio' has no Anthropic"):
