@@ -226,3 +226,24 @@ def test_random_responses_survive_import_save_load_full_history(items):
                         format="responses") == {"instructions": "sys", "input": items}
     finally:
         shutil.rmtree(directory)
+
+
+def test_an_images_detail_is_kept_through_a_rewritten_view():
+    """QA: ``compress(format="responses")`` read an ``input_image`` as a chat image
+    without its ``detail`` and wrote it back without one, so a view the strategy
+    rewrote sent ``detail: "high"`` as the API's default (the SDK's type requires the
+    field). It is kept both ways."""
+    from turnpress import compress
+
+    image = {"type": "input_image", "image_url": "https://x.test/plan.png", "detail": "high"}
+    items: list = [{"role": "user", "content": [
+        {"type": "input_text", "text": "Read the plan."}, image]}]
+    for k in range(4):
+        items += [{"type": "function_call", "call_id": f"c{k}", "name": "read",
+                   "arguments": "{}"},
+                  {"type": "function_call_output", "call_id": f"c{k}", "output": f"part {k}"}]
+    for strategy in ("full-history", "single-user-coalesced", "rolling-window"):
+        sent = compress(items, strategy=strategy, format="responses")
+        images = [p for i in sent if isinstance(i.get("content"), list)
+                  for p in i["content"] if p.get("type") == "input_image"]
+        assert images == [image], (strategy, images)

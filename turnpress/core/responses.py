@@ -80,7 +80,9 @@ def _part(part: Any, role: str, where: str, index: int) -> dict[str, Any]:
             raise _fail(where, index, f"{a_or_an(kind)} part needs a string \"text\"")
         return {"type": "text", "text": part["text"]}
     if kind == "input_image" and isinstance(part.get("image_url"), str):
-        return {"type": "image_url", "image_url": {"url": part["image_url"]}}
+        detail = part.get("detail")  # chat's image_url carries it too: kept both ways
+        return {"type": "image_url", "image_url": {
+            "url": part["image_url"], **({} if detail is None else {"detail": detail})}}
     return dict(part)
 
 
@@ -209,8 +211,10 @@ def _parts_back(content: Any, role: str) -> Any:
             parts.append({"type": text_type, "text": part.get("text", "")})
         elif isinstance(part, Mapping) and part.get("type") == "image_url":
             url = part.get("image_url")
+            detail = url.get("detail") if isinstance(url, Mapping) else None
             parts.append({"type": "input_image", "image_url":
-                          url.get("url") if isinstance(url, Mapping) else url})
+                          url.get("url") if isinstance(url, Mapping) else url,
+                          **({} if detail is None else {"detail": detail})})
         else:
             parts.append(part)
     return parts
