@@ -387,6 +387,21 @@ def test_not_a_list() -> None:
     with pytest.raises(ValueError, match=r"got dict; pass its \"messages\" list \(and its "
                                          r"\"tools\" as tools=\)$"):
         compress({"model": "m", "messages": TRANSCRIPT})
+    # QA: a whole Anthropic or Responses body was told to pass its "messages" list (or
+    # nothing); each is taken whole with its format
+    body = {"model": "claude", "system": "Be brief.", "messages": [
+        {"role": "user", "content": "hi"}]}
+    with pytest.raises(ValueError, match=r"got dict; an Anthropic Messages body is taken "
+                                         r"whole with format=\"anthropic\" \(its system, "
+                                         r"messages and tools\)$"):
+        compress(body)
+    assert compress(body, format="anthropic")[1][0]["content"][0]["text"] == "hi"
+    request = {"model": "gpt", "instructions": "Be brief.", "input": [
+        {"role": "user", "content": "hi"}]}
+    with pytest.raises(ValueError, match=r"got dict; an OpenAI Responses request is taken "
+                                         r"whole with format=\"responses\""):
+        compress(request)
+    assert compress(request, format="responses")["input"] == request["input"]
     with pytest.raises(ValueError, match="expected a list of message objects, got str"):
         compress("hi")
     with pytest.raises(ValueError, match=r"\(system, messages\) pair"):

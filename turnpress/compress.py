@@ -788,9 +788,16 @@ def _plain_list(messages: Any) -> list[Any]:
     """The messages of a list (or any iterable, a generator's read once) as plain dicts;
     a request body, a lone message or a text is refused with what to pass instead."""
     if isinstance(messages, Mapping):
-        hint = ("; pass its \"messages\" list (and its \"tools\" as tools=)"
-                if "messages" in messages else
-                "; pass a list of them, [message]" if "role" in messages else "")
+        if "messages" in messages and "system" in messages:  # an Anthropic Messages body
+            hint = ("; an Anthropic Messages body is taken whole with format=\"anthropic\" "
+                    "(its system, messages and tools)")
+        elif "input" in messages and "messages" not in messages:  # a Responses request
+            hint = ("; an OpenAI Responses request is taken whole with "
+                    "format=\"responses\" (its instructions, input and tools)")
+        else:
+            hint = ("; pass its \"messages\" list (and its \"tools\" as tools=)"
+                    if "messages" in messages else
+                    "; pass a list of them, [message]" if "role" in messages else "")
         raise TraceError(f"{WHERE}: expected a list of message objects, got "
                          f"{type(messages).__name__}{hint}")
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
