@@ -281,12 +281,7 @@ class TaskResults:
     def slots(self) -> int:
         """The executor's ``slots``, read once: how many tasks it runs at once."""
         if self._slots is None:
-            try:
-                slots = self.executor.slots
-            except ExecutorError:
-                raise
-            except PLUGIN_FAULTS as exc:
-                self._plugin_fault("slots", exc)
+            slots = self._guarded("slots", getattr, self.executor, "slots")
             if not self._builtin() and (isinstance(slots, bool) or not isinstance(slots, int)
                                         or slots < 1):
                 raise self._fault(f"slots is {short_repr(slots)}; it must be how many tasks "
@@ -296,31 +291,26 @@ class TaskResults:
 
     def start(self, job: WorkerJob) -> None:
         """``executor.start(job)``, guarded."""
-        try:
-            self.executor.start(job)
-        except ExecutorError:
-            raise
-        except PLUGIN_FAULTS as exc:
-            self._plugin_fault("start()", exc)
+        self._guarded("start()", self.executor.start, job)
 
     def submit(self, key: int, task: Any) -> None:
         """``executor.submit(key, task)``, guarded (an executor that runs the task right
         there raises the task's own exceptions as they are)."""
-        try:
-            self.executor.submit(key, task)
-        except ExecutorError:
-            raise
-        except PLUGIN_FAULTS as exc:
-            self._plugin_fault("submit()", exc)
+        self._guarded("submit()", self.executor.submit, key, task)
 
     def close(self) -> None:
         """``executor.close()``, guarded."""
+        self._guarded("close()", self.executor.close)
+
+    def _guarded(self, method: str, call: Callable[..., Any], *args: Any) -> Any:
+        """``call(*args)``, the executor's ``method``: an :class:`ExecutorError` passes
+        as it is, any other fault goes through :meth:`_plugin_fault`."""
         try:
-            self.executor.close()
+            return call(*args)
         except ExecutorError:
             raise
         except PLUGIN_FAULTS as exc:
-            self._plugin_fault("close()", exc)
+            self._plugin_fault(method, exc)
 
     def __enter__(self) -> TaskResults:
         return self
@@ -351,13 +341,8 @@ class TaskResults:
         while results come back), so only in the main thread of a process whose alarm
         nobody else uses, and not on Windows (there is no alarm: no notice).
         """
-        try:
-            with self._waiting():
-                answer = self.executor.done()
-        except ExecutorError:
-            raise
-        except PLUGIN_FAULTS as exc:
-            self._plugin_fault("done()", exc)
+        with self._waiting():
+            answer = self._guarded("done()", self.executor.done)
         if type(answer) is not tuple or len(answer) != 2:
             raise self._fault(f"done() returned {short_repr(answer)}; it must return a "
                               f"(key, result) pair")
@@ -383,8 +368,7 @@ class TaskResults:
         """The notice's alarm, armed while ``done()`` runs (when it can be), for a plugin's
         executor only: a built-in one waits on tasks whose time is the runs' (one huge
         run can take minutes), not on a plugin's code."""
-        found = self.executor.registered_by
-        if self.noticed or (found is not None and found.plugin.builtin) or not _alarm_free():
+        if self.noticed or self._builtin() or not _alarm_free():
             yield
             return
         previous = signal.signal(signal.SIGALRM, self._notice)
