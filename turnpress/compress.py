@@ -62,7 +62,7 @@ from turnpress.core.compression import (
     render_with_breakpoints,
 )
 from turnpress.core.errors import quote
-from turnpress.core.model import INSTRUCTION_ROLES, Failure, Message, Tool, Turn
+from turnpress.core.model import INSTRUCTION_ROLES, Message, Tool, Turn
 from turnpress.core.pricing import CacheRules, Price, resolve_pricing
 from turnpress.core.providers import (
     alternating,
@@ -81,7 +81,13 @@ from turnpress.core.strategy_lookup import spec_value
 from turnpress.core.tokens import common_prefix_length, get_tokenizer
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers import anthropic_messages, openai_chat, openai_responses
-from turnpress.plugins.readers._messages_to_trace import Entry, build_trace, text_of, tools_from
+from turnpress.plugins.readers._messages_to_trace import (
+    Entry,
+    build_trace,
+    text_of,
+    tool_error,
+    tools_from,
+)
 
 __all__ = ["Compressor", "compress", "count_tokens"]
 
@@ -192,8 +198,7 @@ def _flag_error(entry: Entry, failed: Collection[str]) -> None:
     message = entry.message
     if (isinstance(message, Mapping) and message.get("role") == "tool"
             and message.get("tool_call_id") in failed and entry.error is None):
-        text = text_of(message.get("content")).strip()
-        entry.error = Failure("tool_error", text[:500] or "the tool reported an error")
+        entry.error = tool_error(message.get("content"))
 
 
 def _next_prompt(trace: Trace, chosen: Any, turns_left: int | None,

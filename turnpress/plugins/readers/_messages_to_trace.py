@@ -94,6 +94,14 @@ def text_of(content: Any) -> str:
     return str(content)
 
 
+def tool_error(content: Any) -> Failure:
+    """The failure of a tool result the format flags as an error (Anthropic's
+    ``is_error``; an integration's failed tool message): ``tool_error``, its text
+    (:func:`text_of`, cut to 500 characters) as the message."""
+    text = text_of(content).strip()
+    return Failure("tool_error", text[:500] or "the tool reported an error")
+
+
 def _check_message(m: Any, index: int, where: str) -> str:
     if not isinstance(m, dict):
         raise fail(where, index, f"expected a JSON object with \"role\" and \"content\", "

@@ -61,7 +61,6 @@ from typing import Any
 
 from turnpress.core.errors import a_or_an, quote
 from turnpress.core.hookspecs import hookimpl
-from turnpress.core.model import Failure
 from turnpress.core.providers import part_text
 from turnpress.core.trace import Trace, TraceError
 from turnpress.plugins.readers._messages_to_trace import (
@@ -70,6 +69,7 @@ from turnpress.plugins.readers._messages_to_trace import (
     fail,
     looks_anthropic,
     text_of,
+    tool_error,
     tools_from,
     usage_from,
 )
@@ -222,8 +222,7 @@ def _tool_result(block: dict[str, Any], where: str, index: int, k: int) -> Entry
         message[KEPT] = kept
     error = None
     if block.get("is_error"):
-        text = text_of(content).strip()
-        error = Failure("tool_error", text[:500] or "the tool reported an error")
+        error = tool_error(content)
     return Entry(index, message, error=error, blocks=(k,))
 
 
