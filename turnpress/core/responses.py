@@ -42,8 +42,11 @@ __all__ = [
     "ITEM_TYPES",
     "KEPT",
     "OPAQUE_TYPES",
+    "chat_content",
+    "chat_part",
     "items_to_messages",
     "looks_like_items",
+    "responses_parts",
     "to_responses",
     "with_compactions",
 ]
@@ -70,14 +73,22 @@ def _fail(where: str, index: int, problem: str) -> TraceError:
     return TraceError(f"{where}: item {index}: {problem}")
 
 
-def _part(part: Any, role: str, where: str, index: int) -> dict[str, Any]:
+def _part(part: Any, role: str, where: str, index: int) -> None:
+    """Check one content part of a Responses message (``chat_content`` converts it)."""
     if not isinstance(part, Mapping):
         raise _fail(where, index, f"a content part must be an object, got "
                                   f"{type(part).__name__} {quote(part)}")
     kind = part.get("type")
-    if kind in TEXT_PARTS:
-        if not isinstance(part.get("text"), str):
-            raise _fail(where, index, f"{a_or_an(kind)} part needs a string \"text\"")
+    if kind in TEXT_PARTS and not isinstance(part.get("text"), str):
+        raise _fail(where, index, f"{a_or_an(kind)} part needs a string \"text\"")
+
+
+def chat_part(part: Mapping[str, Any]) -> dict[str, Any]:
+    """A Responses content part in the chat shape: a text part (``input_text``,
+    ``output_text``) with a string ``text`` as a ``text`` part, an ``input_image`` with a
+    URL as an ``image_url`` part (its ``detail`` kept), any other part as a copy of it."""
+    kind = part.get("type")
+    if kind in TEXT_PARTS and isinstance(part.get("text"), str):
         return {"type": "text", "text": part["text"]}
     if kind == "input_image" and isinstance(part.get("image_url"), str):
         detail = part.get("detail")  # chat's image_url carries it too: kept both ways
@@ -86,16 +97,25 @@ def _part(part: Any, role: str, where: str, index: int) -> dict[str, Any]:
     return dict(part)
 
 
+def chat_content(parts: Sequence[Any]) -> Any:
+    """A Responses message's list of content parts in the chat shape (:func:`chat_part`
+    each; a part that is no object as it is): one text part alone is its text."""
+    out = [chat_part(p) if isinstance(p, Mapping) else p for p in parts]
+    if (len(out) == 1 and isinstance(out[0], Mapping) and out[0].get("type") == "text"
+            and set(out[0]) == {"type", "text"}):
+        return out[0]["text"]
+    return out
+
+
 def _content(content: Any, role: str, where: str, index: int) -> Any:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         raise _fail(where, index, f"{a_or_an(role)} message's \"content\" must be a string or a "
                                   f"list of content parts, got {type(content).__name__}")
-    parts = [_part(p, role, where, index) for p in content]
-    if len(parts) == 1 and parts[0].get("type") == "text" and set(parts[0]) == {"type", "text"}:
-        return parts[0]["text"]
-    return parts
+    for part in content:
+        _part(part, role, where, index)
+    return chat_content(content)
 
 
 def _output_text(output: Any, where: str, index: int) -> Any:
@@ -201,7 +221,11 @@ def _fresh(message: Mapping[str, Any]) -> bool:
     return len(again) == 1 and _chat(again[0][1]) == _chat(message)
 
 
-def _parts_back(content: Any, role: str) -> Any:
+def responses_parts(content: Any, role: str) -> Any:
+    """A chat message's content (of ``role``) as Responses content, the inverse of
+    :func:`chat_content`: a text part as ``output_text`` (assistant) or ``input_text``,
+    an ``image_url`` part as an ``input_image`` (its ``detail`` kept), any other part as
+    it is; no content is ``""``."""
     if content is None or isinstance(content, str):
         return content or ""
     text_type = "output_text" if role == "assistant" else "input_text"
@@ -223,7 +247,7 @@ def _parts_back(content: Any, role: str) -> Any:
 def _tool_output(content: Any) -> Any:
     if content is None or isinstance(content, str):
         return content or ""
-    return _parts_back(content, "tool")
+    return responses_parts(content, "tool")
 
 
 def _converted(message: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -238,7 +262,7 @@ def _converted(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content")
     calls = message.get("tool_calls") or []
     if content or not calls:
-        items.append({"role": role, "content": _parts_back(content, str(role))})
+        items.append({"role": role, "content": responses_parts(content, str(role))})
     for call in calls:
         function = call.get("function", {}) if isinstance(call, Mapping) else {}
         arguments = function.get("arguments", "")

@@ -58,6 +58,7 @@ except ImportError:  # pragma: no cover - tested in a subprocess
 
 from turnpress.core.compression import Compression
 from turnpress.core.pricing import CacheRules, Price
+from turnpress.core.responses import chat_content, responses_parts
 from turnpress.integrations._common import CompressOptions, compress_chat, message_key
 
 __all__ = ["TurnpressFilter", "from_chat", "to_chat"]
@@ -103,49 +104,18 @@ def _text(content: Any) -> str:
 
 def _chat_content(content: Any) -> Any:
     """A user / system / developer message's Responses content, or a
-    ``function_call_output``'s output, in the chat shape, as
-    ``compress()`` reads it (``turnpress.core.responses``): text parts as ``text``
-    parts (one alone as its text), an ``input_image`` with a URL as an ``image_url``
-    part (its ``detail`` kept), any other part (``input_file``...) as given. So the
-    strategy marks an image ``[image]`` and another part ``[its type]`` in a view it
-    writes, and carries the parts, as ``compress()`` does."""
-    if not isinstance(content, list):
-        return _text(content)
-    parts: list[Any] = []
-    for part in content:
-        kind = part.get("type") if isinstance(part, Mapping) else None
-        if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
-            parts.append({"type": "text", "text": part["text"]})
-        elif kind == "input_image" and isinstance(part.get("image_url"), str):
-            url = {"url": part["image_url"]}
-            if part.get("detail") is not None:
-                url["detail"] = part["detail"]
-            parts.append({"type": "image_url", "image_url": url})
-        else:
-            parts.append(part)
-    if len(parts) == 1 and isinstance(parts[0], Mapping) and parts[0].get("type") == "text":
-        return parts[0]["text"]
-    return parts
+    ``function_call_output``'s output, in the chat shape, as ``compress()`` reads it
+    (:func:`~turnpress.core.responses.chat_content`: an ``input_image`` as an
+    ``image_url`` part, ``detail`` kept, an ``input_file`` as given). So the strategy
+    marks an image ``[image]`` and another part ``[its type]`` in a view it writes, and
+    carries the parts, as ``compress()`` does."""
+    return chat_content(content) if isinstance(content, list) else _text(content)
 
 
 def _responses_content(content: Any) -> Any:
     """A rewritten message's or tool output's chat content back as Responses content
     (the inverse of :func:`_chat_content`)."""
-    if not isinstance(content, list):
-        return _text(content)
-    parts: list[Any] = []
-    for part in content:
-        kind = part.get("type") if isinstance(part, Mapping) else None
-        if kind == "text":
-            parts.append({"type": "input_text", "text": part.get("text", "")})
-        elif kind == "image_url" and isinstance(part.get("image_url"), Mapping):
-            image = {"type": "input_image", "image_url": part["image_url"].get("url")}
-            if part["image_url"].get("detail") is not None:
-                image["detail"] = part["image_url"]["detail"]
-            parts.append(image)
-        else:
-            parts.append(part)
-    return parts
+    return responses_parts(content, "user") if isinstance(content, list) else _text(content)
 
 
 def _is_user(item: Any) -> bool:
